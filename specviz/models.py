@@ -185,14 +185,35 @@ def _load_cached(model_id: str, device: torch.device, dtype: torch.dtype) -> Loa
 def _from_pretrained(auto_class: str, model_id: str, source: str, **kwargs):
     import transformers
 
+    is_folder = os.path.isdir(source)
+    if not is_folder and (source.startswith((".", "/", "~")) or source.count("/") > 1):
+        raise ModelUnavailable(f"There is no model folder at {source!r}.")
+    online = is_folder or hub_reachable()
     cls = getattr(transformers, auto_class)
     try:
-        return cls.from_pretrained(source, trust_remote_code=False, **kwargs)
+        return cls.from_pretrained(source, trust_remote_code=False, local_files_only=not online, **kwargs)
     except (OSError, ValueError, KeyError) as error:
-        where = "that folder" if os.path.isdir(source) else "the Hugging Face hub or its local cache"
-        raise ModelUnavailable(
-            f"Could not load model {model_id!r} from {where} ({_first_line(error)})."
-        ) from error
+        if is_folder:
+            reason = f"the folder {source!r} holds no usable checkpoint ({_first_line(error)})"
+        elif online:
+            reason = f"the Hugging Face hub has no such model or refused it ({_first_line(error)})"
+        else:
+            reason = "the Hugging Face hub cannot be reached and the model is not in the local cache"
+        raise ModelUnavailable(f"Model {model_id!r} could not be loaded: {reason}.") from error
+
+
+@functools.lru_cache(maxsize=1)
+def hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether huggingface.co answers; without it we load from the local cache only, at once, not after retries."""
+    import socket
+
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        return False
+    try:
+        with socket.create_connection(("huggingface.co", 443), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
 
 
 def _first_line(error: Exception) -> str:

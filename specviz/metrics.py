@@ -1,0 +1,94 @@
+"""Trace -> numbers: acceptance, tokens per round, cost ratio c, and measured against theoretical speedup."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from . import theory
+from .trace import ACCEPTED, REJECTED, Trace
+
+
+@dataclass
+class Metrics:
+    rounds: int
+    generated_tokens: int
+    drafted_tokens: int
+    tested_positions: int  # acceptance tests that ran (drafts after a rejection are never tested)
+    accepted_tokens: int
+    alpha: float  # accepted / tested: the per-token acceptance rate the theory calls α
+    mean_accept_prob: float  # mean of min(1, p/q) over tested drafts: another estimate of α = E[β]
+    alpha_per_position: list[float | None]  # position i: accepted at i / reached i (None if never reached)
+    reached_per_position: list[int]
+    accepted_per_position: list[int]
+    tokens_per_round: float
+    target_calls: int  # target forward passes: one per round
+    draft_ms_per_round: float
+    verify_ms_per_round: float
+    draft_step_ms: float  # drafting time per drafted token
+    target_step_ms: float  # one target forward over one token (from the baseline when it ran)
+    c: float  # draft_step_ms / target_step_ms
+    c_basis: str  # "baseline" or "verify" (verify time overstates a target step on CPU)
+    tokens_per_s: float
+    speedup_theoretical: float  # E(α, γ) / (γc + 1)
+    speedup_measured: float | None  # baseline wall time per token / speculative wall time per token
+    identical: bool | None  # generated ids equal the baseline's (meaningful at temperature 0)
+    overhead_fraction: float  # share of wall time outside model forwards
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def summarize(trace: Trace) -> Metrics:
+    gamma = int(trace.config["gamma"])
+    reached = [0] * gamma
+    accepted = [0] * gamma
+    accept_probs = []
+    for round_ in trace.rounds:
+        for token in round_.tokens:
+            if token.kind in (ACCEPTED, REJECTED):
+                reached[token.position - 1] += 1
+                accepted[token.position - 1] += token.kind == ACCEPTED
+                accept_probs.append(token.accept_prob)
+    tested, accepted_total = sum(reached), sum(accepted)
+    alpha = accepted_total / tested if tested else 0.0
+    rounds = max(len(trace.rounds), 1)
+    drafted = sum(round_.drafted for round_ in trace.rounds)
+    draft_ms = sum(round_.draft_ms for round_ in trace.rounds)
+    verify_ms = sum(round_.verify_ms for round_ in trace.rounds)
+    draft_step_ms = draft_ms / drafted if drafted else 0.0
+    if trace.baseline is not None:
+        target_step_ms, basis = trace.baseline.step_ms, "baseline"
+    else:
+        target_step_ms, basis = verify_ms / rounds, "verify"
+    c = draft_step_ms / target_step_ms if target_step_ms > 0 else 0.0
+    generated = len(trace.token_ids)
+    speedup_measured = identical = None
+    if trace.baseline is not None and trace.wall_ms > 0 and trace.baseline.token_ids:
+        baseline_ms_per_token = trace.baseline.wall_ms / len(trace.baseline.token_ids)
+        speedup_measured = baseline_ms_per_token / (trace.wall_ms / max(generated, 1))
+        identical = trace.baseline.token_ids == trace.token_ids
+    return Metrics(
+        rounds=len(trace.rounds),
+        generated_tokens=generated,
+        drafted_tokens=drafted,
+        tested_positions=tested,
+        accepted_tokens=accepted_total,
+        alpha=alpha,
+        mean_accept_prob=sum(accept_probs) / len(accept_probs) if accept_probs else 0.0,
+        alpha_per_position=[a / r if r else None for a, r in zip(accepted, reached)],
+        reached_per_position=reached,
+        accepted_per_position=accepted,
+        tokens_per_round=generated / rounds,
+        target_calls=len(trace.rounds),
+        draft_ms_per_round=draft_ms / rounds,
+        verify_ms_per_round=verify_ms / rounds,
+        draft_step_ms=draft_step_ms,
+        target_step_ms=target_step_ms,
+        c=c,
+        c_basis=basis,
+        tokens_per_s=1e3 * generated / trace.wall_ms if trace.wall_ms > 0 else 0.0,
+        speedup_theoretical=theory.speedup(min(max(alpha, 0.0), 1.0), gamma, c),
+        speedup_measured=speedup_measured,
+        identical=identical,
+        overhead_fraction=1.0 - trace.forward_ms / trace.wall_ms if trace.wall_ms > 0 else 0.0,
+    )

@@ -1,0 +1,42 @@
+"""Measure v(k): the time of one target forward over k new tokens, relative to k = 1, at a given context length."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from . import models
+
+
+def measure_verify_costs(
+    model: models.LanguageModel, context_ids: list[int], max_k: int = 16, repeats: int = 5, warmup: int = 2
+) -> dict[int, float]:
+    """Median milliseconds of feeding k tokens after `context_ids` is cached, for k = 1..max_k.
+
+    The context is encoded once; every timed forward is cropped back off, as a rejected round would be.
+    """
+    device = model.device
+    model.reset()
+    model.feed(torch.tensor(context_ids, dtype=torch.long, device=device))
+    base = model.cached_length
+    probe = torch.tensor(context_ids[-max_k:] * (max_k // max(len(context_ids[-max_k:]), 1) + 1), device=device)
+    timings: dict[int, float] = {}
+    for k in range(1, max_k + 1):
+        samples = []
+        for attempt in range(warmup + repeats):
+            models.synchronize(device)
+            started = time.perf_counter()
+            model.feed(probe[:k], logits_to_keep=k)
+            models.synchronize(device)
+            if attempt >= warmup:
+                samples.append((time.perf_counter() - started) * 1e3)
+            model.crop(base)
+        timings[k] = statistics.median(samples)
+    return timings
+
+
+def relative_costs(timings_ms: dict[int, float]) -> dict[int, float]:
+    """v(k) = time(k) / time(1)."""
+    return {k: ms / timings_ms[1] for k, ms in timings_ms.items()}
