@@ -1,0 +1,130 @@
+"""Tier 1 and 2: the accept/reject step on hand-built distributions, exact identities and seeded statistics."""
+
+import pytest
+import torch
+
+from specviz.sampling import residual, sample_with_uniform
+from specviz.verify import BONUS, CORRECTED, verify
+
+TARGET = torch.tensor([0.4, 0.3, 0.2, 0.1])  # the "The Japan" example: {is, stock, girl, cherry}
+DRAFT = torch.tensor([0.5, 0.25, 0.15, 0.1])
+
+
+def test_textbook_residual_and_overlap():
+    assert torch.allclose(residual(TARGET, DRAFT), torch.tensor([0.0, 0.5, 0.5, 0.0]))
+    beta = torch.minimum(TARGET, DRAFT).sum()
+    assert beta.item() == pytest.approx(0.9)
+
+
+def test_textbook_single_draft_accept_and_reject():
+    target_probs = torch.stack([TARGET, torch.tensor([0.0, 0.0, 1.0, 0.0])])  # [γ+1, V], γ = 1
+    # x = "is": min(1, .4/.5) = .8. r = .79 accepts, then the bonus comes from p_2 (one-hot on token 2).
+    accepted = verify(torch.tensor([0]), DRAFT.view(1, -1), target_probs, torch.tensor([0.79]), next_uniform=0.5)
+    assert (accepted.accepted_count, accepted.next_token, accepted.next_kind) == (1, 2, BONUS)
+    assert accepted.accept_probs == pytest.approx([0.8])
+    # r = .8 rejects; the residual is [0, .5, .5, 0]: u = .25 lands on "stock", u = .75 on "girl".
+    for uniform, expected in ((0.25, 1), (0.75, 2)):
+        rejected = verify(torch.tensor([0]), DRAFT.view(1, -1), target_probs, torch.tensor([0.8]), next_uniform=uniform)
+        assert (rejected.accepted_count, rejected.next_token, rejected.next_kind) == (0, expected, CORRECTED)
+
+
+def test_forced_ten_token_case_two_accepted_third_rejected():
+    vocab = 10
+    draft_tokens = torch.tensor([3, 7, 1, 4])
+    draft_probs = torch.full((4, vocab), 0.1)  # uniform q at every position
+    target_probs = torch.zeros(5, vocab)
+    target_probs[0, 3] = 1.0  # p(x1) = 1 ≥ q: accepted whatever r is
+    target_probs[1, :] = 0.1  # p == q: ratio 1, accepted
+    target_probs[2, 5] = 1.0  # p(x3 = 1) = 0: rejected whatever r is ...
+    target_probs[3, 0] = target_probs[4, 0] = 1.0
+    result = verify(draft_tokens, draft_probs, target_probs, torch.tensor([0.99, 0.99, 0.0, 0.0]), next_uniform=0.3)
+    assert result.accepted_count == 2
+    # ... and the correction is forced: norm(max(0, p - q)) is one-hot on token 5.
+    assert (result.next_token, result.next_kind) == (5, CORRECTED)
+    assert result.accept_probs == pytest.approx([1.0, 1.0, 0.0, 0.0])
+
+
+def test_empty_draft_gives_a_bonus_from_p1():
+    target_probs = torch.tensor([[0.0, 1.0, 0.0]])
+    result = verify(torch.empty(0, dtype=torch.long), torch.empty(0, 3), target_probs, torch.empty(0), next_uniform=0.9)
+    assert (result.accepted_count, result.next_token, result.next_kind) == (0, 1, BONUS)
+
+
+def _random_pairs(count: int, vocab: int, generator: torch.Generator):
+    """Random pairs, plus the hard cases: p == q, disjoint supports and one-hot distributions."""
+    target = torch.softmax(3 * torch.randn(count, vocab, generator=generator), dim=-1)
+    draft = torch.softmax(3 * torch.randn(count, vocab, generator=generator), dim=-1)
+    draft[: count // 8] = target[: count // 8]  # p == q
+    half = vocab // 2
+    disjoint = slice(count // 8, count // 4)
+    target[disjoint, half:] = 0
+    draft[disjoint, :half] = 0
+    onehot = slice(count // 4, 3 * count // 8)
+    target[onehot] = torch.nn.functional.one_hot(torch.randint(vocab, (count // 8,), generator=generator), vocab).float()
+    draft[onehot] = torch.nn.functional.one_hot(torch.randint(vocab, (count // 8,), generator=generator), vocab).float()
+    return target / target.sum(-1, keepdim=True), draft / draft.sum(-1, keepdim=True)
+
+
+def test_exact_identity_q_min_plus_rejection_times_residual_equals_p():
+    """Σ_x q(x) min(1, p/q) leaves mass min(p, q) at each token; the residual adds back (1 - β) norm(max(0, p - q))."""
+    generator = torch.Generator().manual_seed(0)
+    target, draft = _random_pairs(4000, 12, generator)
+    accept = torch.where(draft > 0, (target / draft.clamp(min=1e-30)).clamp(max=1), torch.zeros_like(draft))
+    beta = torch.minimum(target, draft).sum(-1, keepdim=True)
+    correction = residual(target, draft)
+    assert torch.isfinite(correction).all()
+    assert torch.allclose(correction.sum(-1), torch.ones(4000), atol=1e-5)
+    assert torch.allclose(draft * accept + (1 - beta) * correction, target, atol=1e-5)
+
+
+def test_no_nan_when_residual_has_no_mass():
+    same = torch.tensor([0.25, 0.25, 0.5])
+    assert torch.equal(residual(same, same), same)
+    onehot = torch.tensor([0.0, 1.0, 0.0])
+    result = verify(torch.tensor([1]), onehot.view(1, -1), torch.stack([onehot, onehot]), torch.tensor([0.999]), next_uniform=0.999)
+    assert (result.accepted_count, result.next_token) == (1, 1)
+
+
+def test_sample_with_uniform_never_picks_zero_mass():
+    probs = torch.tensor([0.0, 0.5, 0.0, 0.5, 0.0])
+    picks = {int(sample_with_uniform(probs, u)) for u in torch.linspace(0, 0.999999, 1001)}
+    assert picks == {1, 3}
+
+
+def _speculative_draws(target, draft, samples, generator, always_accept=False):
+    """One-draft speculative sampling, vectorised over `samples` independent rounds."""
+    drafted = torch.multinomial(draft.expand(samples, -1), 1, replacement=True, generator=generator).squeeze(1)
+    uniforms = torch.rand(samples, generator=generator)
+    ratio = (target[drafted] / draft[drafted]).clamp(max=1)
+    accepted = torch.ones(samples, dtype=torch.bool) if always_accept else uniforms < ratio
+    corrections = sample_with_uniform(residual(target, draft).expand(samples, -1), torch.rand(samples, generator=generator))
+    return torch.where(accepted, drafted, corrections)
+
+
+def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
+    expected = probs * counts.sum()
+    statistic = float(((counts - expected) ** 2 / expected).sum())
+    dof = probs.numel() - 1
+    # Survival function of chi-square by the Wilson-Hilferty normal approximation (good for dof ≥ 3).
+    z = ((statistic / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / (2 / (9 * dof)) ** 0.5
+    return float(0.5 * torch.erfc(torch.tensor(z) / 2**0.5))
+
+
+@pytest.mark.parametrize("target,draft", [
+    (TARGET, DRAFT),
+    (torch.tensor([0.5, 0.3, 0.1, 0.1]), torch.tensor([0.3, 0.4, 0.2, 0.1])),
+    (torch.tensor([0.05, 0.05, 0.6, 0.3]), torch.tensor([0.7, 0.1, 0.1, 0.1])),
+])
+def test_sampled_tokens_follow_the_target(target, draft):
+    generator = torch.Generator().manual_seed(1234)
+    draws = _speculative_draws(target, draft, 200_000, generator)
+    counts = torch.bincount(draws, minlength=4).float()
+    assert _chi_square_p_value(counts, target) > 0.001
+    assert (counts / counts.sum() - target).abs().max() < 0.005
+
+
+def test_negative_control_always_accept_fails_the_same_test():
+    generator = torch.Generator().manual_seed(1234)
+    draws = _speculative_draws(TARGET, DRAFT, 200_000, generator, always_accept=True)
+    counts = torch.bincount(draws, minlength=4).float()
+    assert _chi_square_p_value(counts, TARGET) < 1e-6  # it follows q, not p
