@@ -1,0 +1,68 @@
+"""Scripted stand-ins for models: deterministic distributions that depend on the whole prefix.
+
+Because every position's logits are a function of all tokens before it, a cache that is rolled back wrongly
+changes the distributions and shows up in the statistical tests.
+"""
+
+import torch
+
+from specviz.engine import Pipeline
+from specviz.drafters import DraftModelDrafter, PromptLookupDrafter
+
+
+class FakeLanguageModel:
+    """Implements the narrow interface of specviz.models.LanguageModel over a small vocabulary."""
+
+    def __init__(self, vocab_size: int, salt: int, sharpness: float = 2.0, name: str = "fake"):
+        self.vocab_size, self.salt, self.sharpness, self.name = vocab_size, salt, sharpness, name
+        self.device = torch.device("cpu")
+        self.max_length = 10_000
+        self.tokens: list[int] = []
+        self.tokens_fed = self.forward_calls = 0
+        self.forward_seconds = 0.0
+
+    @property
+    def cached_length(self) -> int:
+        return len(self.tokens)
+
+    def reset(self) -> None:
+        self.tokens = []
+
+    def logits_after(self, prefix: tuple) -> torch.Tensor:
+        generator = torch.Generator().manual_seed(hash((self.salt,) + tuple(prefix)) % (2**31))
+        return self.sharpness * torch.randn(self.vocab_size, generator=generator)
+
+    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1) -> torch.Tensor:
+        self.tokens.extend(token_ids.view(-1).tolist())
+        self.tokens_fed += token_ids.numel()
+        self.forward_calls += 1
+        ends = range(len(self.tokens) - logits_to_keep + 1, len(self.tokens) + 1)
+        return torch.stack([self.logits_after(tuple(self.tokens[:end])) for end in ends])  # [keep, V]
+
+    def crop(self, length: int) -> None:
+        del self.tokens[length:]
+
+
+class FakeTokenizer:
+    chat_template = None
+    eos_token_id = None
+
+    def __init__(self, vocab_size: int):
+        self.vocab_size = vocab_size
+
+    def __call__(self, text, add_special_tokens=True):
+        return {"input_ids": [ord(ch) % self.vocab_size for ch in text]}
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(chr(ord("a") + i) for i in ids)
+
+
+def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft_sharpness=1.0):
+    target = FakeLanguageModel(vocab_size, salt=1, name="target")
+    draft_model = None
+    if drafter == "model":
+        draft_model = FakeLanguageModel(vocab_size, salt=draft_salt, sharpness=draft_sharpness, name="draft")
+        chosen = DraftModelDrafter(draft_model)
+    else:
+        chosen = PromptLookupDrafter(vocab_size, ngram_size=2, eos_token_ids=list(eos_ids))
+    return Pipeline(target, chosen, FakeTokenizer(vocab_size), list(eos_ids), torch.device("cpu"), torch.float32, draft_model)

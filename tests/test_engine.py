@@ -1,0 +1,139 @@
+"""The engine on scripted models: exact output distribution, greedy identity, cache bookkeeping, replay."""
+
+import itertools
+
+import pytest
+import torch
+
+from specviz import engine
+from specviz.config import DecodeConfig
+from specviz.sampling import Standardizer
+from specviz.trace import Trace
+from tests.fakes import FakeLanguageModel, fake_pipeline
+from tests.test_verify import _chi_square_p_value
+
+PROMPT = "ab"
+
+
+def _exact_sequence_probs(config: DecodeConfig, length: int, vocab: int) -> dict:
+    """P(sequence) under the target alone, enumerated: the law speculative decoding must reproduce."""
+    target = FakeLanguageModel(vocab, salt=1)
+    standardize = Standardizer(config.temperature, config.top_k, config.top_p)
+    prompt = [ord(ch) % vocab for ch in PROMPT]
+    probs = {}
+    for sequence in itertools.product(range(vocab), repeat=length):
+        p = 1.0
+        for step in range(length):
+            dist = standardize(target.logits_after(tuple(prompt + list(sequence[:step]))).view(1, -1))[0]
+            p *= float(dist[sequence[step]])
+        probs[sequence] = p
+    return probs
+
+
+@pytest.mark.parametrize("sampling", [dict(temperature=1.0), dict(temperature=0.7, top_k=2), dict(temperature=1.3, top_p=0.8)])
+def test_speculative_sequences_follow_the_target_exactly(sampling):
+    vocab, length, runs = 3, 3, 2000
+    config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, **sampling)
+    exact = _exact_sequence_probs(config, length, vocab)
+    pipeline = fake_pipeline(vocab)
+    counts = dict.fromkeys(exact, 0)
+    for seed in range(runs):
+        trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
+        counts[tuple(trace.token_ids)] += 1
+    support = [seq for seq, p in exact.items() if p > 0]
+    assert sum(counts[seq] for seq in exact if exact[seq] == 0) == 0  # never a sequence the target forbids
+    observed = torch.tensor([counts[seq] for seq in support], dtype=torch.float)
+    expected = torch.tensor([exact[seq] for seq in support])
+    assert _chi_square_p_value(observed, expected / expected.sum()) > 0.001
+    assert 0.5 * (observed / runs - expected).abs().sum() < 0.06  # total variation distance
+
+
+def test_negative_control_broken_rollback_is_caught(monkeypatch):
+    """If the target cache were not cropped after a rejection, the output would leave the target's law."""
+    vocab, length, runs = 3, 3, 2000
+    config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, temperature=1.0)
+    exact = _exact_sequence_probs(config, length, vocab)
+    pipeline = fake_pipeline(vocab)
+    monkeypatch.setattr(type(pipeline.target), "crop", lambda self, length: None)
+    counts = dict.fromkeys(exact, 0)
+    for seed in range(runs):
+        pipeline.target.reset()
+        trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
+        counts[tuple(trace.token_ids)] += 1
+    observed = torch.tensor([counts[seq] for seq in exact], dtype=torch.float)
+    expected = torch.tensor(list(exact.values()))
+    assert 0.5 * (observed / runs - expected).abs().sum() > 0.1
+
+
+@pytest.mark.parametrize("drafter", ["model", "ngram"])
+@pytest.mark.parametrize("gamma", [1, 3, 8])
+def test_greedy_equals_target_greedy(drafter, gamma):
+    pipeline = fake_pipeline(vocab_size=5, drafter=drafter)
+    config = DecodeConfig(gamma=gamma, max_new_tokens=40, chat=False)
+    trace = engine.run_speculative(pipeline, "abcab", config)
+    baseline = engine.baseline_decode(pipeline, "abcab", config)
+    assert len(trace.token_ids) == 40
+    assert trace.token_ids == baseline.token_ids
+
+
+def test_tokens_fed_prove_the_prefix_is_never_re_encoded():
+    pipeline = fake_pipeline(vocab_size=4)
+    config = DecodeConfig(gamma=3, max_new_tokens=30, chat=False, temperature=1.0, seed=3)
+    prompt_length = len(PROMPT)
+    cache_lengths = []
+    for round_, trace in engine.speculative_decode(pipeline, PROMPT, config):
+        # After each round the target holds every token but the newest; the drafter only a valid prefix.
+        cache_lengths.append((pipeline.target.cached_length, prompt_length + len(trace.token_ids) - 1))
+    assert all(held == expected for held, expected in cache_lengths)
+    rounds = trace.rounds
+    drafted = sum(r.drafted for r in rounds)
+    # Target: the prompt once, then per round the one pending token plus the k drafts.
+    assert pipeline.target.tokens_fed == prompt_length + (len(rounds) - 1) + drafted
+    assert pipeline.target.forward_calls == len(rounds)
+    # Draft: each round feeds what it has not seen (1 or 2 tokens, the prompt in round one) and k - 1 drafts.
+    fed_by_draft = pipeline.draft_model.tokens_fed
+    assert fed_by_draft <= prompt_length + len(trace.token_ids) + drafted
+    rejections = sum(1 for r in rounds if r.accepted < r.drafted)
+    assert sum(r.accepted == r.drafted for r in rounds) + rejections == len(rounds)
+    assert any(r.accepted < r.drafted for r in rounds) and any(r.accepted == r.drafted for r in rounds)
+
+
+def test_sampled_run_replays_exactly_from_its_seed():
+    pipeline = fake_pipeline(vocab_size=6)
+    config = DecodeConfig(gamma=4, max_new_tokens=25, chat=False, temperature=1.0, seed=42)
+    first = engine.run_speculative(pipeline, PROMPT, config)
+    second = engine.run_speculative(pipeline, PROMPT, config)
+    strip = lambda t: [[(x.token_id, x.kind, x.uniform) for x in r.tokens] for r in t.rounds]  # noqa: E731
+    assert strip(first) == strip(second)
+    other = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": 43}))
+    assert strip(other) != strip(first)
+
+
+def test_eos_stops_and_nothing_follows_it():
+    pipeline = fake_pipeline(vocab_size=4, eos_ids=[2])
+    for seed in range(20):
+        config = DecodeConfig(gamma=4, max_new_tokens=50, chat=False, temperature=1.0, seed=seed)
+        trace = engine.run_speculative(pipeline, PROMPT, config)
+        assert 2 not in trace.token_ids[:-1]
+        assert trace.stop_reason == ("eos" if trace.token_ids[-1] == 2 else "max_new_tokens")
+
+
+def test_trace_round_trips_through_json_and_records_every_field():
+    pipeline = fake_pipeline(vocab_size=5)
+    config = DecodeConfig(gamma=3, max_new_tokens=20, chat=False, temperature=1.0, seed=1)
+    trace = engine.run_speculative(pipeline, PROMPT, config)
+    trace.baseline = engine.baseline_decode(pipeline, PROMPT, config)
+    again = Trace.from_json(trace.to_json())
+    assert again == trace
+    kinds = {token.kind for r in trace.rounds for token in r.tokens}
+    assert kinds <= {"accepted", "rejected", "corrected", "bonus"} and "rejected" in kinds
+    for r in trace.rounds:
+        for token in r.tokens:
+            assert token.target_top and 0 <= token.target_prob <= 1
+            if token.kind in ("accepted", "rejected"):
+                assert token.draft_top and 0 <= token.uniform < 1
+                assert token.accept_prob == pytest.approx(min(1, token.target_prob / token.draft_prob), abs=1e-5)
+            if token.kind == "corrected":
+                assert token.residual_top
+    with pytest.raises(ValueError):
+        Trace.from_json('{"schema": 99}')
