@@ -1,0 +1,58 @@
+"""The command line as a user runs it: one JSON object, coloured rounds, one-line errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from specviz.cli import format_round
+from specviz.trace import Round, Token
+
+
+def run_cli(*args):
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_json_output_has_the_contract_keys(offline_target):
+    result = run_cli("generate", "--prompt", "Say hello twice: hello hello", "--max-new-tokens", "16", "--json", "--baseline")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    for key in ("text", "rounds", "alpha", "alpha_per_position", "tokens_per_round", "c", "speedup_theoretical",
+                "baseline_text", "speedup_measured", "identical"):
+        assert key in summary
+    assert summary["identical"] is True and summary["text"] == summary["baseline_text"]
+    assert len(summary["alpha_per_position"]) == 4
+
+
+def test_plain_output_marks_kinds_without_colour(offline_target):
+    result = run_cli("generate", "--prompt", "Count: one two three", "--max-new-tokens", "8", "--no-chat")
+    assert result.returncode == 0, result.stderr
+    assert "legend:" in result.stdout and "\033[" not in result.stdout
+    assert "round   1" in result.stdout and "tokens/s" in result.stdout
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["generate", "--prompt", "hi", "--gamma", "0"], "gamma must be between"),
+    (["generate", "--prompt", "hi", "--temperature", "nan"], "temperature"),
+    (["generate", "--prompt", "hi", "--top-p", "1.5"], "top_p"),
+    (["generate", "--prompt", "   "], "prompt is empty"),
+    (["generate", "--prompt", "hi", "--preset", "nope"], "unknown preset"),
+    (["generate", "--prompt", "hi", "--gamma", "two"], "invalid int value"),
+    (["generate"], "required: --prompt"),
+])
+def test_bad_arguments_give_one_line_and_non_zero_exit(args, fragment):
+    result = run_cli(*args)
+    assert result.returncode != 0
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], result.stderr
+    assert result.stdout == ""
+
+
+def test_format_round_uses_markers_and_shows_whitespace():
+    tokens = [Token(1, " a", "accepted", 1, 0.9), Token(2, "\n", "rejected", 2, 0.1), Token(3, "b", "corrected", 2, 0.5)]
+    line = format_round(Round(0, 2, 1, tokens, 1.0, 2.0, 2), colour=False)
+    assert line.endswith(" a[-\\n-][+b+]")
+    assert "\033[32m" in format_round(Round(0, 2, 1, tokens, 1.0, 2.0, 2), colour=True)
