@@ -137,3 +137,21 @@ def test_trace_round_trips_through_json_and_records_every_field():
                 assert token.residual_top
     with pytest.raises(ValueError):
         Trace.from_json('{"schema": 99}')
+
+
+def test_context_limit_stops_the_run_without_overflowing():
+    pipeline = fake_pipeline(vocab_size=4)
+    pipeline.target.max_length = 12
+    config = DecodeConfig(gamma=4, max_new_tokens=100, chat=False, temperature=1.0, seed=2)
+    trace = engine.run_speculative(pipeline, PROMPT, config)
+    assert trace.stop_reason == "context"
+    assert len(PROMPT) + len(trace.token_ids) == 12
+    assert pipeline.target.cached_length <= 12
+
+
+def test_max_new_tokens_is_exact_whatever_gamma():
+    pipeline = fake_pipeline(vocab_size=3)
+    for gamma, limit in [(1, 1), (4, 5), (7, 9), (16, 3)]:
+        config = DecodeConfig(gamma=gamma, max_new_tokens=limit, chat=False, temperature=1.0)
+        trace = engine.run_speculative(pipeline, PROMPT, config)
+        assert len(trace.token_ids) == limit and trace.stop_reason == "max_new_tokens"
