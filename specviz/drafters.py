@@ -76,7 +76,8 @@ class DraftModelDrafter:
 
 
 class PromptLookupDrafter:
-    """Prompt lookup decoding (Saxena 2023): copy the continuation of the latest n-gram match in the context.
+    """Prompt lookup decoding (Saxena 2023): copy what followed the earliest match of the
+    context's last n-gram (longest n first).
 
     The search is transformers' own `PromptLookupCandidateGenerator`. The proposal is deterministic, so q is
     one-hot: a drafted x is accepted with probability p(x), and the residual is p with x removed, renormalized.

@@ -63,13 +63,25 @@ def encode_prompt(tokenizer, prompt: str, chat: bool) -> list[int]:
     return tokenizer(prompt)["input_ids"]
 
 
-def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Trace, list[int]]:
-    """An empty trace for this run, and the prompt's token ids."""
+def context_limit(pipeline: Pipeline) -> int:
+    """The longest sequence both models can hold."""
+    if pipeline.draft_model is None:
+        return pipeline.target.max_length
+    return min(pipeline.target.max_length, pipeline.draft_model.max_length)
+
+
+def _checked_prompt_ids(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> list[int]:
     prompt_ids = encode_prompt(pipeline.tokenizer, prompt, config.chat)
     if not prompt_ids:
         raise ValueError("the prompt encodes to no tokens")
-    if len(prompt_ids) >= pipeline.target.max_length:
-        raise ValueError(f"the prompt has {len(prompt_ids)} tokens; the model's context holds {pipeline.target.max_length}")
+    if len(prompt_ids) >= context_limit(pipeline):
+        raise ValueError(f"the prompt has {len(prompt_ids)} tokens; the models' context holds {context_limit(pipeline)}")
+    return prompt_ids
+
+
+def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Trace, list[int]]:
+    """An empty trace for this run, and the prompt's token ids."""
+    prompt_ids = _checked_prompt_ids(pipeline, prompt, config)
     return Trace(
         config=config.to_dict(),
         prompt=prompt,
@@ -90,13 +102,14 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
     generator = torch.Generator(device=device).manual_seed(config.seed)
     texts = _TokenTexts(pipeline.tokenizer)
     sequence = list(prompt_ids)
+    limit = context_limit(pipeline)
     target.reset()
     drafter.begin()
     forward_before = _forward_seconds(pipeline)
     engine_seconds, resumed = 0.0, time.perf_counter()  # time inside this generator, not in its consumer
     while True:
         remaining = config.max_new_tokens - (len(sequence) - len(prompt_ids))
-        room = target.max_length - len(sequence)
+        room = limit - len(sequence)
         gamma = min(config.gamma, remaining - 1, room - 1)  # a round emits at most gamma + 1 tokens
 
         # 1. Draft.
@@ -134,7 +147,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
         trace.rounds.append(round_)
         trace.token_ids = sequence[len(prompt_ids) :]
         trace.text = pipeline.tokenizer.decode(trace.token_ids, skip_special_tokens=True)
-        trace.stop_reason = _stop_reason(emitted[-1], pipeline, len(trace.token_ids), config, len(sequence), target)
+        trace.stop_reason = _stop_reason(emitted[-1], pipeline, len(trace.token_ids), config, len(sequence), limit)
         trace.forward_ms = (_forward_seconds(pipeline) - forward_before) * 1e3
         engine_seconds += time.perf_counter() - resumed
         trace.wall_ms = engine_seconds * 1e3
@@ -144,12 +157,12 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
             return
 
 
-def _stop_reason(last_token, pipeline, generated, config, length, target) -> str:
+def _stop_reason(last_token, pipeline, generated, config, length, limit) -> str:
     if last_token in pipeline.eos_ids:
         return "eos"
     if generated >= config.max_new_tokens:
         return "max_new_tokens"
-    if length >= target.max_length:
+    if length >= limit:
         return "context"
     return ""
 
@@ -165,7 +178,7 @@ def run_speculative(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Tr
 def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Baseline:
     """Plain autoregressive decoding on the same target, with the same sampling and seed source."""
     target, device = pipeline.target, pipeline.device
-    prompt_ids = encode_prompt(pipeline.tokenizer, prompt, config.chat)
+    prompt_ids = _checked_prompt_ids(pipeline, prompt, config)
     standardize = Standardizer(config.temperature, config.top_k, config.top_p)
     generator = torch.Generator(device=device).manual_seed(config.seed)
     target.reset()
@@ -178,7 +191,7 @@ def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Ba
         generated.append(token)
         if token in pipeline.eos_ids or len(generated) >= config.max_new_tokens:
             break
-        if len(prompt_ids) + len(generated) >= target.max_length:
+        if len(prompt_ids) + len(generated) >= context_limit(pipeline):
             break
         step_started = time.perf_counter()
         logits = target.feed(torch.tensor([token], device=device))
@@ -273,4 +286,5 @@ def _record_round(index, drafted_ids, draft_probs, target_probs, uniforms, resul
             target_top=target_tops[position], draft_top=draft_tops[position] if correction else [],
             residual_top=texts.top(result.next_probs.view(1, -1))[0] if correction else [],
         ))
-    return Round(index=index, drafted=k, accepted=accepted, tokens=tokens, draft_ms=0.0, verify_ms=0.0, draft_forwards=0)
+    return Round(index=index, drafted=k, accepted=accepted, tokens=tokens, draft_ms=0.0, verify_ms=0.0, draft_forwards=0,
+                 draft_token_ids=list(drafted_ids), draft_texts=[texts(i) for i in drafted_ids])

@@ -24,7 +24,7 @@ class Metrics:
     target_calls: int  # target forward passes: one per round
     draft_ms_per_round: float
     verify_ms_per_round: float
-    draft_step_ms: float  # drafting time per drafted token
+    draft_step_ms: float  # drafting time per draft forward (per drafted token for prompt lookup), round 1 left out
     target_step_ms: float  # one target forward over one token (from the baseline when it ran)
     c: float  # draft_step_ms / target_step_ms
     c_basis: str  # "baseline" or "verify" (verify time overstates a target step on CPU)
@@ -55,11 +55,14 @@ def summarize(trace: Trace) -> Metrics:
     drafted = sum(round_.drafted for round_ in trace.rounds)
     draft_ms = sum(round_.draft_ms for round_ in trace.rounds)
     verify_ms = sum(round_.verify_ms for round_ in trace.rounds)
-    draft_step_ms = draft_ms / drafted if drafted else 0.0
+    # Step costs leave out round 1, whose forwards also encode the whole prompt.
+    steady = trace.rounds[1:] or trace.rounds
+    draft_steps = sum(r.draft_forwards for r in steady) or sum(r.drafted for r in steady)
+    draft_step_ms = sum(r.draft_ms for r in steady) / draft_steps if draft_steps else 0.0
     if trace.baseline is not None:
         target_step_ms, basis = trace.baseline.step_ms, "baseline"
     else:
-        target_step_ms, basis = verify_ms / rounds, "verify"
+        target_step_ms, basis = sum(r.verify_ms for r in steady) / len(steady) if steady else 0.0, "verify"
     c = draft_step_ms / target_step_ms if target_step_ms > 0 else 0.0
     generated = len(trace.token_ids)
     speedup_measured = identical = None

@@ -107,6 +107,8 @@ class LanguageModel:
         from transformers import DynamicCache
 
         self.cache = DynamicCache(config=self.hf_model.config)
+        if hasattr(self.cache, "activate_past_recording"):
+            self.cache.activate_past_recording()  # sliding-window layers can then be rolled back after a rejection
         self.cached_length = 0
 
     def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1) -> torch.Tensor:
@@ -121,6 +123,7 @@ class LanguageModel:
                 use_cache=True,
                 logits_to_keep=logits_to_keep,
             )
+        synchronize(self.device)  # so forward_seconds is device time, not kernel-launch time
         self.forward_seconds += time.perf_counter() - started
         self.cache = output.past_key_values
         self.cached_length += token_ids.numel()

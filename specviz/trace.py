@@ -37,10 +37,12 @@ class Round:
     index: int
     drafted: int  # how many tokens the drafter proposed this round (≤ γ)
     accepted: int  # how many of them were accepted
-    tokens: list[Token]  # the drafted tokens in order, then the correction or bonus
+    tokens: list[Token]  # the tested drafts in order (up to the first rejection), then the correction or bonus
     draft_ms: float  # time spent drafting (device synchronized)
     verify_ms: float  # time of the target's single forward pass plus the accept/reject step
     draft_forwards: int  # forward passes the drafter made (0 for prompt lookup)
+    draft_token_ids: list[int] = field(default_factory=list)  # every proposed id, also those after a rejection
+    draft_texts: list[str] = field(default_factory=list)
 
     @property
     def emitted(self) -> list[Token]:

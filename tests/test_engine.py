@@ -81,9 +81,14 @@ def test_tokens_fed_prove_the_prefix_is_never_re_encoded():
     config = DecodeConfig(gamma=3, max_new_tokens=30, chat=False, temperature=1.0, seed=3)
     prompt_length = len(PROMPT)
     cache_lengths = []
+    prompt_ids = [ord(ch) % 4 for ch in PROMPT]
     for round_, trace in engine.speculative_decode(pipeline, PROMPT, config):
-        # After each round the target holds every token but the newest; the drafter only a valid prefix.
+        # After each round the target holds every token but the newest; the drafter only a valid prefix
+        # of what it was shown (the sequence before this round, plus its own drafts but the last).
         cache_lengths.append((pipeline.target.cached_length, prompt_length + len(trace.token_ids) - 1))
+        assert pipeline.target.tokens == (prompt_ids + trace.token_ids)[: pipeline.target.cached_length]
+        shown = prompt_ids + trace.token_ids[: len(trace.token_ids) - len(round_.emitted)] + round_.draft_token_ids[:-1]
+        assert pipeline.draft_model.tokens == shown
     assert all(held == expected for held, expected in cache_lengths)
     rounds = trace.rounds
     drafted = sum(r.drafted for r in rounds)

@@ -39,7 +39,8 @@ def test_self_draft_accepts_everything_and_keeps_caches_in_step(offline_target):
         sequence_length = trace.prompt_token_count + len(trace.token_ids)
         for model in (pipeline.target, pipeline.draft_model):
             assert model.cache.get_seq_length() == model.cached_length  # bookkeeping matches the real cache
-        assert pipeline.target.cached_length == sequence_length - (trace.stop_reason != "eos")
+        ends_with_accepted_eos = round_.tokens[-1].kind == "accepted"  # an accepted EOS draft: no bonus follows
+        assert pipeline.target.cached_length == sequence_length - (not ends_with_accepted_eos)
     assert trace.token_ids == engine.baseline_decode(pipeline, PROMPTS[0], config).token_ids
 
 
@@ -49,8 +50,9 @@ def test_caches_stay_consistent_across_rejections(offline_target, tiny_draft_fol
     for round_, trace in engine.speculative_decode(pipeline, PROMPTS[0], config):
         for model in (pipeline.target, pipeline.draft_model):
             assert model.cache.get_seq_length() == model.cached_length
-        if trace.stop_reason != "eos":
-            assert pipeline.target.cached_length == trace.prompt_token_count + len(trace.token_ids) - 1
+        ends_with_accepted_eos = round_.tokens[-1].kind == "accepted"
+        expected = trace.prompt_token_count + len(trace.token_ids) - (not ends_with_accepted_eos)
+        assert pipeline.target.cached_length == expected
 
 
 def test_sampled_run_replays_exactly_from_its_seed(offline_target):

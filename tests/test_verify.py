@@ -92,13 +92,19 @@ def test_sample_with_uniform_never_picks_zero_mass():
 
 
 def _speculative_draws(target, draft, samples, generator, always_accept=False):
-    """One-draft speculative sampling, vectorised over `samples` independent rounds."""
-    drafted = torch.multinomial(draft.expand(samples, -1), 1, replacement=True, generator=generator).squeeze(1)
+    """`samples` independent one-draft rounds through verify() itself: x ~ q, r ~ U[0, 1), then accept or correct.
+
+    The negative control passes r = 0 and p = 1 wherever q > 0, so every draft is accepted: tokens follow q.
+    """
+    drafted = torch.multinomial(draft, samples, replacement=True, generator=generator)  # [samples]
     uniforms = torch.rand(samples, generator=generator)
-    ratio = (target[drafted] / draft[drafted]).clamp(max=1)
-    accepted = torch.ones(samples, dtype=torch.bool) if always_accept else uniforms < ratio
-    corrections = sample_with_uniform(residual(target, draft).expand(samples, -1), torch.rand(samples, generator=generator))
-    return torch.where(accepted, drafted, corrections)
+    next_uniforms = torch.rand(samples, generator=generator)
+    target_probs = torch.stack([torch.where(draft > 0, 1.0, 0.0) if always_accept else target, target])  # [2, V]
+    draws = []
+    for x, r, u in zip(drafted.view(-1, 1), uniforms.view(-1, 1), next_uniforms):
+        result = verify(x, draft.view(1, -1), target_probs, r, next_uniform=u)
+        draws.append(int(x) if result.accepted_count == 1 else result.next_token)
+    return torch.tensor(draws)
 
 
 def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
@@ -117,14 +123,14 @@ def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
 ])
 def test_sampled_tokens_follow_the_target(target, draft):
     generator = torch.Generator().manual_seed(1234)
-    draws = _speculative_draws(target, draft, 200_000, generator)
+    draws = _speculative_draws(target, draft, 20_000, generator)
     counts = torch.bincount(draws, minlength=4).float()
     assert _chi_square_p_value(counts, target) > 0.001
-    assert (counts / counts.sum() - target).abs().max() < 0.005
+    assert (counts / counts.sum() - target).abs().max() < 0.015
 
 
 def test_negative_control_always_accept_fails_the_same_test():
     generator = torch.Generator().manual_seed(1234)
-    draws = _speculative_draws(TARGET, DRAFT, 200_000, generator, always_accept=True)
+    draws = _speculative_draws(TARGET, DRAFT, 20_000, generator, always_accept=True)
     counts = torch.bincount(draws, minlength=4).float()
     assert _chi_square_p_value(counts, TARGET) < 1e-6  # it follows q, not p
