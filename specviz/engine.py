@@ -269,12 +269,13 @@ def _record_round(index, drafted_ids, draft_probs, target_probs, uniforms, resul
     target_at = target_probs[rows, drafted].tolist()
     draft_at = draft_probs[rows, drafted].tolist()
     uniform_list = uniforms.tolist()
+    overlaps = torch.minimum(target_probs[:tested], draft_probs[:tested]).sum(dim=-1).tolist()  # β per position
     tokens = []
     for i in range(tested):
         tokens.append(Token(
             token_id=drafted_ids[i], text=texts(drafted_ids[i]), kind=ACCEPTED if i < accepted else REJECTED,
             position=i + 1, target_prob=target_at[i], draft_prob=draft_at[i], uniform=uniform_list[i],
-            accept_prob=result.accept_probs[i], target_top=target_tops[i], draft_top=draft_tops[i],
+            accept_prob=result.accept_probs[i], overlap=overlaps[i], target_top=target_tops[i], draft_top=draft_tops[i],
         ))
     if with_next:
         y, position = result.next_token, accepted
@@ -283,6 +284,7 @@ def _record_round(index, drafted_ids, draft_probs, target_probs, uniforms, resul
             token_id=y, text=texts(y), kind=CORRECTED if correction else BONUS, position=position + 1,
             target_prob=float(target_probs[position, y]),
             draft_prob=float(draft_probs[position, y]) if correction else None,
+            overlap=overlaps[position] if correction else None,
             target_top=target_tops[position], draft_top=draft_tops[position] if correction else [],
             residual_top=texts.top(result.next_probs.view(1, -1))[0] if correction else [],
         ))

@@ -95,3 +95,26 @@ def summarize(trace: Trace) -> Metrics:
         identical=identical,
         overhead_fraction=1.0 - trace.forward_ms / trace.wall_ms if trace.wall_ms > 0 else 0.0,
     )
+
+
+def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | None:
+    """v(k) for k = 1..max_k from this run's own timings: target forwards over k tokens relative to one.
+
+    Each round after the first fed the target k = drafted + 1 tokens. A least-squares line through the mean
+    verify time at each k (and the baseline's one-token step, when it ran) gives v(k) = t(k) / t(1).
+    None when the run saw fewer than two distinct k.
+    """
+    by_size: dict[int, list[float]] = {}
+    for round_ in trace.rounds[1:]:
+        by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)
+    points = {k: sum(v) / len(v) for k, v in by_size.items()}
+    if trace.baseline is not None:
+        points[1] = trace.baseline.step_ms
+    if len(points) < 2:
+        return None
+    xs, ys = list(points), list(points.values())
+    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
+    slope = max(slope, 0.0)  # timing noise must not make longer verifies cheaper
+    one = max(mean_y + slope * (1 - mean_x), 1e-6)
+    return {k: max(mean_y + slope * (k - mean_x), one) / one for k in range(1, max_k + 1)}

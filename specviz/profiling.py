@@ -22,19 +22,18 @@ def measure_verify_costs(
     model.feed(torch.tensor(context_ids, dtype=torch.long, device=device))
     base = model.cached_length
     probe = torch.tensor(context_ids[-max_k:] * (max_k // max(len(context_ids[-max_k:]), 1) + 1), device=device)
-    timings: dict[int, float] = {}
-    for k in range(1, max_k + 1):
-        samples = []
-        for attempt in range(warmup + repeats):
+    samples: dict[int, list[float]] = {k: [] for k in range(1, max_k + 1)}
+    # Interleave the k values (1, 2, .., max_k, 1, 2, ..) so that slow drifts of the machine hit every k alike.
+    for attempt in range(warmup + repeats):
+        for k in samples:
             models.synchronize(device)
             started = time.perf_counter()
             model.feed(probe[:k], logits_to_keep=k)
             models.synchronize(device)
             if attempt >= warmup:
-                samples.append((time.perf_counter() - started) * 1e3)
+                samples[k].append((time.perf_counter() - started) * 1e3)
             model.crop(base)
-        timings[k] = statistics.median(samples)
-    return timings
+    return {k: statistics.median(values) for k, values in samples.items()}
 
 
 def relative_costs(timings_ms: dict[int, float]) -> dict[int, float]:

@@ -27,6 +27,7 @@ class Token:
     draft_prob: float | None = None  # q_i(x); None for a bonus (no draft distribution there)
     uniform: float | None = None  # r_i drawn for the acceptance test (drafted tokens only)
     accept_prob: float | None = None  # min(1, p_i(x)/q_i(x)) (drafted tokens only)
+    overlap: float | None = None  # β_i = Σ_x min(p_i(x), q_i(x)): this position's acceptance probability
     target_top: list[TopToken] = field(default_factory=list)  # top-10 of p_i
     draft_top: list[TopToken] = field(default_factory=list)  # top-10 of q_i (empty for a bonus)
     residual_top: list[TopToken] = field(default_factory=list)  # top-10 of norm(max(0, p_i - q_i)), corrections only

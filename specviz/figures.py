@@ -1,0 +1,126 @@
+"""plotly only: each function takes numbers (or plain trace records) and returns a go.Figure."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from . import theory
+from .trace import Round, TopToken
+
+GREEN, RED, BLUE, GREY, ORANGE = "#2e9e4f", "#d64545", "#2f6fd6", "#8a8f98", "#e08a1e"
+LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=45), height=330,
+              legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+
+
+def empty_figure(message: str) -> go.Figure:
+    figure = go.Figure()
+    figure.add_annotation(text=message, showarrow=False, font=dict(size=14, color=GREY), x=0.5, y=0.5, xref="paper", yref="paper")
+    figure.update_layout(**LAYOUT, xaxis=dict(visible=False), yaxis=dict(visible=False))
+    return figure
+
+
+def alpha_per_position_figure(alpha_per_position: list[float | None], reached: list[int], accepted: list[int],
+                              alpha: float) -> go.Figure:
+    """α_i = accepted at i / reached i, with the counts on each bar, and the overall α as a line."""
+    positions = list(range(1, len(alpha_per_position) + 1))
+    figure = go.Figure(go.Bar(
+        x=positions, y=[a if a is not None else 0 for a in alpha_per_position], marker_color=GREEN, name="α at position i",
+        text=[f"{a}/{r}" for a, r in zip(accepted, reached)], textposition="outside",
+        hovertemplate="position %{x}<br>α = %{y:.3f}<br>accepted/reached = %{text}<extra></extra>",
+    ))
+    figure.add_hline(y=alpha, line_dash="dash", line_color=BLUE, annotation_text=f"overall α = {alpha:.3f}",
+                     annotation_position="top left")
+    figure.update_layout(**LAYOUT, title="Acceptance by draft position", xaxis=dict(title="draft position i", dtick=1),
+                         yaxis=dict(title="P(accept | reached)", range=[0, 1.15]), showlegend=False)
+    return figure
+
+
+def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
+    """Top tokens of p and q at one position of one round, the overlap min(p, q), the drafted token and its test."""
+    tokens = [t for t in round_.tokens if t.position == position]
+    if not tokens:
+        return empty_figure(f"round {round_.index + 1} has no position {position}")
+    drafted = next((t for t in tokens if t.kind in ("accepted", "rejected")), None)
+    closing = next((t for t in tokens if t.kind in ("corrected", "bonus")), None)
+    head = drafted or closing
+    target, draft = _as_map(head.target_top), _as_map(head.draft_top)
+    residual = _as_map(closing.residual_top) if closing is not None and closing.kind == "corrected" else {}
+    ids = sorted(set(target) | set(draft) | set(residual), key=lambda i: -max(target.get(i, (0, ""))[0], draft.get(i, (0, ""))[0]))[:12]
+    labels = [_label(target.get(i) or draft.get(i) or residual.get(i), i) for i in ids]
+    p = [target.get(i, (0.0, ""))[0] for i in ids]
+    q = [draft.get(i, (0.0, ""))[0] for i in ids]
+    figure = go.Figure()
+    figure.add_bar(x=labels, y=p, name="p (target)", marker_color=BLUE, opacity=0.55)
+    if draft:
+        figure.add_bar(x=labels, y=q, name="q (draft)", marker_color=ORANGE, opacity=0.55)
+        figure.add_bar(x=labels, y=[min(a, b) for a, b in zip(p, q)], name="min(p, q)", marker_color=GREEN,
+                       marker_pattern_shape="/", opacity=0.9)
+    if residual:
+        figure.add_scatter(x=labels, y=[residual.get(i, (0.0, ""))[0] for i in ids], mode="markers+lines",
+                           name="residual norm(max(0, p − q))", marker=dict(color=RED, size=9, symbol="diamond"))
+    title = f"Round {round_.index + 1}, position {position}"
+    if drafted is not None:
+        if drafted.token_id in ids:
+            figure.add_annotation(x=labels[ids.index(drafted.token_id)], y=max(p[ids.index(drafted.token_id)], q[ids.index(drafted.token_id)]),
+                                  text=f"drafted ({drafted.kind})", showarrow=True, arrowhead=2, ay=-35)
+        verdict = "<" if drafted.kind == "accepted" else "≥"
+        title += f": r = {drafted.uniform:.3f} {verdict} min(1, p/q) = {drafted.accept_prob:.3f}"
+        if drafted.overlap is not None:
+            title += f", β = {drafted.overlap:.3f}"
+    if closing is not None:
+        title += f"<br><sup>{closing.kind}: {closing.text!r}</sup>"
+    figure.update_layout(**LAYOUT, title=dict(text=title, font=dict(size=13)), barmode="overlay",
+                         yaxis=dict(title="probability", range=[0, 1.05]), xaxis=dict(tickangle=-30))
+    return figure
+
+
+def speedup_figure(alpha: float, c: float, gamma_used: int, measured: float | None = None,
+                   verify_cost: dict[int, float] | None = None, max_gamma: int = 16) -> go.Figure:
+    """Theoretical S(γ) from the measured α and c, the verify-cost-aware variant, the measured point, the best γ."""
+    alpha = min(max(alpha, 0.0), 1.0)
+    gammas = list(range(1, max_gamma + 1))
+    ideal = [theory.speedup(alpha, g, c) for g in gammas]
+    figure = go.Figure()
+    figure.add_scatter(x=gammas, y=ideal, mode="lines+markers", name="S = E/(γc+1)", line_color=BLUE)
+    best = theory.optimal_gamma(alpha, c, max_gamma=max_gamma)
+    figure.add_scatter(x=[best], y=[theory.speedup(alpha, best, c)], mode="markers", name=f"best γ = {best}",
+                       marker=dict(symbol="star", size=15, color=BLUE))
+    if verify_cost:
+        costed = [theory.speedup_with_verify_cost(alpha, g, c, verify_cost) for g in gammas]
+        figure.add_scatter(x=gammas, y=costed, mode="lines+markers", name="with measured v(k)", line=dict(color=ORANGE, dash="dot"))
+        best_costed = theory.optimal_gamma(alpha, c, verify_cost=verify_cost, max_gamma=max_gamma)
+        figure.add_scatter(x=[best_costed], y=[costed[best_costed - 1]], mode="markers", name=f"best γ with v(k) = {best_costed}",
+                           marker=dict(symbol="star", size=15, color=ORANGE))
+    if measured is not None:
+        figure.add_scatter(x=[gamma_used], y=[measured], mode="markers", name=f"measured {measured:.2f}×",
+                           marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
+    figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
+    figure.update_layout(**LAYOUT, title=f"Speedup against γ (α = {alpha:.2f}, c = {c:.3f})",
+                         xaxis=dict(title="γ (drafted tokens per round)", dtick=1), yaxis=dict(title="speedup ×"))
+    return figure
+
+
+def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: int) -> go.Figure:
+    """Histogram of tokens produced per round against the capped geometric law the theory predicts."""
+    counts = [0] * (gamma + 1)
+    for n in tokens_per_round:
+        if 1 <= n <= gamma + 1:
+            counts[n - 1] += 1
+    rounds = max(len(tokens_per_round), 1)
+    predicted = [rounds * p for p in theory.tokens_per_round_distribution(min(max(alpha, 0.0), 1.0), gamma)]
+    sizes = list(range(1, gamma + 2))
+    figure = go.Figure()
+    figure.add_bar(x=sizes, y=counts, name="observed rounds", marker_color=GREEN)
+    figure.add_scatter(x=sizes, y=predicted, mode="lines+markers", name="capped geometric (theory)", line_color=BLUE)
+    figure.update_layout(**LAYOUT, title=f"Tokens per round ({rounds} rounds)", xaxis=dict(title="tokens produced", dtick=1),
+                         yaxis=dict(title="rounds"))
+    return figure
+
+
+def _as_map(entries: list[TopToken]) -> dict[int, tuple[float, str]]:
+    return {entry.token_id: (entry.prob, entry.text) for entry in entries}
+
+
+def _label(entry, token_id: int) -> str:
+    text = entry[1] if entry else str(token_id)
+    return repr(text)[1:-1] or f"#{token_id}"

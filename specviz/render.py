@@ -1,0 +1,81 @@
+"""Trace -> HTML: one row of tokens per round, as in Figure 1 of Leviathan et al. Every string is escaped.
+
+Colour is never the only cue: rejected tokens are struck through, corrections carry a leading mark, bonus
+tokens a trailing one, and a legend names each kind. Whitespace inside tokens is drawn (· for a space,
+↵ for a newline, → for a tab) so that rows show the real token boundaries.
+"""
+
+from __future__ import annotations
+
+import html
+
+from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
+
+KIND_LABELS = {ACCEPTED: "accepted draft", REJECTED: "rejected draft", CORRECTED: "correction from norm(max(0, p − q))",
+               BONUS: "bonus token from p"}
+LEGEND_HTML = (
+    '<div class="sv-legend">'
+    '<span class="sv-tok sv-accepted">accepted</span>'
+    '<span class="sv-tok sv-rejected">rejected</span>'
+    '<span class="sv-tok sv-corrected">corrected</span>'
+    '<span class="sv-tok sv-bonus">bonus</span>'
+    '<span class="sv-hint">hover a token for p(x), q(x), r and min(1, p/q)</span>'
+    "</div>"
+)
+VISIBLE_WHITESPACE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}
+
+
+def visible_text(text: str) -> str:
+    """Escaped token text with whitespace drawn. '<b> x\\n' -> '&lt;b&gt;<ws>·</ws>x<ws>↵</ws>'."""
+    pieces = []
+    for char in text:
+        if char in VISIBLE_WHITESPACE:
+            pieces.append(f'<span class="sv-ws">{VISIBLE_WHITESPACE[char]}</span>')
+        else:
+            pieces.append(html.escape(char))
+    return "".join(pieces) or '<span class="sv-ws">∅</span>'
+
+
+def token_tooltip(token: Token) -> str:
+    """The plain-text details shown on hover (escaped later as an attribute)."""
+    lines = [f"{KIND_LABELS[token.kind]} at position {token.position}", f"token {token.token_id}: {token.text!r}",
+             f"p(x) = {token.target_prob:.4f}"]
+    if token.draft_prob is not None:
+        lines.append(f"q(x) = {token.draft_prob:.4f}")
+    if token.uniform is not None:
+        verdict = "<" if token.kind == ACCEPTED else "≥"
+        lines.append(f"r = {token.uniform:.4f} {verdict} min(1, p/q) = {token.accept_prob:.4f}")
+    if token.overlap is not None:
+        lines.append(f"β = Σ min(p, q) = {token.overlap:.4f}")
+    return "\n".join(lines)
+
+
+def token_html(token: Token, round_index: int) -> str:
+    title = html.escape(token_tooltip(token), quote=True)
+    return (f'<span class="sv-tok sv-{token.kind}" title="{title}" data-round="{round_index}" '
+            f'data-position="{token.position}">{visible_text(token.text)}</span>')
+
+
+def round_html(round_: Round) -> str:
+    tokens = "".join(token_html(token, round_.index) for token in round_.tokens)
+    untested = round_.draft_texts[len([t for t in round_.tokens if t.kind in (ACCEPTED, REJECTED)]):]
+    skipped = "".join(f'<span class="sv-tok sv-untested" title="drafted, never tested">{visible_text(text)}</span>'
+                      for text in untested)
+    label = f"{round_.index + 1}" if round_.drafted == 0 else f"{round_.index + 1} · {round_.accepted}/{round_.drafted}"
+    return f'<div class="sv-row"><span class="sv-label">{label}</span>{tokens}{skipped}</div>'
+
+
+def rows_html(trace: Trace | None, last: int | None = None) -> str:
+    """All rounds as rows (the newest `last` when given), with the legend on top."""
+    if trace is None or not trace.rounds:
+        return f'<div class="sv-rows">{LEGEND_HTML}<div class="sv-empty">No run yet: pick an example and press Run or Step.</div></div>'
+    rounds = trace.rounds if last is None else trace.rounds[-last:]
+    hidden = len(trace.rounds) - len(rounds)
+    note = f'<div class="sv-more">… {hidden} earlier rounds</div>' if hidden else ""
+    return f'<div class="sv-rows">{LEGEND_HTML}{note}{"".join(round_html(r) for r in rounds)}</div>'
+
+
+def final_text_html(trace: Trace | None) -> str:
+    if trace is None:
+        return '<div class="sv-final"></div>'
+    return f'<div class="sv-final">{html.escape(trace.text)}</div>'

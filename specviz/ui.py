@@ -1,0 +1,324 @@
+"""The Gradio app. Callbacks only translate: widgets -> DecodeConfig -> engine -> views (render.py, figures.py).
+
+Per-session state (the trace, a Step session) lives in gr.State; models are shared read-only through the
+cache in models.py. Nothing here mutates a module global.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import gradio as gr
+
+from . import engine, figures, models, render
+from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .metrics import estimate_verify_cost, summarize
+from .trace import Trace
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+PAIRS = {
+    "Offline: SmolLM2-135M-Instruct (embedded)": (OFFLINE_MODEL, None),
+    "gpt2-xl ← gpt2": models.PRESETS["gpt2-xl"],
+    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": models.PRESETS["smollm2-1.7b"],
+    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": models.PRESETS["qwen2.5-1.5b"],
+    "Custom": (None, None),
+}
+DRAFT_MODEL, PROMPT_LOOKUP = "draft model", "prompt lookup (n-gram)"
+EXAMPLES = [
+    "Alan Turing theorized that computers would one day become",
+    "Repeat this sentence three times: the quick brown fox jumps over the lazy dog.",
+    "Summarize in one sentence: The Amazon rainforest covers much of the Amazon basin of South America. "
+    "The rainforest is home to millions of species and plays a key role in the global climate.",
+    "Write a Python function that checks whether a number is prime.",
+    "What is the capital of France? Answer in one word.",
+]
+PLOT_INTERVAL_S = 0.75  # redraw plots at most this often while streaming; rows update every round
+MAX_TRACE_BYTES = 20 * 1024 * 1024
+CONTROLS = ("pair", "target", "draft", "drafter", "prompt", "gamma", "max_new_tokens", "temperature", "top_k",
+            "top_p", "seed", "compare")
+
+
+@dataclass
+class StepSession:
+    """A run advanced one round per click: the engine's generator and what it has produced so far."""
+
+    config: DecodeConfig
+    prompt: str
+    compare: bool
+    pipeline: engine.Pipeline
+    rounds: object
+    trace: Trace | None = None
+    finished: bool = False
+    created: float = field(default_factory=time.time)
+
+
+# ---------------------------------------------------------------- widgets -> config
+
+
+def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed) -> DecodeConfig:
+    """Translate the controls into a validated DecodeConfig, or raise gr.Error with a clear sentence."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise gr.Error("The prompt is empty: type one or click an example.")
+    pair_target, pair_draft = PAIRS.get(pair, (None, None))
+    target_id = (pair_target or (target or "")).strip()
+    if drafter == PROMPT_LOOKUP:
+        draft_id = NGRAM_DRAFTER
+    else:
+        draft_id = pair_draft or (draft or "").strip()
+        if target_id == OFFLINE_MODEL:
+            raise gr.Error("The offline pair has no draft model: choose prompt lookup, or a hub pair when online.")
+    if not target_id or not draft_id:
+        raise gr.Error("Give both a target and a draft model id (or choose prompt lookup).")
+    try:
+        return DecodeConfig(target=target_id, draft=draft_id, gamma=_whole(gamma, "γ"),
+                            max_new_tokens=_whole(max_new_tokens, "max new tokens"), temperature=float(temperature),
+                            top_k=_whole(top_k, "top-k"), top_p=float(top_p), seed=_whole(seed, "seed")).validate()
+    except (TypeError, ValueError) as error:
+        raise gr.Error(f"Setting out of range: {error}.") from error
+
+
+def _whole(value, name: str) -> int:
+    number = float(value)
+    if number != int(number):
+        raise ValueError(f"{name} must be a whole number, got {value}")
+    return int(number)
+
+
+def load_pipeline(config: DecodeConfig) -> engine.Pipeline:
+    try:
+        return engine.build_pipeline(config)
+    except (models.ModelUnavailable, models.IncompatibleModels, ValueError) as error:
+        raise gr.Error(str(error)) from error
+    except Exception as error:  # out of memory while loading, among others
+        raise gr.Error(_friendly(error)) from error
+
+
+def _friendly(error: Exception) -> str:
+    import torch
+
+    if isinstance(error, torch.OutOfMemoryError):
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return "The GPU ran out of memory: try a smaller pair, fewer new tokens or a smaller γ."
+    return f"Decoding failed: {type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+
+
+# ---------------------------------------------------------------- trace -> views
+
+
+def views(trace: Trace | None, plots: bool = True, position: int | None = None) -> tuple:
+    """(rows, final text, stats, α plot, p-vs-q plot, speedup plot, histogram, round slider) for a trace.
+
+    With plots=False the four figures are skipped (left as they are in the browser) to keep streaming cheap.
+    """
+    if trace is None or not trace.rounds:
+        empty = figures.empty_figure("Run, Step or load a trace to see this plot")
+        return (render.rows_html(None), render.final_text_html(None), "", empty, empty, empty, empty,
+                gr.update(minimum=1, maximum=2, value=1))
+    rows, final = render.rows_html(trace), render.final_text_html(trace)
+    metrics = summarize(trace)
+    stats = stats_markdown(trace, metrics)
+    slider = gr.update(minimum=1, maximum=max(len(trace.rounds), 2), value=len(trace.rounds), step=1)
+    if not plots:
+        return rows, final, stats, gr.skip(), gr.skip(), gr.skip(), gr.skip(), slider
+    gamma = int(trace.config["gamma"])
+    last = trace.rounds[-1]
+    return (
+        rows, final, stats,
+        figures.alpha_per_position_figure(metrics.alpha_per_position, metrics.reached_per_position,
+                                          metrics.accepted_per_position, metrics.alpha),
+        figures.p_vs_q_figure(last, position or _default_position(last)),
+        figures.speedup_figure(metrics.alpha, metrics.c, gamma, metrics.speedup_measured, estimate_verify_cost(trace)),
+        figures.tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, gamma),
+        slider,
+    )
+
+
+def _default_position(round_) -> int:
+    """The position where the round was decided: the rejection, or the bonus."""
+    return round_.tokens[-1].position
+
+
+def stats_markdown(trace: Trace, metrics) -> str:
+    per_position = " · ".join("–" if a is None else f"{a:.2f}" for a in metrics.alpha_per_position)
+    lines = [
+        f"**α = {metrics.alpha:.3f}** ({metrics.accepted_tokens}/{metrics.tested_positions} drafts accepted; per position {per_position})",
+        f"**{metrics.tokens_per_round:.2f} tokens per round**: {metrics.generated_tokens} tokens from {metrics.target_calls} target calls",
+        f"c = {metrics.c:.3f} ({metrics.c_basis}) · draft {metrics.draft_ms_per_round:.1f} ms + verify "
+        f"{metrics.verify_ms_per_round:.1f} ms per round · {metrics.tokens_per_s:.1f} tokens/s",
+        f"theoretical speedup **{metrics.speedup_theoretical:.2f}×**"
+        + (f" · measured **{metrics.speedup_measured:.2f}×** against plain decoding"
+           f" (identical output: {'yes' if metrics.identical else 'no'})" if metrics.speedup_measured is not None else
+           " · tick *compare with plain decoding* to measure it"),
+        f"{trace.target_name} ← {trace.draft_name} on **{trace.device}** ({trace.dtype}); stopped by {trace.stop_reason or '…'}",
+    ]
+    return "\n\n".join(lines)
+
+
+def write_trace_file(trace: Trace) -> str:
+    handle = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="specviz-trace-", delete=False, encoding="utf-8")
+    with handle:
+        handle.write(trace.to_json())
+    return handle.name
+
+
+# ---------------------------------------------------------------- callbacks
+
+
+def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare):
+    """Stream a whole run: rows every round, plots at most every PLOT_INTERVAL_S, then the final views."""
+    config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed)
+    pipeline = load_pipeline(config)
+    trace, last_plot = None, 0.0
+    try:
+        for _, trace in engine.speculative_decode(pipeline, prompt, config):
+            now = time.perf_counter()
+            plots = now - last_plot >= PLOT_INTERVAL_S
+            last_plot = now if plots else last_plot
+            yield (*views(trace, plots), trace, gr.skip())
+        if compare:
+            trace.baseline = engine.baseline_decode(pipeline, prompt, config)
+    except ValueError as error:
+        raise gr.Error(str(error)) from error
+    except Exception as error:
+        raise gr.Error(_friendly(error)) from error
+    yield (*views(trace), trace, write_trace_file(trace))
+
+
+def step(session: StepSession | None, pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k,
+         top_p, seed, compare):
+    """Advance one round; the first click (or one after a finished run) starts a new run from the controls."""
+    if session is None or session.finished:
+        config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed)
+        pipeline = load_pipeline(config)
+        try:
+            rounds = engine.speculative_decode(pipeline, prompt, config)
+        except ValueError as error:
+            raise gr.Error(str(error)) from error
+        session = StepSession(config, prompt, bool(compare), pipeline, rounds)
+    try:
+        _, session.trace = next(session.rounds)
+        if session.trace.stop_reason:
+            session.finished = True
+            if session.compare:
+                session.trace.baseline = engine.baseline_decode(session.pipeline, session.prompt, session.config)
+    except StopIteration:
+        session.finished = True
+    except ValueError as error:
+        raise gr.Error(str(error)) from error
+    download = write_trace_file(session.trace) if session.finished else gr.skip()
+    return (*views(session.trace), session.trace, download, session)
+
+
+def select_position(trace: Trace | None, round_number, position):
+    """Redraw p vs q for the chosen round (1-based) and draft position."""
+    if trace is None or not trace.rounds:
+        return figures.empty_figure("No run yet"), gr.update()
+    round_ = trace.rounds[min(max(int(round_number), 1), len(trace.rounds)) - 1]
+    last_position = round_.tokens[-1].position
+    chosen = min(max(int(position or last_position), 1), last_position)
+    return figures.p_vs_q_figure(round_, chosen), gr.update(maximum=max(int(trace.config["gamma"]) + 1, 2))
+
+
+def follow_latest_position(trace: Trace | None):
+    """After a run the position slider points at where the last round was decided."""
+    if trace is None or not trace.rounds:
+        return gr.update()
+    return gr.update(value=_default_position(trace.rounds[-1]), maximum=int(trace.config["gamma"]) + 1)
+
+
+def import_trace(path):
+    """Load a saved trace and render it with no model at all."""
+    if not path:
+        raise gr.Error("Choose a trace JSON file first.")
+    file = Path(path)
+    if file.stat().st_size > MAX_TRACE_BYTES:
+        raise gr.Error(f"That file is larger than {MAX_TRACE_BYTES // 2**20} MB; a trace is far smaller.")
+    try:
+        trace = Trace.from_json(file.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise gr.Error(f"That file is not valid JSON ({error}).") from error
+    except (KeyError, TypeError, ValueError) as error:
+        raise gr.Error(f"That JSON is not a specviz trace ({error}).") from error
+    return (*views(trace), trace, None)
+
+
+def reset():
+    return (*views(None), None, None, None)
+
+
+# ---------------------------------------------------------------- layout
+
+
+def build_app() -> gr.Blocks:
+    with gr.Blocks(title="specviz: speculative decoding, round by round") as demo:
+        gr.Markdown(
+            "# specviz\nA small drafter proposes γ tokens; the target scores them all in **one** forward pass; "
+            "modified rejection sampling keeps a prefix and draws a correction from norm(max(0, p − q)), or a bonus "
+            "token when all γ pass. The output follows the target's distribution exactly."
+        )
+        trace_state = gr.State(None)
+        step_state = gr.State(None)
+        with gr.Tab("Live decoding"):
+            with gr.Row():
+                with gr.Column(scale=1, min_width=320):
+                    pair = gr.Dropdown(list(PAIRS), value=list(PAIRS)[0], label="Model pair (target ← draft)")
+                    with gr.Row(visible=False) as custom_row:
+                        target = gr.Textbox(label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
+                        draft = gr.Textbox(label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")
+                    drafter = gr.Radio([PROMPT_LOOKUP, DRAFT_MODEL], value=PROMPT_LOOKUP, label="Drafter")
+                    prompt = gr.Textbox(EXAMPLES[0], label="Prompt", lines=3, max_lines=12)
+                    gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
+                    gamma = gr.Slider(1, 16, value=4, step=1, label="γ: tokens drafted per round")
+                    max_new_tokens = gr.Slider(1, 512, value=64, step=1, label="Max new tokens")
+                    temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
+                    with gr.Row():
+                        top_k = gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0)
+                        top_p = gr.Slider(0.05, 1, value=1, step=0.01, label="Top-p (1 = off)")
+                        seed = gr.Number(0, label="Seed", precision=0, minimum=0)
+                    compare = gr.Checkbox(False, label="Compare with plain decoding (measures the speedup)")
+                    with gr.Row():
+                        run_button = gr.Button("Run", variant="primary")
+                        step_button = gr.Button("Step")
+                        stop_button = gr.Button("Stop", variant="stop")
+                        reset_button = gr.Button("Reset")
+                    with gr.Row():
+                        download = gr.DownloadButton("Download trace (JSON)", value=None)
+                        upload = gr.UploadButton("Load a trace", file_types=[".json"], type="filepath")
+                with gr.Column(scale=2):
+                    rows = gr.HTML(render.rows_html(None), elem_id="sv-rows")
+                    final_text = gr.HTML(render.final_text_html(None), label="Final text", show_label=True, container=True)
+                    stats = gr.Markdown(elem_id="sv-stats")
+            with gr.Row():
+                alpha_plot = gr.Plot(label="α per draft position")
+                with gr.Column():
+                    pq_plot = gr.Plot(label="p vs q")
+                    with gr.Row():
+                        round_slider = gr.Slider(1, 2, value=1, step=1, label="Round")
+                        position_slider = gr.Slider(1, 17, value=1, step=1, label="Draft position")
+            with gr.Row():
+                speedup_plot = gr.Plot(label="Speedup")
+                histogram_plot = gr.Plot(label="Tokens per round")
+
+        view_outputs = [rows, final_text, stats, alpha_plot, pq_plot, speedup_plot, histogram_plot, round_slider]
+        controls = [pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare]
+        pair.change(lambda choice: gr.update(visible=choice == "Custom"), pair, custom_row, queue=False)
+        pair.change(lambda choice: gr.update(value=PROMPT_LOOKUP) if choice == list(PAIRS)[0] else gr.update(value=DRAFT_MODEL),
+                    pair, drafter, queue=False)
+        run_event = run_button.click(run, controls, [*view_outputs, trace_state, download])
+        run_event.then(follow_latest_position, trace_state, position_slider, queue=False)
+        step_event = step_button.click(step, [step_state, *controls], [*view_outputs, trace_state, download, step_state])
+        stop_button.click(lambda: gr.Info("Stopped."), None, None, cancels=[run_event, step_event], queue=False)
+        reset_button.click(reset, None, [*view_outputs, trace_state, step_state, download], cancels=[run_event, step_event])
+        upload.upload(import_trace, upload, [*view_outputs, trace_state, step_state])
+        for slider in (round_slider, position_slider):
+            slider.release(select_position, [trace_state, round_slider, position_slider], [pq_plot, position_slider])
+    return demo
+
+
+def css() -> str:
+    return (ASSETS / "specviz.css").read_text(encoding="utf-8")

@@ -1,0 +1,67 @@
+"""figures.py: the data drawn match the trace and the theory."""
+
+import pytest
+
+from specviz import engine, figures, theory
+from specviz.config import DecodeConfig
+from specviz.metrics import estimate_verify_cost, summarize
+from tests.fakes import fake_pipeline
+
+
+@pytest.fixture(scope="module")
+def trace():
+    pipeline = fake_pipeline(vocab_size=6)
+    config = DecodeConfig(gamma=4, max_new_tokens=60, chat=False, temperature=1.0, seed=11)
+    result = engine.run_speculative(pipeline, "abcab", config)
+    result.baseline = engine.baseline_decode(pipeline, "abcab", config)
+    return result
+
+
+def test_alpha_figure_matches_metrics(trace):
+    m = summarize(trace)
+    figure = figures.alpha_per_position_figure(m.alpha_per_position, m.reached_per_position, m.accepted_per_position, m.alpha)
+    bars = figure.data[0]
+    assert list(bars.x) == [1, 2, 3, 4]
+    assert list(bars.y) == [a or 0 for a in m.alpha_per_position]
+    assert list(bars.text) == [f"{a}/{r}" for a, r in zip(m.accepted_per_position, m.reached_per_position)]
+
+
+def test_p_vs_q_bars_are_the_recorded_top_lists(trace):
+    round_ = next(r for r in trace.rounds if any(t.kind == "corrected" for t in r.tokens))
+    rejected = next(t for t in round_.tokens if t.kind == "rejected")
+    figure = figures.p_vs_q_figure(round_, rejected.position)
+    by_name = {trace_.name: trace_ for trace_ in figure.data}
+    p_bars, q_bars = by_name["p (target)"], by_name["q (draft)"]
+    target = {repr(e.text)[1:-1]: e.prob for e in rejected.target_top}
+    for label, value in zip(p_bars.x, p_bars.y):
+        assert value == pytest.approx(target.get(label, 0.0))
+    overlap = by_name["min(p, q)"]
+    assert list(overlap.y) == [min(a, b) for a, b in zip(p_bars.y, q_bars.y)]
+    assert "residual norm(max(0, p − q))" in by_name
+    assert f"r = {rejected.uniform:.3f}" in figure.layout.title.text
+
+
+def test_speedup_curve_is_the_closed_form(trace):
+    m = summarize(trace)
+    cost = estimate_verify_cost(trace)
+    figure = figures.speedup_figure(m.alpha, m.c, 4, m.speedup_measured, cost)
+    curve = figure.data[0]
+    assert list(curve.y) == pytest.approx([theory.speedup(m.alpha, g, m.c) for g in range(1, 17)])
+    best = figure.data[1]
+    assert best.x[0] == theory.optimal_gamma(m.alpha, m.c, max_gamma=16)
+    measured = [d for d in figure.data if d.name.startswith("measured")][0]
+    assert measured.y[0] == pytest.approx(m.speedup_measured)
+
+
+def test_histogram_counts_rounds_and_predicts_the_capped_geometric(trace):
+    m = summarize(trace)
+    sizes = [len(r.emitted) for r in trace.rounds]
+    figure = figures.tokens_per_round_figure(sizes, m.alpha, 4)
+    observed, predicted = figure.data
+    assert list(observed.y) == [sizes.count(n) for n in range(1, 6)]
+    assert sum(predicted.y) == pytest.approx(len(sizes))
+
+
+def test_verify_cost_estimate_is_relative_to_one_token(trace):
+    cost = estimate_verify_cost(trace)
+    assert cost[1] == pytest.approx(1.0) and all(cost[k + 1] >= cost[k] for k in range(1, 17))

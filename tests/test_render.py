@@ -1,0 +1,46 @@
+"""render.py: rows of kinds, visible whitespace, and escaping of every model- or user-produced string."""
+
+from specviz import engine, render
+from specviz.config import DecodeConfig
+from specviz.trace import Round, Token, TopToken, Trace
+from tests.fakes import fake_pipeline
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def _trace_with(text: str) -> Trace:
+    tokens = [Token(5, text, "accepted", 1, 0.9, 0.8, 0.1, 1.0, 0.85, [TopToken(5, text, 0.9)], [TopToken(5, text, 0.8)]),
+              Token(6, "\n<b>", "rejected", 2, 0.1, 0.6, 0.7, 0.1667, 0.4),
+              Token(7, " ok", "corrected", 2, 0.5, 0.1, overlap=0.4)]
+    round_ = Round(0, 3, 1, tokens, 1.0, 2.0, 3, [5, 6, 8], [text, "\n<b>", "&x"])
+    return Trace(config={"gamma": 3}, prompt=HOSTILE, prompt_token_count=3, target_name=HOSTILE, draft_name="ngram",
+                 device="cpu", dtype="float32", rounds=[round_], token_ids=[5, 7], text=text + " ok")
+
+
+def test_every_string_is_escaped():
+    trace = _trace_with(HOSTILE)
+    page = render.rows_html(trace) + render.final_text_html(trace)
+    assert "<img" not in page and "<b>" not in page
+    assert "&lt;img" in page and "onerror=alert(1)&gt;" in page
+    assert "&amp;x" in page  # the untested draft's text too
+
+
+def test_rows_carry_kind_classes_tooltips_and_visible_whitespace():
+    page = render.rows_html(_trace_with("hi there"))
+    assert page.count('class="sv-tok sv-accepted"') == 2  # legend + token
+    assert 'sv-tok sv-rejected" title=' in page and 'sv-tok sv-corrected" title=' in page
+    assert "sv-untested" in page  # the third draft was never tested
+    assert '<span class="sv-ws">·</span>' in page and '<span class="sv-ws">↵</span>' in page
+    assert "r = 0.7000 ≥ min(1, p/q) = 0.1667" in page
+    assert "q(x) = 0.6000" in page and "β = Σ min(p, q) = 0.4000" in page
+    assert "1 · 1/3" in page
+
+
+def test_empty_and_real_traces_render():
+    assert "No run yet" in render.rows_html(None)
+    pipeline = fake_pipeline(vocab_size=5)
+    trace = engine.run_speculative(pipeline, "abc", DecodeConfig(gamma=3, max_new_tokens=20, chat=False, temperature=1.0))
+    page = render.rows_html(trace)
+    assert page.count('<div class="sv-row">') == len(trace.rounds)
+    assert page.count("sv-tok sv-") - 4 >= sum(len(r.tokens) for r in trace.rounds)  # 4 legend chips
+    assert render.rows_html(trace, last=2).count('<div class="sv-row">') == min(2, len(trace.rounds))
