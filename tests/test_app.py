@@ -1,0 +1,100 @@
+"""The launched app through gradio_client, as another program (or a browser) talks to it."""
+
+import re
+
+import pytest
+import torch
+from gradio_client import Client, handle_file
+
+from specviz import ui
+from tests.conftest import save_tiny_llama
+
+OFFLINE = list(ui.PAIRS)[0]
+REPEAT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
+
+
+def _run(client, prompt=REPEAT, pair=OFFLINE, target="", draft="", drafter=ui.PROMPT_LOOKUP, gamma=4, max_new=40,
+         temperature=0, seed=0, compare=False):
+    return client.predict(pair, target, draft, drafter, prompt, gamma, max_new, temperature, 0, 1, seed, compare,
+                          api_name="/run")
+
+
+def _kinds(rows_html: str) -> dict:
+    return {kind: len(re.findall(f'class="sv-tok sv-{kind}" title=', rows_html))
+            for kind in ("accepted", "rejected", "corrected", "bonus")}
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    return Client(app_url, verbose=False)
+
+
+def test_a_run_returns_rows_of_all_three_colours_and_replays_identically(client):
+    result = _run(client, compare=True)
+    rows, stats, trace_file = result[0], result[2], result[-1]
+    kinds = _kinds(rows)
+    assert kinds["accepted"] > 0 and kinds["rejected"] > 0 and kinds["corrected"] + kinds["bonus"] > 0
+    assert "identical output: yes" in stats and "measured" in stats
+    replayed = client.predict(handle_file(trace_file), api_name="/import_trace")
+    assert replayed[0] == rows and replayed[1] == result[1]
+
+
+@pytest.mark.parametrize("overrides,message", [
+    (dict(prompt="   "), "The prompt is empty"),
+    (dict(gamma=0), "less than minimum value 1"),  # Gradio checks slider bounds itself
+    (dict(temperature=-1), "less than minimum value 0"),
+    (dict(max_new=100000), "greater than maximum value 512"),
+    (dict(seed=-3), "less than minimum value 0"),
+    (dict(pair="Custom", target="", draft=""), "Give both a target and a draft"),
+    (dict(drafter=ui.DRAFT_MODEL), "offline pair has no draft model"),
+    (dict(pair="Custom", target="no-such-org/no-such-model", draft="ngram"), "cannot be reached"),
+    (dict(prompt="word " * 9000), "context holds"),
+])
+def test_bad_input_is_a_clear_error_and_the_server_keeps_serving(client, overrides, message):
+    with pytest.raises(Exception) as error:
+        _run(client, **overrides)
+    assert message in str(error.value)
+    rows = _run(client, max_new=4)[0]  # the next run works
+    assert rows.count('<div class="sv-row">') >= 1
+
+
+def test_mismatched_tokenizers_are_refused(client, tmp_path, offline_target):
+    from tests.test_models import _word_level_tokenizer
+
+    target_dir = save_tiny_llama(tmp_path / "t", offline_target.tokenizer, 49152)
+    draft_dir = save_tiny_llama(tmp_path / "d", _word_level_tokenizer(["<unk>", "a", "b"]), 3)
+    with pytest.raises(Exception, match="do not share a vocabulary"):
+        _run(client, pair="Custom", target=target_dir, draft=draft_dir, drafter=ui.DRAFT_MODEL)
+
+
+def test_malformed_trace_upload_is_refused(client, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(Exception, match="not valid JSON"):
+        client.predict(handle_file(str(bad)), api_name="/import_trace")
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"schema": 1, "rounds": "x"}')
+    with pytest.raises(Exception, match="not a specviz trace"):
+        client.predict(handle_file(str(wrong)), api_name="/import_trace")
+
+
+def test_step_advances_one_round_per_call(client):
+    first = client.predict(OFFLINE, "", "", ui.PROMPT_LOOKUP, REPEAT, 4, 40, 0, 0, 1, 0, False, api_name="/step")
+    second = client.predict(OFFLINE, "", "", ui.PROMPT_LOOKUP, REPEAT, 4, 40, 0, 0, 1, 0, False, api_name="/step")
+    assert first[0].count('<div class="sv-row">') == 1
+    assert second[0].count('<div class="sv-row">') == 2
+
+
+def test_out_of_memory_gets_advice():
+    assert "ran out of memory" in ui._friendly(torch.OutOfMemoryError("CUDA out of memory"))
+
+
+@pytest.mark.parametrize("field,value", [("gamma", 2.5), ("top_k", -1), ("top_p", 0.0), ("temperature", float("nan"))])
+def test_settings_out_of_range_are_refused_before_any_model_loads(field, value):
+    import gradio as gr
+
+    settings = dict(pair=OFFLINE, target="", draft="", drafter=ui.PROMPT_LOOKUP, prompt="hi", gamma=4,
+                    max_new_tokens=8, temperature=0.0, top_k=0, top_p=1.0, seed=0)
+    settings[field] = value
+    with pytest.raises(gr.Error, match="Setting out of range"):
+        ui.make_config(**settings)

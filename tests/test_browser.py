@@ -1,0 +1,68 @@
+"""A real browser on the launched app: Debian's Chromium driven by Playwright, as a person would use it."""
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's package 'chromium' (.ci/run does)")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="the Python package 'playwright' is not installed")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1700})
+        page.goto(app_url)
+        page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        yield page
+        browser.close()
+
+
+def _row_count(page) -> int:
+    return page.locator(".sv-row").count()
+
+
+def test_example_then_run_shows_coloured_rows_and_four_plots(page, tmp_path):
+    page.get_by_text("Repeat this sentence three times", exact=False).first.click()
+    page.wait_for_function("document.querySelector('textarea').value.startsWith('Repeat this sentence')", timeout=10_000)
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_selector(".sv-row", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=120_000)
+    page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
+                           " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
+                           timeout=120_000)
+    for kind in ("accepted", "rejected"):
+        assert page.locator(f".sv-row .sv-{kind}").count() > 0, kind
+    assert page.locator(".sv-row .sv-corrected, .sv-row .sv-bonus").count() > 0
+    green = page.locator(".sv-row .sv-accepted").first.evaluate("e => getComputedStyle(e).backgroundColor")
+    struck = page.locator(".sv-row .sv-rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine")
+    assert green == "rgb(217, 242, 225)" and "line-through" in struck
+    assert page.locator(".js-plotly-plot").count() >= 4
+    shot = Path(os.environ.get("SPECVIZ_SCREENSHOT", tmp_path / "specviz.png"))
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 50_000
+
+
+def test_stop_ends_a_long_run_and_the_next_run_works(page):
+    page.get_by_role("button", name="Reset", exact=True).click()
+    page.locator("textarea").first.fill("Write a long story about a dragon who learns to paint.")
+    max_tokens = page.get_by_label("Max new tokens").first
+    max_tokens.fill("512")
+    max_tokens.press("Enter")
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("document.querySelectorAll('.sv-row').length >= 2", timeout=120_000)
+    page.get_by_role("button", name="Stop", exact=True).click()
+    time.sleep(2)
+    stopped_at = _row_count(page)
+    time.sleep(3)
+    assert _row_count(page) == stopped_at < 300  # nothing more streams in
+    page.get_by_role("button", name="Step", exact=True).click()  # the worker is free again
+    page.wait_for_function("document.querySelectorAll('.sv-row').length == 1", timeout=120_000)
