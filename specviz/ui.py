@@ -36,7 +36,8 @@ EXAMPLES = [
     "Write a Python function that checks whether a number is prime.",
     "What is the capital of France? Answer in one word.",
 ]
-PLOT_INTERVAL_S = 0.75  # redraw plots at most this often while streaming; rows update every round
+ROWS_INTERVAL_S = 0.2  # while streaming, send rows at most this often (a teacher's Step shows every round)
+PLOT_INTERVAL_S = 1.0  # and redraw the four plots (and store the trace) at most this often
 MAX_TRACE_BYTES = 20 * 1024 * 1024
 CONTROLS = ("pair", "target", "draft", "drafter", "prompt", "gamma", "max_new_tokens", "temperature", "top_k",
             "top_p", "seed", "compare")
@@ -170,16 +171,22 @@ def write_trace_file(trace: Trace) -> str:
 
 
 def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare):
-    """Stream a whole run: rows every round, plots at most every PLOT_INTERVAL_S, then the final views."""
+    """Stream a whole run, throttled so that drawing never dominates decoding, then the final views.
+
+    Rows go out at most every ROWS_INTERVAL_S, plots and the stored trace at most every PLOT_INTERVAL_S; the first
+    round is always sent at once.
+    """
     config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed)
     pipeline = load_pipeline(config)
-    trace, last_plot = None, 0.0
+    trace, last_rows, last_plot = None, float("-inf"), time.perf_counter()
     try:
         for _, trace in engine.speculative_decode(pipeline, prompt, config):
             now = time.perf_counter()
-            plots = now - last_plot >= PLOT_INTERVAL_S
-            last_plot = now if plots else last_plot
-            yield (*views(trace, plots), trace, gr.skip())
+            if now - last_rows < ROWS_INTERVAL_S:
+                continue
+            plots = len(trace.rounds) == 1 or now - last_plot >= PLOT_INTERVAL_S
+            last_rows, last_plot = now, (now if plots else last_plot)
+            yield (*views(trace, plots), trace if plots else gr.skip(), gr.skip())
         if compare:
             trace.baseline = engine.baseline_decode(pipeline, prompt, config)
     except ValueError as error:
