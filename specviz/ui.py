@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
@@ -39,9 +39,6 @@ EXAMPLES = [
 ROWS_INTERVAL_S = 0.2  # while streaming, send rows at most this often (a teacher's Step shows every round)
 PLOT_INTERVAL_S = 1.0  # and redraw the four plots (and store the trace) at most this often
 MAX_TRACE_BYTES = 20 * 1024 * 1024
-CONTROLS = ("pair", "target", "draft", "drafter", "prompt", "gamma", "max_new_tokens", "temperature", "top_k",
-            "top_p", "seed", "compare")
-
 
 @dataclass
 class StepSession:
@@ -54,7 +51,6 @@ class StepSession:
     rounds: object
     trace: Trace | None = None
     finished: bool = False
-    created: float = field(default_factory=time.time)
 
 
 # ---------------------------------------------------------------- widgets -> config
