@@ -66,16 +66,19 @@ def round_html(round_: Round) -> str:
 
 
 def rows_html(trace: Trace | None, last: int | None = None) -> str:
-    """All rounds as rows (the newest `last` when given), with the legend on top."""
+    """The legend, then all rounds as rows (the newest `last` when given).
+
+    There is no wrapper element (the page styles the component by its id): while a run streams, each update is
+    then the previous one plus new rows, and Gradio sends only the appended rows instead of the whole history.
+    """
     if trace is None or not trace.rounds:
-        return f'<div class="sv-rows">{LEGEND_HTML}<div class="sv-empty">No run yet: pick an example and press Run or Step.</div></div>'
+        return f'{LEGEND_HTML}<div class="sv-empty">No run yet: pick an example and press Run or Step.</div>'
     rounds = trace.rounds if last is None else trace.rounds[-last:]
     hidden = len(trace.rounds) - len(rounds)
     note = f'<div class="sv-more">… {hidden} earlier rounds</div>' if hidden else ""
-    return f'<div class="sv-rows">{LEGEND_HTML}{note}{"".join(round_html(r) for r in rounds)}</div>'
+    return f'{LEGEND_HTML}{note}{"".join(round_html(r) for r in rounds)}'
 
 
 def final_text_html(trace: Trace | None) -> str:
-    if trace is None:
-        return '<div class="sv-final"></div>'
-    return f'<div class="sv-final">{html.escape(trace.text)}</div>'
+    """The escaped text (append-only while streaming, like the rows; the page keeps its whitespace)."""
+    return "" if trace is None else html.escape(trace.text)

@@ -6,6 +6,7 @@ cache in models.py. Nothing here mutates a module global.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 import time
@@ -13,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import gradio as gr
+from gradio.components.plot import PlotData
 
-from . import engine, figures, models, render
+from . import compute, engine, figures, models, render
 from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
 from .metrics import estimate_verify_cost, summarize
 from .trace import Trace
@@ -36,8 +38,8 @@ EXAMPLES = [
     "Write a Python function that checks whether a number is prime.",
     "What is the capital of France? Answer in one word.",
 ]
-ROWS_INTERVAL_S = 0.2  # while streaming, send rows at most this often (a teacher's Step shows every round)
-PLOT_INTERVAL_S = 1.0  # and redraw the four plots (and store the trace) at most this often
+ROWS_INTERVAL_S = 0.4  # while streaming, send rows at most this often (a teacher's Step shows every round)
+PLOT_INTERVAL_S = 2.0  # and redraw the four plots (and store the trace) at most this often
 MAX_TRACE_BYTES = 20 * 1024 * 1024
 
 @dataclass
@@ -87,7 +89,7 @@ def _whole(value, name: str) -> int:
 
 def load_pipeline(config: DecodeConfig) -> engine.Pipeline:
     try:
-        return engine.build_pipeline(config)
+        return compute.call(engine.build_pipeline, config)
     except (models.ModelUnavailable, models.IncompatibleModels, ValueError) as error:
         raise gr.Error(str(error)) from error
     except Exception as error:  # out of memory while loading, among others
@@ -107,10 +109,11 @@ def _friendly(error: Exception) -> str:
 # ---------------------------------------------------------------- trace -> views
 
 
-def views(trace: Trace | None, plots: bool = True, position: int | None = None) -> tuple:
+def views(trace: Trace | None, held: tuple | None = None, position: int | None = None) -> tuple:
     """(rows, final text, stats, α plot, p-vs-q plot, speedup plot, histogram, round slider) for a trace.
 
-    With plots=False the four figures are skipped (left as they are in the browser) to keep streaming cheap.
+    While streaming, `held` gives the last four plots (as PlotData) and round number to send again unchanged:
+    Gradio then sends nothing for them, where gr.skip() or gr.update() would make it rebuild each component.
     """
     if trace is None or not trace.rounds:
         empty = figures.empty_figure("Run, Step or load a trace to see this plot")
@@ -119,9 +122,9 @@ def views(trace: Trace | None, plots: bool = True, position: int | None = None) 
     rows, final = render.rows_html(trace), render.final_text_html(trace)
     metrics = summarize(trace)
     stats = stats_markdown(trace, metrics)
+    if held is not None:
+        return rows, final, stats, *held
     slider = gr.update(minimum=1, maximum=max(len(trace.rounds), 2), value=len(trace.rounds), step=1)
-    if not plots:
-        return rows, final, stats, gr.skip(), gr.skip(), gr.skip(), gr.skip(), slider
     gamma = int(trace.config["gamma"])
     last = trace.rounds[-1]
     return (
@@ -133,6 +136,11 @@ def views(trace: Trace | None, plots: bool = True, position: int | None = None) 
         figures.tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, gamma),
         slider,
     )
+
+
+def _held(outputs: tuple, trace: Trace) -> tuple:
+    """The plots of `outputs` serialized once (Gradio passes PlotData through as is), and the round shown."""
+    return (*(PlotData(type="plotly", plot=figure.to_json()) for figure in outputs[3:7]), len(trace.rounds))
 
 
 def _default_position(round_) -> int:
@@ -167,29 +175,44 @@ def write_trace_file(trace: Trace) -> str:
 
 
 def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare):
-    """Stream a whole run, throttled so that drawing never dominates decoding, then the final views.
+    """Stream a whole run, then the final views.
 
-    Rows go out at most every ROWS_INTERVAL_S, plots and the stored trace at most every PLOT_INTERVAL_S; the first
-    round is always sent at once.
+    The engine runs ahead on the model thread (compute.Ahead) and is never held up by drawing; every
+    ROWS_INTERVAL_S this sends the newest rounds (Gradio sends only the rows appended since the last update),
+    and every PLOT_INTERVAL_S the plots too. The first round is sent at once.
     """
     config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed)
     pipeline = load_pipeline(config)
-    trace, last_rows, last_plot = None, float("-inf"), time.perf_counter()
+    feed = compute.Ahead(engine.speculative_decode(pipeline, prompt, config), snapshot=_snapshot)
+    seen, sent, plotted, trace, held = 0, float("-inf"), float("-inf"), None, None
     try:
-        for _, trace in engine.speculative_decode(pipeline, prompt, config):
-            now = time.perf_counter()
-            if now - last_rows < ROWS_INTERVAL_S:
+        while True:
+            time.sleep(max(0.0, sent + ROWS_INTERVAL_S - time.perf_counter()))
+            seen, trace, finished = feed.newer_than(seen)
+            if finished:
+                break
+            sent = time.perf_counter()
+            if sent - plotted < PLOT_INTERVAL_S:
+                yield (*views(trace, held), trace, None)
                 continue
-            plots = len(trace.rounds) == 1 or now - last_plot >= PLOT_INTERVAL_S
-            last_rows, last_plot = now, (now if plots else last_plot)
-            yield (*views(trace, plots), trace if plots else gr.skip(), gr.skip())
+            plotted, outputs = sent, views(trace)
+            held = _held(outputs, trace)
+            yield (*outputs[:3], *held[:4], outputs[7], trace, None)
         if compare:
-            trace.baseline = engine.baseline_decode(pipeline, prompt, config)
+            trace.baseline = compute.call(engine.baseline_decode, pipeline, prompt, config)
     except ValueError as error:
         raise gr.Error(str(error)) from error
     except Exception as error:
         raise gr.Error(_friendly(error)) from error
+    finally:
+        feed.close()
     yield (*views(trace), trace, write_trace_file(trace))
+
+
+def _snapshot(item) -> Trace:
+    """What a reader may hold while the engine goes on: the trace with its own list of (immutable) rounds."""
+    _, trace = item
+    return dataclasses.replace(trace, rounds=list(trace.rounds))
 
 
 def step(session: StepSession | None, pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k,
@@ -204,13 +227,15 @@ def step(session: StepSession | None, pair, target, draft, drafter, prompt, gamm
             raise gr.Error(str(error)) from error
         session = StepSession(config, prompt, bool(compare), pipeline, rounds)
     try:
-        _, session.trace = next(session.rounds)
-        if session.trace.stop_reason:
+        produced = compute.step(session.rounds)
+        if produced is None:
             session.finished = True
-            if session.compare:
-                session.trace.baseline = engine.baseline_decode(session.pipeline, session.prompt, session.config)
-    except StopIteration:
-        session.finished = True
+        else:
+            _, session.trace = produced
+            session.finished = bool(session.trace.stop_reason)
+            if session.finished and session.compare:
+                session.trace.baseline = compute.call(engine.baseline_decode, session.pipeline, session.prompt,
+                                                      session.config)
     except ValueError as error:
         raise gr.Error(str(error)) from error
     download = write_trace_file(session.trace) if session.finished else gr.skip()
@@ -294,7 +319,8 @@ def build_app() -> gr.Blocks:
                         upload = gr.UploadButton("Load a trace", file_types=[".json"], type="filepath")
                 with gr.Column(scale=2):
                     rows = gr.HTML(render.rows_html(None), elem_id="sv-rows")
-                    final_text = gr.HTML(render.final_text_html(None), label="Final text", show_label=True, container=True)
+                    final_text = gr.HTML(render.final_text_html(None), label="Final text", show_label=True, container=True,
+                                         elem_id="sv-final")
                     stats = gr.Markdown(elem_id="sv-stats")
             with gr.Row():
                 alpha_plot = gr.Plot(label="α per draft position")

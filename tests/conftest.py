@@ -32,8 +32,9 @@ def tiny_draft_folder(tmp_path_factory, offline_target):
 
 
 @pytest.fixture(scope="session")
-def app_url(offline_target, tmp_path_factory):
-    """`python app.py` started as a user would, on a free port of 127.0.0.1; its log is shown if it dies."""
+def app_server(offline_target, tmp_path_factory):
+    """`python app.py` started as a user would, on a free port of 127.0.0.1; its log is shown if it dies.
+    Yields (url, process)."""
     import os
     import socket
     import subprocess
@@ -62,9 +63,14 @@ def app_url(offline_target, tmp_path_factory):
                 process.kill()
                 pytest.fail(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
             time.sleep(0.5)
-    yield url
+    yield url, process
     process.terminate()
     try:
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+@pytest.fixture(scope="session")
+def app_url(app_server):
+    return app_server[0]

@@ -1,7 +1,9 @@
 """The launched app through gradio_client, as another program (or a browser) talks to it."""
 
 import re
+import time
 
+import psutil  # a dependency of accelerate
 import pytest
 import torch
 from gradio_client import Client, handle_file
@@ -37,6 +39,40 @@ def test_a_run_returns_rows_of_all_three_colours_and_replays_identically(client)
     assert "identical output: yes" in stats and "measured" in stats
     replayed = client.predict(handle_file(trace_file), api_name="/import_trace")
     assert replayed[0] == rows and replayed[1] == result[1]
+
+
+def test_streamed_updates_only_append_rows_and_text(client):
+    """Gradio sends a string that extends the previous one as just the appended part, so every streamed update of
+    the rows and of the final text must extend the last; and a long run must arrive in several updates."""
+    job = client.submit(OFFLINE, "", "", ui.PROMPT_LOOKUP, "Write a story about a dragon who learns to paint.", 4, 48,
+                        0, 0, 1, 0, False, api_name="/run")
+    job.result()
+    updates = job.outputs()
+    assert len(updates) >= 2
+    for before, after in zip(updates, updates[1:]):
+        assert after[0].startswith(before[0]) and after[1].startswith(before[1])
+    assert updates[-1][0].count('<div class="sv-row">') > updates[0][0].count('<div class="sv-row">')
+
+
+def test_cancelling_a_run_stops_the_model_within_a_round(client, app_server):
+    """Stop cancels the event; the engine, which runs ahead of the stream, must stop too and free the cores."""
+    server = psutil.Process(app_server[1].pid)
+    job = client.submit(OFFLINE, "", "", ui.PROMPT_LOOKUP, "Write a long story about a dragon who learns to paint.", 4,
+                        512, 0, 0, 1, 0, False, api_name="/run")
+    while not job.outputs():
+        time.sleep(0.05)
+    busy = _cpu_seconds(server, over=1.0)
+    job.cancel()
+    time.sleep(1.0)  # the round in flight ends
+    idle = _cpu_seconds(server, over=2.0)
+    assert busy > 0.6 and idle < 0.3, (busy, idle)
+
+
+def _cpu_seconds(process, over: float) -> float:
+    before = process.cpu_times()
+    time.sleep(over)
+    after = process.cpu_times()
+    return after.user + after.system - before.user - before.system
 
 
 @pytest.mark.parametrize("overrides,message", [

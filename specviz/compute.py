@@ -1,0 +1,83 @@
+"""One thread for all model work in the app.
+
+Gradio runs each step of a callback on whichever of its worker threads is free. PyTorch gives every thread that
+runs CPU ops its own OpenMP team, and once a second thread has used torch, decoding on a 2-core machine measured
+~20% slower (6.9-7.4 s against 8.1-8.6 s for the same 128-token run). So the app sends every model call through
+this single thread: the cost disappears, and concurrent sessions interleave round by round instead of fighting
+over the cores. The CLI and the benchmarks run on their own main thread and do not need it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+_MODEL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specviz-model")  # starts on first use
+_DONE = object()
+
+
+def call(function: Callable[..., T], *args, **kwargs) -> T:
+    """Run function(*args, **kwargs) on the model thread and return its result (or raise its exception)."""
+    return _MODEL_THREAD.submit(function, *args, **kwargs).result()
+
+
+def step(iterator: Iterator[T]) -> T | None:
+    """The iterator's next item, produced on the model thread; None when it is exhausted."""
+    item = call(next, iterator, _DONE)
+    return None if item is _DONE else item
+
+
+def iterate(iterator: Iterator[T]) -> Iterator[T]:
+    """Each item of the iterator, produced on the model thread. Abandoning this stops it after the item in flight."""
+    while (item := step(iterator)) is not None:
+        yield item
+
+
+class Ahead:
+    """Runs an iterator on the model thread ahead of its reader, one item per task, and keeps only the newest.
+
+    The reader (a streaming callback) takes whatever is newest when it is ready to draw, so drawing and sending
+    never hold up the model; items it was too slow for are skipped. Each item is queued as its own task, so runs
+    of different sessions interleave item by item. close() stops the run after the item in flight.
+    """
+
+    def __init__(self, iterator: Iterator, snapshot: Callable = lambda item: item):
+        self._iterator, self._snapshot = iterator, snapshot
+        self._changed = threading.Condition()
+        self._newest, self._count, self._finished, self._stopped = None, 0, False, False
+        self._error: BaseException | None = None
+        _MODEL_THREAD.submit(self._advance)
+
+    def _advance(self) -> None:
+        """On the model thread: produce one item, publish a snapshot of it, and queue the next."""
+        if self._stopped:
+            self._iterator.close()
+            return
+        try:
+            item = next(self._iterator, _DONE)
+            snapshot = None if item is _DONE else self._snapshot(item)
+        except BaseException as error:  # handed to the reader, which raises it
+            item, snapshot = _DONE, None
+            self._error = error
+        with self._changed:
+            if item is _DONE:
+                self._finished = True
+            else:
+                self._newest, self._count = snapshot, self._count + 1
+            self._changed.notify_all()
+        if not self._finished:
+            _MODEL_THREAD.submit(self._advance)
+
+    def newer_than(self, seen: int) -> tuple[int, object, bool]:
+        """Wait until more than `seen` items exist or the run ended: (count, newest snapshot, finished)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._count > seen or self._finished)
+            if self._error is not None:
+                raise self._error
+            return self._count, self._newest, self._finished
+
+    def close(self) -> None:
+        self._stopped = True
