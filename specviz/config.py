@@ -26,10 +26,15 @@ class DecodeConfig:
     seed: int = 0  # seeds the run's torch.Generator, so any run replays exactly
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
     ngram_size: int = 3  # prompt lookup: longest n-gram matched against the context
+    lenience: float = 1.0  # accept with min(1, p/(l·q)); below 1 it is faster and NOT lossless (labs only)
 
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def lossless(self) -> bool:
+        return self.lenience == 1
 
     def validate(self) -> "DecodeConfig":
         """Raise ValueError naming the first bad field; return self when all are fine."""
@@ -44,6 +49,8 @@ class DecodeConfig:
             raise ValueError(f"temperature must be between 0 and 100 (0 means greedy), got {self.temperature}")
         if not isinstance(self.top_p, (int, float)) or not math.isfinite(self.top_p) or not 0 < self.top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not isinstance(self.lenience, (int, float)) or not math.isfinite(self.lenience) or not 0 < self.lenience <= 1:
+            raise ValueError(f"lenience must be in (0, 1] (1 is exact), got {self.lenience!r}")
         for name in ("target", "draft"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():

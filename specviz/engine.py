@@ -127,7 +127,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
 
         # 3-4. Accept a prefix, then draw the correction or the bonus; crop the target cache to the prefix.
         uniforms = torch.rand(k, generator=generator, device=device)  # [k]
-        result = verify(drafted, draft_probs, target_probs, uniforms, generator=generator)
+        result = verify(drafted, draft_probs, target_probs, uniforms, generator=generator, lenience=config.lenience)
         target.crop(len(sequence) + result.accepted_count)
         models.synchronize(device)
         verified_at = time.perf_counter()

@@ -33,11 +33,16 @@ def verify(
     uniforms: torch.Tensor,
     next_uniform: float | torch.Tensor | None = None,
     generator: torch.Generator | None = None,
+    lenience: float = 1.0,
 ) -> VerifyResult:
     """Accept a prefix of the drafts and draw the token that follows it.
 
     Shapes: draft_tokens [γ], draft_probs [γ, V], target_probs [γ+1, V], uniforms [γ] (γ may be 0).
     The next token is drawn by inverse CDF from `next_uniform` if given, else from `generator`.
+
+    lenience l < 1 (Leviathan et al., appendix on lenience; the same as drawing r ~ U[0, l)) accepts with
+    min(1, p/(l·q)) instead: more drafts pass, and the output NO LONGER follows p. It exists for the
+    losslessness lab; everything else keeps the default 1.
 
     Example (the textbook case): p = [.4, .3, .2, .1], q = [.5, .25, .15, .1], x = 0, r = 0.9.
     min(1, .4/.5) = 0.8 < 0.9, so x is rejected and the correction comes from norm(max(0, p - q)) = [0, .5, .5, 0].
@@ -49,9 +54,11 @@ def verify(
             f"target_probs {tuple(target_probs.shape)}, uniforms {tuple(uniforms.shape)}"
         )
     positions = torch.arange(gamma, device=draft_tokens.device)
+    if not 0 < lenience <= 1:
+        raise ValueError(f"lenience must be in (0, 1], got {lenience}")
     # 3. Acceptance probability of each draft: min(1, p_i(x_i) / q_i(x_i)). q_i(x_i) > 0 because x_i ~ q_i.
     target_at_draft = target_probs[positions, draft_tokens]  # [γ]
-    draft_at_draft = draft_probs[positions, draft_tokens]  # [γ]
+    draft_at_draft = draft_probs[positions, draft_tokens] * lenience  # [γ]; l·q with lenience
     accept_probs = torch.where(
         draft_at_draft > 0, (target_at_draft / draft_at_draft.clamp(min=1e-30)).clamp(max=1.0), torch.zeros_like(draft_at_draft)
     )

@@ -134,3 +134,14 @@ def test_negative_control_always_accept_fails_the_same_test():
     draws = _speculative_draws(TARGET, DRAFT, 20_000, generator, always_accept=True)
     counts = torch.bincount(draws, minlength=4).float()
     assert _chi_square_p_value(counts, TARGET) < 1e-6  # it follows q, not p
+
+
+def test_lenience_accepts_what_the_exact_test_rejects_and_is_checked():
+    target_probs = torch.tensor([[0.4, 0.3, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]])
+    draft_probs = torch.tensor([[0.5, 0.25, 0.15, 0.1]])
+    exact = verify(torch.tensor([0]), draft_probs, target_probs, torch.tensor([0.9]), next_uniform=0.0)
+    lenient = verify(torch.tensor([0]), draft_probs, target_probs, torch.tensor([0.9]), next_uniform=0.0, lenience=0.5)
+    assert exact.accepted_count == 0 and exact.accept_probs == pytest.approx([0.8])
+    assert lenient.accepted_count == 1 and lenient.accept_probs == pytest.approx([1.0])  # min(1, .4 / (.5 · .5))
+    with pytest.raises(ValueError, match="lenience"):
+        verify(torch.tensor([0]), draft_probs, target_probs, torch.tensor([0.9]), lenience=0.0)
