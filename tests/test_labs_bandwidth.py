@@ -1,0 +1,116 @@
+"""labs/bandwidth.py and bandwidth_figures.py: the roofline arithmetic against hand computations, the presets
+against their datasheet numbers, and the forward timer on a scripted fake model."""
+
+import pytest
+
+from specviz.labs import bandwidth, bandwidth_figures
+from tests.fakes import FakeLanguageModel
+
+A100 = bandwidth.PRESETS["A100 80GB PCIe"]
+
+
+def test_a100_crossover_is_near_161():
+    crossover = bandwidth.crossover_batch(2, A100["bandwidth_bytes_per_s"], A100["flops_per_s"])
+    assert abs(crossover - 161) <= 1
+    assert crossover == pytest.approx(312e12 * 2 / (2 * 1935e9))
+    # At B* the arithmetic takes exactly as long as reading the weights, for any model size.
+    for params in (1e8, 11e9):
+        assert bandwidth.compute_seconds(params, crossover, 312e12) == pytest.approx(
+            bandwidth.weight_read_seconds(params, 2, 1935e9))
+
+
+def test_other_presets_crossovers():
+    def crossover(name):
+        preset = bandwidth.PRESETS[name]
+        return bandwidth.crossover_batch(preset["bytes_per_param"], preset["bandwidth_bytes_per_s"], preset["flops_per_s"])
+    assert crossover("A100 40GB") == pytest.approx(312e12 / 1555e9)  # ≈ 200.6: less bandwidth, later crossover
+    assert crossover("H100 SXM") == pytest.approx(989e12 / 3.35e12)  # ≈ 295
+
+
+def test_course_11b_example_is_22_ms_per_token():
+    course = bandwidth.PRESETS["course: 11B model at 1 TB/s"]
+    assert bandwidth.weight_read_seconds(11e9, 2, 1e12) == pytest.approx(0.022)
+    assert bandwidth.step_seconds(batch=1, **course) == pytest.approx(0.022)
+    assert bandwidth.min_walltime_seconds(100, **course) == pytest.approx(2.2)
+    assert bandwidth.min_walltime_seconds(0, **course) == 0.0
+
+
+def test_step_is_the_roofline_max():
+    memory = 11e9 * 2 / 1935e9
+    assert bandwidth.step_seconds(11e9, 1, 2, 1935e9, 312e12) == pytest.approx(memory)
+    assert bandwidth.step_seconds(11e9, 100, 2, 1935e9, 312e12) == pytest.approx(memory)  # still memory-bound
+    assert bandwidth.step_seconds(11e9, 400, 2, 1935e9, 312e12) == pytest.approx(2 * 11e9 * 400 / 312e12)
+    assert bandwidth.min_walltime_seconds(10, 11e9, 2, 1935e9, 312e12, batch=400) == pytest.approx(10 * 2 * 11e9 * 400 / 312e12)
+
+
+@pytest.mark.parametrize("call", [
+    lambda: bandwidth.weight_read_seconds(-1, 2, 1e12),
+    lambda: bandwidth.weight_read_seconds(11e9, 2, 0),
+    lambda: bandwidth.compute_seconds(11e9, 0, 312e12),
+    lambda: bandwidth.crossover_batch(2, 1935e9, float("nan")),
+    lambda: bandwidth.step_seconds(11e9, 1, "2", 1e12, None),
+    lambda: bandwidth.min_walltime_seconds(-5, 11e9, 2, 1e12),
+    lambda: bandwidth.bandwidth_bound_until({2: 1.0}),
+    lambda: bandwidth.bandwidth_bound_until({1: 1.0}, tolerance=0.9),
+])
+def test_bad_inputs_raise_value_error(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+@pytest.mark.parametrize("timings,expected", [
+    ({1: 10, 2: 10.5, 3: 12, 4: 13, 5: 12}, 3),  # the walk stops at 4 (13 > 12.5); the fast 5 does not count
+    ({k: 10.0 for k in range(1, 9)}, 8),  # flat all the way
+    ({1: 10, 2: 20, 3: 11}, 1),
+    ({1: 10, 2: 12.5}, 2),  # exactly at the tolerance still counts
+    ({1: 10, 2: 11, 4: 11}, 2),  # a missing k ends the flat region
+])
+def test_bandwidth_bound_until(timings, expected):
+    assert bandwidth.bandwidth_bound_until(timings, tolerance=1.25) == expected
+
+
+def test_measure_forward_ms_times_every_k_on_a_fake_model():
+    model = FakeLanguageModel(vocab_size=5, salt=3)
+    context = [1, 2, 3, 4]
+    timings = bandwidth.measure_forward_ms(model, context, max_tokens=12, repeats=2)
+    assert sorted(timings) == list(range(1, 13))
+    assert all(ms > 0 for ms in timings.values())
+    assert model.cached_length == len(context)  # every timed forward was cropped back off
+    assert 1 <= bandwidth.bandwidth_bound_until(timings) <= 12
+    with pytest.raises(ValueError):
+        bandwidth.measure_forward_ms(model, [], max_tokens=4)
+    with pytest.raises(ValueError):
+        bandwidth.measure_forward_ms(model, context, max_tokens=0)
+
+
+# ---------------------------------------------------------------- figures
+
+
+def test_roofline_figure_data_match_the_formulas():
+    figure = bandwidth_figures.roofline_figure(**A100, max_batch=300, name="A100")
+    memory, compute, step = figure.data
+    assert list(memory.x) == list(range(1, 301))
+    assert list(memory.y) == pytest.approx([11e9 * 2 / 1935e9 * 1e3] * 300)
+    assert list(compute.y) == pytest.approx([2 * 11e9 * b / 312e12 * 1e3 for b in range(1, 301)])
+    assert list(step.y) == pytest.approx([max(m, c) for m, c in zip(memory.y, compute.y)])
+    crossover_lines = [shape for shape in figure.layout.shapes if shape.type == "line"]
+    assert [shape.x0 for shape in crossover_lines] == [pytest.approx(312e12 / 1935e9)]
+    assert any("B* = 161" in annotation.text for annotation in figure.layout.annotations)
+
+
+def test_roofline_without_flops_draws_memory_only():
+    figure = bandwidth_figures.roofline_figure(**bandwidth.PRESETS["course: 11B model at 1 TB/s"])
+    assert len(figure.data) == 1 and list(figure.data[0].y) == pytest.approx([22.0] * 256)
+    assert "22.0 ms per token" in figure.layout.title.text
+
+
+def test_measured_forward_figure_marks_the_flat_region():
+    timings = {1: 20.0, 2: 20.2, 3: 20.4, 4: 21.0, 5: 26.0, 6: 31.0}
+    figure = bandwidth_figures.measured_forward_figure(timings, tolerance=1.25)
+    line = figure.data[0]
+    assert list(line.x) == [1, 2, 3, 4, 5, 6] and list(line.y) == [timings[k] for k in range(1, 7)]
+    region = next(shape for shape in figure.layout.shapes if shape.type == "rect")
+    assert region.x1 == 4.5  # k = 1..4 stay within 1.25 × 20 ms = 25 ms
+    assert "k = 4" in figure.layout.title.text
+    tolerance_line = next(shape for shape in figure.layout.shapes if shape.type == "line")
+    assert tolerance_line.y0 == pytest.approx(25.0)

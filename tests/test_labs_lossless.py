@@ -1,0 +1,51 @@
+"""The losslessness lab through the real engine, on scripted models (the UI runs it on the offline target)."""
+
+import dataclasses
+
+import pytest
+
+from specviz.config import DecodeConfig
+from specviz.labs import lossless
+from tests.fakes import fake_pipeline
+
+CONFIG = DecodeConfig(target="fake-target", draft="fake-draft", gamma=3, temperature=1.0, seed=0, chat=False)
+PROMPT = "abcab"
+
+
+def _final(pipeline, config, runs):
+    *_, check = lossless.check_distribution(pipeline, PROMPT, config, runs=runs, tokens=1)
+    return check
+
+
+def test_exact_speculative_sampling_matches_p_and_plain_sampling():
+    check = _final(fake_pipeline(vocab_size=4), CONFIG, runs=600)
+    first = lossless.first_token_counts(check.speculative)
+    assert check.runs == 600 and sum(first.values()) == 600
+    assert check.tested >= 600  # the first token went through the accept/reject test in every run
+    assert lossless.chi_square_against_exact(first, check.exact_first)[2] > 1e-3
+    assert lossless.tvd_to_exact(first, check.exact_first) < 2 * lossless.noise_band(check.exact_first, 600)
+    plain_first = lossless.first_token_counts(check.plain)
+    assert lossless.chi_square_against_exact(plain_first, check.exact_first)[2] > 1e-3
+
+
+def test_lenience_raises_alpha_and_drifts_away_from_p():
+    pipeline = fake_pipeline(vocab_size=4)
+    checks = [_final(pipeline, dataclasses.replace(CONFIG, lenience=lenience), runs=600) for lenience in (1.0, 0.2)]
+    exact, lenient = lossless.lenience_rows(checks)
+    assert exact["lossless"] and not lenient["lossless"]
+    assert lenient["alpha"] > exact["alpha"] + 0.1
+    assert lenient["chi_square_p"] < 1e-6 < exact["chi_square_p"]
+    assert lenient["tvd_to_p"] > lenient["noise_band"] > 0
+
+
+def test_greedy_check_finds_identity_and_names_a_divergence():
+    pipeline = fake_pipeline(vocab_size=5)
+    result = lossless.check_greedy(pipeline, PROMPT, dataclasses.replace(CONFIG, max_new_tokens=24))
+    assert result.identical and result.speculative_ids == result.plain_ids and "Identical" in result.explanation
+
+
+def test_noise_band_shrinks_with_more_runs_and_bad_sizes_are_refused():
+    exact = {0: 0.5, 1: 0.3, 2: 0.2}
+    assert lossless.noise_band(exact, 4000) < lossless.noise_band(exact, 100) / 3
+    with pytest.raises(ValueError):
+        next(lossless.check_distribution(fake_pipeline(), PROMPT, CONFIG, runs=0))
