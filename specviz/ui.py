@@ -19,6 +19,7 @@ from gradio.components.plot import PlotData
 from . import compute, engine, figures, models, render
 from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
 from .metrics import estimate_verify_cost, summarize
+from .labs.tabs import build_lab_tabs
 from .trace import Trace
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -332,6 +333,8 @@ def build_app() -> gr.Blocks:
             with gr.Row():
                 speedup_plot = gr.Plot(label="Speedup")
                 histogram_plot = gr.Plot(label="Tokens per round")
+
+        build_lab_tabs(demo, trace_state)
 
         view_outputs = [rows, final_text, stats, alpha_plot, pq_plot, speedup_plot, histogram_plot, round_slider]
         controls = [pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare]

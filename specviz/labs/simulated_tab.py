@@ -1,0 +1,73 @@
+"""The "Simulated models" tab: the course's hands-on project. No model is loaded, so it runs at once anywhere.
+
+A run goes through the real engine on synthetic models and is drawn by the live tab's own views (rows, stats,
+plots), with timings in simulated target steps.
+"""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from . import simulated, simulated_figures
+
+
+def table(rows: list[dict]) -> dict:
+    """Plain dict rows -> a Dataframe value (numbers rounded for reading)."""
+    headers = list(rows[0]) if rows else []
+    values = [[round(value, 4) if isinstance(value, float) else value for value in row.values()] for row in rows]
+    return gr.update(value=values, headers=headers)
+
+
+def run_view(overlap, gamma, c, max_new_tokens, temperature, seed):
+    from ..ui import views  # the live tab's views: shared render code, not a copy
+
+    try:
+        trace = simulated.run(float(overlap), int(gamma), float(c), int(max_new_tokens), int(seed), float(temperature))
+    except ValueError as error:
+        raise gr.Error(str(error)) from error
+    rows, final, stats, alpha_plot, _, speedup_plot, histogram, _ = views(trace)
+    speedup = simulated.simulated_speedup(trace, float(c))
+    note = (f"Simulated speedup **{speedup:.3f}×** (tokens / Σ(drafted·c + 1) target steps). Timings below are in "
+            "target steps, not milliseconds.")
+    return rows, note + "\n\n" + stats, alpha_plot, speedup_plot, histogram
+
+
+def distribution_view(overlap, gamma, seed):
+    rows = simulated.distribution_check(float(overlap), int(gamma), seed=int(seed))
+    frequencies = simulated.first_token_frequencies(float(overlap), int(gamma), seed=int(seed))
+    return table(rows), simulated_figures.distribution_figure(frequencies, float(overlap))
+
+
+def speedup_view(overlap, c, seed):
+    rows = simulated.simulated_vs_theory(float(overlap), float(c), seed=int(seed))
+    return table(rows), simulated_figures.speedup_vs_gamma_figure(rows, float(overlap), float(c))
+
+
+def simulated_tab() -> None:
+    gr.Markdown("Synthetic target and draft over 16 words. The overlap β = Σ min(p, q) is the same at every position, "
+                "so it *is* α, and the theory's assumptions hold exactly: simulation and formula must agree.")
+    with gr.Row():
+        overlap = gr.Slider(0, 1, value=0.7, step=0.01, label="Overlap β (= α at temperature 1)")
+        gamma = gr.Slider(1, 16, value=4, step=1, label="γ")
+        c = gr.Slider(0, 1, value=0.1, step=0.01, label="Simulated cost c")
+        max_new_tokens = gr.Slider(8, 400, value=64, step=1, label="Max new tokens")
+        temperature = gr.Slider(0, 2, value=1, step=0.05, label="Temperature")
+        seed = gr.Number(0, label="Seed", precision=0, minimum=0)
+    run_button = gr.Button("Run on the simulated models", variant="primary")
+    rows, stats = gr.HTML(elem_id="sv-sim-rows"), gr.Markdown()
+    with gr.Row():
+        alpha_plot, speedup_plot, histogram = gr.Plot(label="α per position"), gr.Plot(label="Speedup"), gr.Plot(label="Tokens per round")
+    gr.Markdown("### The four experiments (seeded; rerun with another seed to see the sampling error)")
+    with gr.Row():
+        distribution_button = gr.Button("1. Distribution verification")
+        theory_button = gr.Button("2. Theoretical speedup table")
+        speedup_button = gr.Button("3. Simulated vs theoretical speedup (γ = 3, 5, 7)")
+        viability_button = gr.Button("4. Minimum viability table")
+    experiment_table = gr.Dataframe(interactive=False, wrap=True)
+    experiment_plot = gr.Plot(label="Experiment")
+    run_button.click(run_view, [overlap, gamma, c, max_new_tokens, temperature, seed],
+                     [rows, stats, alpha_plot, speedup_plot, histogram])
+    distribution_button.click(distribution_view, [overlap, gamma, seed], [experiment_table, experiment_plot])
+    theory_button.click(lambda cost: table(simulated.theory_table(c=float(cost))), c, experiment_table)
+    speedup_button.click(speedup_view, [overlap, c, seed], [experiment_table, experiment_plot])
+    viability_button.click(lambda value: table(simulated.viability_table(seed=int(value))), seed, experiment_table)
