@@ -66,3 +66,34 @@ def test_stop_ends_a_long_run_and_the_next_run_works(page):
     assert _row_count(page) == stopped_at < 300  # nothing more streams in
     page.get_by_role("button", name="Step", exact=True).click()  # the worker is free again
     page.wait_for_function("document.querySelectorAll('.sv-row').length == 1", timeout=120_000)
+
+
+LAB_TABS = [  # tab, button to press (or None), text that must then appear in the tab
+    ("Theory", None, "E[tokens per iteration]"),
+    ("Sampling lab", "Sample N", "p-value"),
+    ("Simulated models", "Run on the simulated models", "Simulated speedup"),
+    ("Memory bandwidth", "Measure this machine (the offline target, k = 1..32 tokens)", "bandwidth-bound"),
+    ("Losslessness", "Compare distributions", "TVD(speculative, p)"),
+    ("Glossary", None, "β (beta)"),
+]
+
+
+@pytest.mark.parametrize("tab,button,expected", LAB_TABS)
+def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
+    page.get_by_role("tab", name=tab, exact=True).click()
+    panel = page.locator("[role=tabpanel]:visible").last
+    if tab == "Losslessness":
+        runs = page.get_by_label("Runs").first
+        runs.fill("40")
+        runs.press("Enter")
+    if button:
+        page.get_by_role("button", name=button, exact=True).click()
+    panel.get_by_text(expected, exact=False).first.wait_for(timeout=180_000)
+    if tab != "Glossary":
+        page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
+                               " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=120_000)
+    if tab == "Simulated models":
+        assert page.locator("#sv-sim-rows .sv-row").count() > 0
+    shots = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
+    if shots:
+        page.screenshot(path=str(Path(shots) / f"lab-{tab.lower().replace(' ', '-')}.png"), full_page=True)

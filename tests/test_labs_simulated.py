@@ -155,7 +155,8 @@ def test_theory_table_and_speedup_figure():
     assert rows[4]["speedup"] == pytest.approx(theory.speedup(0.8, 3, 0.05), abs=1e-4)
     simulated_rows = simulated.simulated_vs_theory(alpha=0.7, c=0.1, gammas=(2, 4), n_tokens=150, seed=0)
     figure = simulated_figures.speedup_vs_gamma_figure(simulated_rows, alpha=0.7, c=0.1)
-    assert list(figure.data[1].x) == [2, 4] and list(figure.data[1].error_y.array) == [3 * r["speedup_se"] for r in simulated_rows]
+    assert list(figure.data[1].x) == [2, 4]
+    assert list(figure.data[1].error_y.array) == [3 * row["speedup_se"] for row in simulated_rows]
 
 
 def test_runs_replay_exactly():

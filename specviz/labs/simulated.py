@@ -26,6 +26,8 @@ from .simulated_models import DEFAULT_VOCAB, PROMPT, WORDS, simulated_config, si
 AGREEMENT_SE = 3.0  # simulation and theory agree when they differ by at most this many standard errors
 SIGNIFICANCE = 0.001  # a chi-square p-value below this says "does not follow the target"
 MIN_EXPECTED = 5.0  # chi-square bins expecting fewer draws are pooled into one
+VIABILITY_CHECK_COLUMNS = ("min_alpha", "best_gamma", "alpha_below", "speedup_below", "speedup_below_se", "alpha_above",
+                           "speedup_above", "speedup_above_se", "confirmed")
 
 
 def simulated_time(trace: Trace, c: float) -> float:
@@ -111,7 +113,11 @@ def _openings(overlap: float, gamma: int, n_runs: int, seed: int) -> tuple:
 
 def distribution_check(overlap: float = 0.6, gamma: int = 4, n_runs: int = 1000, seed: int = 0) -> list[dict]:
     """Chi-square and total variation distance of the first token and the first two tokens against the target's
-    exact law, for the engine's output (must match) and for the draft sampled alone (must not, unless β = 1)."""
+    exact law, for the engine's output (must match) and for the draft sampled alone (must not, unless β = 1).
+
+    At the defaults the engine's first token gives χ² = 3.4 on 7 dof, p = 0.85, TVD 0.02; the draft alone draws words
+    the target never says (χ² = inf, p = 0) and sits at TVD 0.41 ≈ 1 − β, the exact distance between p and q.
+    """
     speculative, draft_pairs, target_pairs, _ = _openings(overlap, gamma, n_runs, seed)
     vocab = target_pairs.shape[0]
     rows = []
@@ -143,7 +149,10 @@ def first_token_frequencies(overlap: float = 0.6, gamma: int = 4, n_runs: int = 
 
 
 def theory_table(alphas=(0.5, 0.6, 0.7, 0.8, 0.9), gammas=(1, 2, 3, 5, 7), c: float = 0.1) -> list[dict]:
-    """E(α, γ) and the speedup E/(γc + 1) for each pair; `best` marks the best listed γ for each α."""
+    """E(α, γ) and the speedup E/(γc + 1) for each pair; `best` marks the best listed γ for each α.
+    >>> theory_table(alphas=(0.8,), gammas=(3,), c=0.1)  # E = 1 + .8 + .64 + .512; S = 2.952 / 1.3
+    [{'alpha': 0.8, 'gamma': 3, 'c': 0.1, 'expected_tokens': 2.952, 'speedup': 2.2708, 'best': True}]
+    """
     rows = []
     for alpha in alphas:
         best = max(gammas, key=lambda gamma: theory.speedup(alpha, gamma, c))
@@ -157,6 +166,8 @@ def round_statistics(overlap: float, gamma: int, n_tokens: int, seed: int) -> tu
     run. Rounds cut short near max_new_tokens are left out: the theory is about full rounds."""
     trace = engine.run_speculative(simulated_pipeline(overlap), PROMPT, simulated_config(overlap, gamma, n_tokens, seed))
     tokens = torch.tensor([r.accepted + 1 for r in trace.rounds if r.drafted == gamma], dtype=torch.float64)
+    if tokens.numel() == 0:
+        raise ValueError(f"{n_tokens} tokens leave no round that drafts all γ = {gamma}; ask for more tokens")
     spread = float(tokens.std()) if tokens.numel() > 1 else 0.0
     return float(tokens.mean()), spread / math.sqrt(max(tokens.numel(), 1)), tokens.numel()
 
@@ -199,7 +210,9 @@ def viability_table(cs=(0.1, 0.3, 0.5), gammas=(1, 2, 4, 8), margin: float = 0.1
         thresholds = {gamma: break_even_alpha(gamma, c) for gamma in gammas}
         reachable = {gamma: alpha for gamma, alpha in thresholds.items() if alpha is not None}
         row = dict(c=c, corollary_alpha=c)
-        row.update({f"alpha_at_gamma_{gamma}": None if alpha is None else round(alpha, 4) for gamma, alpha in thresholds.items()})
+        for gamma, alpha in thresholds.items():
+            row[f"alpha_at_gamma_{gamma}"] = None if alpha is None else round(alpha, 4)
+        row.update(dict.fromkeys(VIABILITY_CHECK_COLUMNS))  # every row has every column, None when c ≥ 1
         if reachable:
             gamma = min(reachable, key=reachable.get)
             row.update(min_alpha=round(reachable[gamma], 4), best_gamma=gamma)

@@ -3,7 +3,7 @@
 At every prefix the target p (Leviathan's symbol; `target_probs` here) lives on a prefix-dependent half of the
 vocabulary, and an "other" distribution d on the remaining half. The draft at overlap β is
 
-    q = β·tilt(p) + (1 − β)·d,   with β·tilt(p) ≤ p,   so   Σ_x min(p(x), q(x)) = β·Σ tilt(p) = β   at every prefix
+    q = β·tilt(p) + (1 − β)·d,  with β·tilt(p) ≤ p,  so  Σ_x min(p(x), q(x)) = β·Σ tilt(p) = β  at every prefix
 
 (tilt(p) is p with its top word lowered; see SimulatedWorld.draft_probs). Acceptance is then exactly β at every
 drafted position at temperature 1, the acceptance rate α = E[β] equals β, and tokens per round follow the capped

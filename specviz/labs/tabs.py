@@ -139,7 +139,14 @@ def sample_view(vocab_text, target_text, draft_text, sample_count, mistake, seed
     counts = rejection.sample_many(target_probs, draft_probs, int(sample_count), torch.Generator().manual_seed(int(seed)),
                                    mistake=chosen)
     predicted = rejection.exact_output_distribution(target_probs, draft_probs, chosen) if chosen else None
-    return rejection_figures.histogram_figure(vocab, counts, target_probs, chosen, predicted)
+    statistic, dof, p_value = rejection.chi_square_test(counts, target_probs)
+    total = sum(counts)
+    tvd = rejection.total_variation([count / total for count in counts], target_probs)
+    verdict = "follows p" if p_value > 1e-3 else "does NOT follow p"
+    text = (f"{total:,} samples{'' if chosen is None else f' with the mistake *{chosen}*'}: χ² = {statistic:.1f} ({dof} dof), "
+            f"p-value **{p_value:.3g}**, TVD to p **{tvd:.4f}** (sampling noise ≈ {rejection.tvd_noise(target_probs, total):.4f}): "
+            f"the output **{verdict}**.")
+    return text, rejection_figures.histogram_figure(vocab, counts, target_probs, chosen, predicted)
 
 
 def sampling_tab() -> tuple:
@@ -161,13 +168,13 @@ def sampling_tab() -> tuple:
         mistake = gr.Radio([NO_MISTAKE, *rejection.MISTAKES], value=NO_MISTAKE, label="Common mistake")
         sample_button = gr.Button("Sample N", variant="primary")
     gr.Markdown(" · ".join(f"*{name}*: {what}" for name, what in rejection.MISTAKES.items()))
-    histogram = gr.Plot(label="Empirical distribution against p")
+    sample_text, histogram = gr.Markdown(), gr.Plot(label="Empirical distribution against p")
     fields = [vocab, target, draft]
     preset.change(load_preset, preset, [*fields, preset_note]).then(overlap_view, fields, [overlap_text, overlap_plot])
     for field in fields:
         field.submit(overlap_view, fields, [overlap_text, overlap_plot])
     step_button.click(step_view, [*fields, seed], [step_plot, seed])
-    sample_button.click(sample_view, [*fields, sample_count, mistake, seed], histogram)
+    sample_button.click(sample_view, [*fields, sample_count, mistake, seed], [sample_text, histogram])
     return fields, [overlap_text, overlap_plot]
 
 
