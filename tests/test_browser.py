@@ -73,7 +73,7 @@ LAB_TABS = [  # tab, button to press (or None), text that must then appear in th
     ("Sampling lab", "Sample N", "p-value"),
     ("Simulated models", "Run on the simulated models", "Simulated speedup"),
     ("Memory bandwidth", "Measure this machine (the offline target, k = 1..32 tokens)", "bandwidth-bound"),
-    ("Losslessness", "Compare distributions", "TVD(speculative, p)"),
+    ("Losslessness", "Compare distributions", "40 runs ·"),
     ("Glossary", None, "β (beta)"),
 ]
 
@@ -96,4 +96,5 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
         assert page.locator("#sv-sim-rows .sv-row").count() > 0
     shots = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
     if shots:
+        page.wait_for_timeout(1500)  # let the last update settle (Gradio fades a component while it updates)
         page.screenshot(path=str(Path(shots) / f"lab-{tab.lower().replace(' ', '-')}.png"), full_page=True)
