@@ -9,6 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 from . import simulated, simulated_figures
+from .tabs import lab_callback
 
 
 def table(rows: list[dict]) -> dict:
@@ -18,13 +19,11 @@ def table(rows: list[dict]) -> dict:
     return gr.update(value=values, headers=headers)
 
 
+@lab_callback
 def run_view(overlap, gamma, c, max_new_tokens, temperature, seed):
     from ..ui import views  # the live tab's views: shared render code, not a copy
 
-    try:
-        trace = simulated.run(float(overlap), int(gamma), float(c), int(max_new_tokens), int(seed), float(temperature))
-    except ValueError as error:
-        raise gr.Error(str(error)) from error
+    trace = simulated.run(float(overlap), int(gamma), float(c), int(max_new_tokens), int(seed), float(temperature))
     rows, final, stats, alpha_plot, _, speedup_plot, histogram, _ = views(trace)
     speedup = simulated.simulated_speedup(trace, float(c))
     note = (f"Simulated speedup **{speedup:.3f}×** (tokens / Σ(drafted·c + 1) target steps). Timings below are in "
@@ -32,15 +31,27 @@ def run_view(overlap, gamma, c, max_new_tokens, temperature, seed):
     return rows, note + "\n\n" + stats, alpha_plot, speedup_plot, histogram
 
 
+@lab_callback
 def distribution_view(overlap, gamma, seed):
     rows = simulated.distribution_check(float(overlap), int(gamma), seed=int(seed))
     frequencies = simulated.first_token_frequencies(float(overlap), int(gamma), seed=int(seed))
     return table(rows), simulated_figures.distribution_figure(frequencies, float(overlap))
 
 
+@lab_callback
 def speedup_view(overlap, c, seed):
     rows = simulated.simulated_vs_theory(float(overlap), float(c), seed=int(seed))
     return table(rows), simulated_figures.speedup_vs_gamma_figure(rows, float(overlap), float(c))
+
+
+@lab_callback
+def theory_view(c):
+    return table(simulated.theory_table(c=float(c)))
+
+
+@lab_callback
+def viability_view(seed):
+    return table(simulated.viability_table(seed=int(seed)))
 
 
 def simulated_tab() -> None:
@@ -68,6 +79,6 @@ def simulated_tab() -> None:
     run_button.click(run_view, [overlap, gamma, c, max_new_tokens, temperature, seed],
                      [rows, stats, alpha_plot, speedup_plot, histogram])
     distribution_button.click(distribution_view, [overlap, gamma, seed], [experiment_table, experiment_plot])
-    theory_button.click(lambda cost: table(simulated.theory_table(c=float(cost))), c, experiment_table)
+    theory_button.click(theory_view, c, experiment_table)
     speedup_button.click(speedup_view, [overlap, c, seed], [experiment_table, experiment_plot])
-    viability_button.click(lambda value: table(simulated.viability_table(seed=int(value))), seed, experiment_table)
+    viability_button.click(viability_view, seed, experiment_table)

@@ -18,12 +18,13 @@ NO_MISTAKE = "none (the correct algorithm)"
 LOSSLESS_PROMPT = "The cat sat on the mat. The dog sat on the rug. The cat sat on the"
 
 
-def _error(function):
-    """Turn a lab function's ValueError into a gr.Error with its sentence."""
+def lab_callback(function):
+    """Run a lab callback on the model thread (torch used from a second thread slows the live decoding, see
+    compute.py), and turn its ValueError into a gr.Error with its sentence."""
     @functools.wraps(function)
     def wrapped(*args):
         try:
-            return function(*args)
+            return compute.call(function, *args)
         except ValueError as error:
             raise gr.Error(str(error)) from error
     return wrapped
@@ -42,7 +43,7 @@ def _measured(trace):
     return metrics.alpha, metrics.c, int(trace.config["gamma"]), metrics.speedup_measured
 
 
-@_error
+@lab_callback
 def theory_views(alpha, gamma, c, use_measured_cost, trace):
     verify_cost = None
     if use_measured_cost:
@@ -115,7 +116,7 @@ def load_preset(name):
     return ", ".join(preset["vocab"]), as_text(preset["target_probs"]), as_text(preset["draft_probs"]), preset["note"]
 
 
-@_error
+@lab_callback
 def overlap_view(vocab_text, target_text, draft_text):
     vocab, target_probs, draft_probs, notes = _distributions(vocab_text, target_text, draft_text)
     classical = rejection.classical_rejection(target_probs, draft_probs, vocab)
@@ -125,14 +126,14 @@ def overlap_view(vocab_text, target_text, draft_text):
     return text, rejection_figures.overlap_figure(vocab, target_probs, draft_probs)
 
 
-@_error
+@lab_callback
 def step_view(vocab_text, target_text, draft_text, seed):
     vocab, target_probs, draft_probs, _ = _distributions(vocab_text, target_text, draft_text)
     step = rejection.speculative_step(target_probs, draft_probs, torch.Generator().manual_seed(int(seed)))
     return rejection_figures.step_figure(step, vocab), gr.update(value=int(seed) + 1)
 
 
-@_error
+@lab_callback
 def sample_view(vocab_text, target_text, draft_text, sample_count, mistake, seed):
     vocab, target_probs, draft_probs, _ = _distributions(vocab_text, target_text, draft_text)
     chosen = None if mistake == NO_MISTAKE else mistake
@@ -181,7 +182,7 @@ def sampling_tab() -> tuple:
 # ---------------------------------------------------------------- 4. memory bandwidth
 
 
-@_error
+@lab_callback
 def bandwidth_view(params_billions, bytes_per_param, bandwidth_gb_s, tflops, batch, tokens):
     params, bandwidth_bytes = float(params_billions) * 1e9, float(bandwidth_gb_s) * 1e9
     flops = float(tflops) * 1e12 if tflops else None
