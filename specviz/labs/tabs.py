@@ -15,7 +15,7 @@ from . import bandwidth, bandwidth_figures, calculator, calculator_figures, glos
 from . import rejection, rejection_figures
 
 NO_MISTAKE = "none (the correct algorithm)"
-LOSSLESS_PROMPT = "The cat sat on the mat. The dog sat on the rug. The cat sat on the"
+LOSSLESS_PROMPT = "Monday, Tuesday, Wednesday, Thursday, Friday. Monday, Tuesday, Wednesday,"  # drafts pass 38% of the time
 
 
 def lab_callback(function):
