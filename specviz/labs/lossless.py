@@ -126,7 +126,7 @@ def tvd_to_exact(counts: Counter, exact: dict[int, float]) -> float:
     return 0.5 * (listed + outside)
 
 
-def noise_band(exact: dict[int, float], runs: int, seed: int = 0, two_samples: bool = False, level: float = 0.95) -> float:
+def noise_band(exact: dict[int, float], runs: int, seed: int = 0, two_samples: bool = False, level: float = 0.99) -> float:
     """The TVD that sampling noise alone reaches with probability `level`: of an empirical distribution of
     `runs` draws from `exact` against `exact`, or (two_samples) of two independent empirical ones."""
     probs = torch.tensor(list(exact.values()), dtype=torch.float64)

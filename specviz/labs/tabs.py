@@ -268,7 +268,7 @@ def _check_text(check: lossless.DistributionCheck) -> str:
     alpha = "–" if check.alpha is None else f"{check.alpha:.3f}"
     warning = "" if check.lenience == 1 else f"\n\n**Lenience {check.lenience}: NOT lossless. The output is expected to drift from p.**"
     return (f"{check.runs} runs · α = {alpha} over {check.tested} tested drafts · first token: TVD(speculative, p) = "
-            f"**{tvd:.4f}** (noise band {band:.4f}, 95%) · χ² = {statistic:.1f}, {dof} dof, p-value **{p_value:.3g}** · "
+            f"**{tvd:.4f}** (99% noise band {band:.4f}) · χ² = {statistic:.1f}, {dof} dof, p-value **{p_value:.3g}** · "
             f"first {check.tokens} token(s): TVD(speculative, plain) = {sequences:.4f} (two-sample noise ≥ {two_sample_band:.4f})"
             + warning)
 
