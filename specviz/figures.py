@@ -24,13 +24,13 @@ def _template() -> go.layout.Template:
                                           xaxis=axis, yaxis=axis, hoverlabel=dict(align="left")))
 
 
-def _figure(*traces) -> go.Figure:
+def base_figure(*traces) -> go.Figure:
     """A figure on the light template (given at construction, so plotly's default template is never applied)."""
     return go.Figure(list(traces), layout=dict(template=_template()))
 
 
 def empty_figure(message: str) -> go.Figure:
-    figure = _figure()
+    figure = base_figure()
     figure.add_annotation(text=message, showarrow=False, font=dict(size=14, color=GREY), x=0.5, y=0.5, xref="paper", yref="paper")
     figure.update_layout(**LAYOUT, xaxis=dict(visible=False), yaxis=dict(visible=False))
     return figure
@@ -40,7 +40,7 @@ def alpha_per_position_figure(alpha_per_position: list[float | None], reached: l
                               alpha: float) -> go.Figure:
     """α_i = accepted at i / reached i, with the counts on each bar, and the overall α as a line."""
     positions = list(range(1, len(alpha_per_position) + 1))
-    figure = _figure(go.Bar(
+    figure = base_figure(go.Bar(
         x=positions, y=[a if a is not None else 0 for a in alpha_per_position], marker_color=GREEN, name="α at position i",
         text=[f"{a}/{r}" for a, r in zip(accepted, reached)], textposition="outside",
         hovertemplate="position %{x}<br>α = %{y:.3f}<br>accepted/reached = %{text}<extra></extra>",
@@ -66,7 +66,7 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     labels = [_label(target.get(i) or draft.get(i) or residual.get(i), i) for i in ids]
     p = [target.get(i, (0.0, ""))[0] for i in ids]
     q = [draft.get(i, (0.0, ""))[0] for i in ids]
-    figure = _figure()
+    figure = base_figure()
     figure.add_bar(x=labels, y=p, name="p (target)", marker_color=BLUE, opacity=0.55)
     if draft:
         figure.add_bar(x=labels, y=q, name="q (draft)", marker_color=ORANGE, opacity=0.55)
@@ -97,7 +97,7 @@ def speedup_figure(alpha: float, c: float, gamma_used: int, measured: float | No
     alpha = min(max(alpha, 0.0), 1.0)
     gammas = list(range(1, max_gamma + 1))
     ideal = [theory.speedup(alpha, g, c) for g in gammas]
-    figure = _figure()
+    figure = base_figure()
     figure.add_scatter(x=gammas, y=ideal, mode="lines+markers", name="S = E/(γc+1)", line_color=BLUE)
     best = theory.optimal_gamma(alpha, c, max_gamma=max_gamma)
     figure.add_scatter(x=[best], y=[theory.speedup(alpha, best, c)], mode="markers", name=f"best γ = {best}",
@@ -126,7 +126,7 @@ def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: in
     rounds = max(len(tokens_per_round), 1)
     predicted = [rounds * p for p in theory.tokens_per_round_distribution(min(max(alpha, 0.0), 1.0), gamma)]
     sizes = list(range(1, gamma + 2))
-    figure = _figure()
+    figure = base_figure()
     figure.add_bar(x=sizes, y=counts, name="observed rounds", marker_color=GREEN)
     figure.add_scatter(x=sizes, y=predicted, mode="lines+markers", name="capped geometric (theory)", line_color=BLUE)
     figure.update_layout(**LAYOUT, title=f"Tokens per round ({rounds} rounds)", xaxis=dict(title="tokens produced", dtick=1),

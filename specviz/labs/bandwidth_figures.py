@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, _figure
+from ..figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, base_figure
 from . import bandwidth
 from .bandwidth import PRESETS  # noqa: F401  (for the doctest and for callers: roofline_figure(**PRESETS[name]))
 
@@ -33,7 +33,7 @@ def roofline_figure(bandwidth_bytes_per_s: float, flops_per_s: float | None, par
         raise ValueError(f"max_batch must be an integer >= 1, got {max_batch!r}")
     batches = list(range(1, max_batch + 1))
     memory_ms = bandwidth.weight_read_seconds(params, bytes_per_param, bandwidth_bytes_per_s) * 1e3
-    figure = _figure()
+    figure = base_figure()
     figure.add_scatter(x=batches, y=[memory_ms] * len(batches), mode="lines", name="weight read (memory)",
                        line=dict(color=BLUE, width=2),
                        hovertemplate="B = %{x}<br>weight read %{y:.2f} ms<extra></extra>")
@@ -69,7 +69,7 @@ def measured_forward_figure(timings_ms: dict[int, float], tolerance: float = 1.2
     bound = bandwidth.bandwidth_bound_until(timings_ms, tolerance)
     ks = sorted(timings_ms)
     limit = tolerance * timings_ms[1]
-    figure = _figure()
+    figure = base_figure()
     figure.add_scatter(x=ks, y=[timings_ms[k] for k in ks], mode="lines+markers", name="measured forward",
                        line=dict(color=BLUE), hovertemplate="k = %{x}<br>%{y:.2f} ms<extra></extra>")
     figure.add_hline(y=limit, line_dash="dash", line_color=GREY,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, RED, _figure
+from ..figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, RED, base_figure
 from . import calculator
 
 Measured = tuple[float, float, int, float]  # (alpha, c, gamma, measured_speedup) of the last live run
@@ -31,7 +31,7 @@ def speedup_heatmap(c: float, verify_cost: calculator.VerifyCost | None = None, 
     gammas = list(range(1, max_gamma + 1))
     grid = calculator.speedup_grid(c, alphas, gammas, verify_cost)
     low, high = min(min(row) for row in grid), max(max(row) for row in grid)
-    figure = _figure(go.Heatmap(
+    figure = base_figure(go.Heatmap(
         x=alphas, y=gammas, z=grid, zmin=low, zmax=high, colorscale=_scale_white_at_one(low, high),
         colorbar=dict(title="speedup ×", thickness=12), name="speedup",
         hovertemplate="α = %{x:.2f}<br>γ = %{y}<br>speedup = %{z:.2f}×<extra></extra>",
@@ -59,7 +59,7 @@ def speedup_curves(c: float, alphas=(0.5, 0.6, 0.7, 0.8, 0.9), verify_cost: calc
     """Speedup against γ = 1..max_gamma, one line per α, each with its best γ starred; the measured run as a red dot
     with its own theory curve (dashed, at its α and c)."""
     gammas = list(range(1, max_gamma + 1))
-    figure = _figure()
+    figure = base_figure()
     for index, alpha in enumerate(alphas):
         colour = CURVE_COLOURS[index % len(CURVE_COLOURS)]
         _add_curve(figure, alpha, c, gammas, verify_cost, colour, name=f"α = {alpha:.2f}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREY, LAYOUT, ORANGE, RED, _figure
+from ..figures import BLUE, GREY, LAYOUT, ORANGE, RED, base_figure
 from .lossless import DistributionCheck, first_token_counts, noise_band, total_variation, tvd_to_exact
 
 SHOWN_TOKENS = 12
@@ -18,7 +18,7 @@ def distribution_figure(check: DistributionCheck) -> go.Figure:
                     key=lambda token: -max(check.exact_first.get(token, 0), speculative[token] / runs, plain[token] / runs))
     shown = ranked[:SHOWN_TOKENS]
     labels = [f"{repr(check.texts.get(token, str(token)))[1:-1] or '∅'} ({token})" for token in shown]
-    figure = _figure()
+    figure = base_figure()
     figure.add_bar(x=labels, y=[check.exact_first.get(token, 0) for token in shown], name="p (exact, target)",
                    marker_color=BLUE, opacity=0.45)
     figure.add_bar(x=labels, y=[speculative[token] / runs for token in shown], name="speculative", marker_color=ORANGE)
@@ -43,7 +43,7 @@ def sequence_tvd(check: DistributionCheck) -> tuple[float, float]:
 def lenience_figure(rows: list[dict]) -> go.Figure:
     """α and the drift from p (TVD) against lenience, with the noise band: the price of a faster, inexact test."""
     leniences = [row["lenience"] for row in rows]
-    figure = _figure()
+    figure = base_figure()
     figure.add_scatter(x=leniences, y=[row["alpha"] for row in rows], mode="lines+markers", name="α (measured)",
                        marker=dict(color=BLUE, size=9))
     figure.add_scatter(x=leniences, y=[row["tvd_to_p"] for row in rows], mode="lines+markers",

@@ -6,7 +6,7 @@ import math
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, RED, _figure
+from ..figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, RED, base_figure
 from .rejection import MISTAKES, chi_square_test, classical_rejection, overlap, total_variation, tvd_noise
 
 
@@ -16,7 +16,7 @@ def overlap_figure(vocab: list[str], target_probs: list[float], draft_probs: lis
     Japan preset: title "β = Σ min(p, q) = 0.900 · classical 1/M = 0.750 (M = 1.333)".
     """
     facts, classical = overlap(target_probs, draft_probs), classical_rejection(target_probs, draft_probs, vocab)
-    figure = _figure()
+    figure = base_figure()
     figure.add_bar(x=vocab, y=list(target_probs), name="p (target)", marker_color=BLUE, opacity=0.55)
     figure.add_bar(x=vocab, y=list(draft_probs), name="q (draft)", marker_color=ORANGE, opacity=0.55)
     figure.add_bar(x=vocab, y=facts["min_probs"], name="min(p, q): area β", marker_color=GREEN, marker_pattern_shape="/",
@@ -41,7 +41,7 @@ def step_figure(step_record: dict, vocab: list[str]) -> go.Figure:
     """
     step = step_record
     drafted = vocab[step["draft_token"]]
-    figure = _figure()
+    figure = base_figure()
     figure.add_bar(x=vocab, y=step["draft_probs"], name="q (draft): x is drawn from it", marker_color=ORANGE,
                    marker_opacity=[1.0 if i == step["draft_token"] else 0.35 for i in range(len(vocab))])
     figure.add_scatter(x=vocab, y=step["target_probs"], mode="markers", name="p (target)",
@@ -84,7 +84,7 @@ def histogram_figure(vocab: list[str], counts: list[int], target_probs: list[flo
     frequencies = [count / total for count in counts]
     statistic, dof, p_value = chi_square_test(counts, target_probs)
     tvd, noise = total_variation(frequencies, target_probs), tvd_noise(target_probs, total)
-    figure = _figure()
+    figure = base_figure()
     figure.add_bar(x=vocab, y=frequencies, name="sampled frequency", marker_color=RED if mistake else GREEN, opacity=0.75,
                    text=[f"{count:,}" for count in counts], hovertemplate="%{x}<br>%{y:.4f} (%{text} samples)<extra></extra>")
     figure.add_scatter(x=vocab, y=list(target_probs), mode="markers", name="p (target)",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from .. import theory
-from ..figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, _figure
+from ..figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, base_figure
 from .simulated import AGREEMENT_SE
 
 
@@ -20,7 +20,7 @@ def speedup_vs_gamma_figure(rows: list[dict], alpha: float, c: float) -> go.Figu
     (the band inside which the table calls them in agreement). rows: simulated.simulated_vs_theory(alpha, c)."""
     gammas = [row["gamma"] for row in rows]
     curve = list(range(1, max(gammas + [1]) + 2))
-    figure = _figure()
+    figure = base_figure()
     figure.add_scatter(x=curve, y=[theory.speedup(alpha, gamma, c) for gamma in curve], mode="lines+markers",
                        name="theory E/(γc+1)", line_color=BLUE, marker=dict(size=5))
     figure.add_scatter(
@@ -41,7 +41,7 @@ def distribution_figure(rows: list[dict], overlap: float | None = None) -> go.Fi
     """The first generated token: the target's exact probabilities against the frequencies of the engine's output
     and of the draft sampled alone. rows: simulated.first_token_frequencies(...)."""
     words = [row["token"] for row in rows]
-    figure = _figure()
+    figure = base_figure()
     figure.add_bar(x=words, y=[row["target"] for row in rows], name="target p (exact)", marker_color=BLUE)
     figure.add_bar(x=words, y=[row["speculative"] for row in rows], name="speculative output", marker_color=GREEN)
     figure.add_bar(x=words, y=[row["draft"] for row in rows], name="draft alone", marker_color=ORANGE)
