@@ -1,0 +1,64 @@
+"""transformers' own decoding methods on the same loaded model, timed alike, for the benchmark to compare with.
+
+- "generate": plain `generate()`;
+- "prompt_lookup": `generate(prompt_lookup_num_tokens=γ, max_matching_ngram_size=n)`;
+- "assisted": `generate(assistant_model=draft)` with γ fixed (constant schedule, confidence threshold off).
+
+Sampling inside `generate()` draws from torch's global generator, which specviz never seeds, so sampled
+transformers runs are timed but not replayable; greedy runs are compared token for token.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import torch
+
+from . import models
+from .config import DecodeConfig
+
+METHODS = ("generate", "prompt_lookup", "assisted")
+
+
+@dataclass(frozen=True)
+class HFRun:
+    method: str
+    token_ids: list[int]  # generated ids, prompt excluded
+    wall_ms: float
+
+    @property
+    def tokens_per_s(self) -> float:
+        return len(self.token_ids) / (self.wall_ms / 1e3) if self.wall_ms else 0.0
+
+
+def generation_kwargs(config: DecodeConfig, method: str, tokenizer, assistant: models.LoadedModel | None = None) -> dict:
+    """The generate() arguments that match a specviz config for one method."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {', '.join(METHODS)}")
+    kwargs = dict(max_new_tokens=config.max_new_tokens, do_sample=not config.greedy,
+                  pad_token_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id)
+    if not config.greedy:
+        kwargs.update(temperature=config.temperature, top_k=config.top_k or None, top_p=config.top_p)
+    if method == "prompt_lookup":
+        kwargs.update(prompt_lookup_num_tokens=config.gamma, max_matching_ngram_size=config.ngram_size)
+    elif method == "assisted":
+        if assistant is None:
+            raise ValueError("assisted generation needs a draft model")
+        kwargs.update(assistant_model=assistant.hf_model, num_assistant_tokens=config.gamma,
+                      num_assistant_tokens_schedule="constant", assistant_confidence_threshold=0.0)
+    return kwargs
+
+
+def run_hf(loaded: models.LoadedModel, prompt_ids: list[int], config: DecodeConfig, method: str,
+           assistant: models.LoadedModel | None = None) -> HFRun:
+    """One timed `generate()` call (device synchronised around the timer)."""
+    kwargs = generation_kwargs(config, method, loaded.tokenizer, assistant)
+    input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=loaded.device)  # [1, n]
+    with torch.inference_mode():
+        models.synchronize(loaded.device)
+        started = time.perf_counter()
+        output = loaded.hf_model.generate(input_ids, attention_mask=torch.ones_like(input_ids), **kwargs)  # [1, n + new]
+        models.synchronize(loaded.device)
+        wall_ms = (time.perf_counter() - started) * 1e3
+    return HFRun(method, output[0, len(prompt_ids):].tolist(), wall_ms)

@@ -1,0 +1,44 @@
+"""transformers' own methods on the offline target: greedy outputs must agree with specviz's, token for token."""
+
+import pytest
+import torch
+
+from specviz import engine, hf_baselines, models
+from specviz.config import OFFLINE_MODEL, DecodeConfig
+
+PROMPT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
+
+
+@pytest.fixture(scope="module")
+def greedy_config():
+    return DecodeConfig(target=OFFLINE_MODEL, gamma=4, max_new_tokens=24, temperature=0).validate()
+
+
+def test_plain_generate_and_prompt_lookup_match_specviz_greedy(offline_target, greedy_config):
+    pipeline = engine.build_pipeline(greedy_config)
+    prompt_ids = engine.encode_prompt(pipeline.tokenizer, PROMPT, greedy_config.chat)
+    ours_plain = engine.baseline_decode(pipeline, PROMPT, greedy_config).token_ids
+    ours_speculative = engine.run_speculative(pipeline, PROMPT, greedy_config).token_ids
+    theirs_plain = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "generate")
+    theirs_lookup = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "prompt_lookup")
+    assert ours_plain == ours_speculative == theirs_plain.token_ids == theirs_lookup.token_ids
+    assert theirs_plain.wall_ms > 0 and theirs_plain.tokens_per_s > 0
+
+
+def test_assisted_generation_with_a_draft_model_is_greedy_identical(offline_target, tiny_draft_folder, greedy_config):
+    draft = models.load_model(tiny_draft_folder, torch.device("cpu"), torch.float32)
+    prompt_ids = engine.encode_prompt(offline_target.tokenizer, PROMPT, True)
+    plain = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "generate")
+    assisted = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "assisted", assistant=draft)
+    assert assisted.token_ids == plain.token_ids
+
+
+def test_kwargs_follow_the_config_and_bad_methods_are_refused(offline_target, greedy_config):
+    sampled = DecodeConfig(gamma=6, temperature=0.7, top_k=20, top_p=0.9).validate()
+    kwargs = hf_baselines.generation_kwargs(sampled, "prompt_lookup", offline_target.tokenizer)
+    assert kwargs["do_sample"] and kwargs["temperature"] == 0.7 and kwargs["top_k"] == 20 and kwargs["top_p"] == 0.9
+    assert kwargs["prompt_lookup_num_tokens"] == 6 and kwargs["max_matching_ngram_size"] == 3
+    with pytest.raises(ValueError, match="unknown method"):
+        hf_baselines.generation_kwargs(greedy_config, "beam", offline_target.tokenizer)
+    with pytest.raises(ValueError, match="draft model"):
+        hf_baselines.generation_kwargs(greedy_config, "assisted", offline_target.tokenizer)
