@@ -30,12 +30,6 @@ def step(iterator: Iterator[T]) -> T | None:
     return None if item is _DONE else item
 
 
-def iterate(iterator: Iterator[T]) -> Iterator[T]:
-    """Each item of the iterator, produced on the model thread. Abandoning this stops it after the item in flight."""
-    while (item := step(iterator)) is not None:
-        yield item
-
-
 class Ahead:
     """Runs an iterator on the model thread ahead of its reader, one item per task, and keeps only the newest.
 

@@ -27,7 +27,6 @@ def test_call_and_step_run_on_the_one_model_thread():
     assert len(names) == 1 and names.pop().startswith("specviz-model")
     items = _counting(2)
     assert [compute.step(items), compute.step(items), compute.step(items)] == [0, 1, None]
-    assert list(compute.iterate(_counting(3))) == [0, 1, 2]
 
 
 def test_ahead_runs_to_the_end_on_the_model_thread_and_the_reader_sees_the_newest():

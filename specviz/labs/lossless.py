@@ -70,6 +70,7 @@ def check_distribution(pipeline: engine.Pipeline, prompt: str, config: DecodeCon
     top = torch.topk(exact, k=min(200, exact.numel()))
     check = DistributionCheck(prompt, tokens, config.lenience,
                               exact_first={int(i): float(p) for p, i in zip(top.values, top.indices) if p > 0})
+    check.texts = {token_id: pipeline.tokenizer.decode([token_id]) for token_id in check.exact_first}
     for index in range(runs):
         run_config = dataclasses.replace(config, seed=config.seed + index, max_new_tokens=tokens + 1).validate()
         trace = _first_tokens(pipeline, prompt, run_config, tokens)
@@ -88,8 +89,6 @@ def check_distribution(pipeline: engine.Pipeline, prompt: str, config: DecodeCon
         check.runs = index + 1
         if check.runs % every == 0 or check.runs == runs:
             yield check
-    for token_id in check.exact_first:
-        check.texts.setdefault(token_id, pipeline.tokenizer.decode([token_id]))
 
 
 def _first_tokens(pipeline: engine.Pipeline, prompt: str, config: DecodeConfig, tokens: int):
