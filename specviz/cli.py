@@ -38,6 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--top-k", type=int, default=defaults.top_k, help="0 turns it off")
     gen.add_argument("--top-p", type=float, default=defaults.top_p, help="1 turns it off")
     gen.add_argument("--seed", type=int, default=defaults.seed)
+    gen.add_argument("--adaptive", action="store_true",
+                     help="choose each round's draft length in [0, γ] from running acceptance and measured costs")
     gen.add_argument("--ngram-size", type=int, default=defaults.ngram_size, help="prompt lookup's longest n-gram")
     gen.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True, help="use the chat template")
     gen.add_argument("--baseline", action="store_true", help="also decode plainly and compare")
@@ -66,7 +68,7 @@ def config_from_args(args) -> DecodeConfig:
     return DecodeConfig(
         target=target, draft=draft, gamma=args.gamma, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
-        chat=args.chat, ngram_size=args.ngram_size,
+        chat=args.chat, ngram_size=args.ngram_size, adaptive=args.adaptive,
     ).validate()
 
 

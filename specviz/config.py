@@ -18,7 +18,8 @@ MAX_TOP_K = 1_000_000
 class DecodeConfig:
     target: str = OFFLINE_MODEL  # target model: hub id, local folder or OFFLINE_MODEL
     draft: str = NGRAM_DRAFTER  # draft model id/folder, or "ngram" for prompt lookup
-    gamma: int = 4  # γ: tokens drafted per round
+    gamma: int = 4  # γ: tokens drafted per round (with adaptive, the most a round may draft)
+    adaptive: bool = False  # choose each round's draft length in [0, γ] from running acceptance and measured costs
     max_new_tokens: int = 64  # stop after this many generated tokens
     temperature: float = 0.0  # 0 means greedy (both distributions one-hot)
     top_k: int = 0  # keep the k most likely tokens; 0 turns it off
@@ -43,6 +44,8 @@ class DecodeConfig:
         _check_int("top_k", self.top_k, 0, MAX_TOP_K)
         _check_int("seed", self.seed, 0, 2**63 - 1)
         _check_int("ngram_size", self.ngram_size, 1, 16)
+        if not isinstance(self.adaptive, bool):
+            raise ValueError(f"adaptive must be true or false, got {self.adaptive!r}")
         if not isinstance(self.temperature, (int, float)) or not math.isfinite(self.temperature):
             raise ValueError(f"temperature must be a finite number, got {self.temperature!r}")
         if not 0 <= self.temperature <= 100:

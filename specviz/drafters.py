@@ -25,6 +25,7 @@ class Draft:
 
 class Drafter(Protocol):
     name: str
+    costless: bool  # proposing costs next to nothing beside a model forward (so adaptive γ may propose first)
 
     def begin(self) -> None: ...
 
@@ -43,6 +44,8 @@ class DraftModelDrafter:
     Its KV cache always holds a prefix of the sequence. Each proposal first rolls the cache back to the longest
     prefix still valid (after a rejection, or the bonus token it never saw), then feeds only what is new.
     """
+
+    costless = False
 
     def __init__(self, model: LanguageModel):
         self.model = model
@@ -84,6 +87,7 @@ class PromptLookupDrafter:
     """
 
     name = "ngram"
+    costless = True
 
     def __init__(self, vocab_size: int, ngram_size: int = 3, eos_token_ids: list[int] | None = None):
         from transformers.generation.candidate_generator import PromptLookupCandidateGenerator

@@ -18,6 +18,7 @@ from typing import Iterator
 import torch
 
 from . import models
+from .adaptive import AdaptiveGamma
 from .config import NGRAM_DRAFTER, DecodeConfig
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
 from .sampling import Standardizer, sample
@@ -105,17 +106,23 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
     limit = context_limit(pipeline)
     target.reset()
     drafter.begin()
+    adaptive = AdaptiveGamma(config.gamma) if config.adaptive else None
+    costless = getattr(drafter, "costless", False)  # proposing costs nothing next to a forward (prompt lookup)
     forward_before = _forward_seconds(pipeline)
     engine_seconds, resumed = 0.0, time.perf_counter()  # time inside this generator, not in its consumer
     while True:
         remaining = config.max_new_tokens - (len(sequence) - len(prompt_ids))
         room = limit - len(sequence)
         gamma = min(config.gamma, remaining - 1, room - 1)  # a round emits at most gamma + 1 tokens
+        if adaptive and not costless:
+            gamma = adaptive.choose(gamma, costless=False)
 
-        # 1. Draft.
+        # 1. Draft (a costless drafter proposes up to γ, and adaptive γ then keeps the first k).
         round_started = time.perf_counter()
         draft = drafter.propose(sequence, gamma, standardize, generator) if gamma > 0 else None
-        drafted, draft_probs = _trim_at_eos(draft, pipeline, device)
+        proposed, proposed_probs = _trim_at_eos(draft, pipeline, device)
+        keep = adaptive.choose(proposed.numel(), costless=True) if adaptive and costless else proposed.numel()
+        drafted, draft_probs = proposed[:keep], proposed_probs[:keep]  # [k], [k, V]
         models.synchronize(device)
         drafted_at = time.perf_counter()
 
@@ -131,6 +138,9 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
         target.crop(len(sequence) + result.accepted_count)
         models.synchronize(device)
         verified_at = time.perf_counter()
+        if adaptive:
+            _observe(adaptive, result, proposed, proposed_probs, target_probs, drafted_at - round_started,
+                     draft.forwards if draft is not None else 0, verified_at - drafted_at, pending.numel() + k, len(trace.rounds))
 
         drafted_ids = drafted.tolist()
         emitted = drafted_ids[: result.accepted_count]
@@ -155,6 +165,18 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
         resumed = time.perf_counter()
         if trace.stop_reason:
             return
+
+
+def _observe(adaptive, result, proposed, proposed_probs, target_probs, draft_s, draft_forwards, verify_s, fed, index):
+    """Tell adaptive γ how the round went. Round 0 also encoded the prompt, so its timings are left out."""
+    k = len(result.accept_probs)
+    adaptive.observe_acceptance(result.accept_probs[: min(result.accepted_count + 1, k)])
+    if index > 0:
+        adaptive.observe_costs(draft_s * 1e3, draft_forwards, verify_s * 1e3, fed)
+    if result.accepted_count == k and proposed.numel() > k:  # the next proposed token, scored for free
+        token = int(proposed[k])
+        draft_prob, target_prob = float(proposed_probs[k, token]), float(target_probs[k, token])
+        adaptive.observe_unverified(k + 1, min(1.0, target_prob / draft_prob) if draft_prob > 0 else 0.0)
 
 
 def _stop_reason(last_token, pipeline, generated, config, length, limit) -> str:

@@ -145,6 +145,7 @@ class LoadedModel:
     model_id: str
     device: torch.device
     dtype: torch.dtype
+    linear_kernel: str = "stock"  # cpu_linear's choice for this model on this machine
 
     @property
     def logits_width(self) -> int:
@@ -182,7 +183,12 @@ def _load_cached(model_id: str, device: torch.device, dtype: torch.dtype) -> Loa
     if device.type != "cuda":
         hf_model.to(device)
     hf_model.eval()
-    return LoadedModel(hf_model, tokenizer, model_id, device, dtype)
+    kernel = "stock"
+    if device.type == "cpu":
+        from . import cpu_linear
+
+        kernel = cpu_linear.choose_kernel(hf_model)  # times both kernels on this model (well under a second)
+    return LoadedModel(hf_model, tokenizer, model_id, device, dtype, kernel)
 
 
 def _from_pretrained(auto_class: str, model_id: str, source: str, **kwargs):

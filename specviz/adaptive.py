@@ -1,0 +1,116 @@
+"""Adaptive γ: each round's draft length chosen from the running acceptance and the measured costs.
+
+Before each round the engine asks for k ∈ [0, γ]. The choice maximises expected tokens per millisecond:
+
+    score(k) = E_k / T(k)
+    E_k      = 1 + Σ_{j=1..k} Π_{i=1..j} a_i      (the bonus or correction, plus each accepted draft)
+    T(k)     = k · draft_step_ms + verify_ms(k + 1)
+
+- a_i estimates P(draft i is accepted | drafts 1..i-1 were). It is a per-position rate, because acceptance
+  comes in streaks (a copied passage is accepted whole). Its counts decay each round, so it follows the text,
+  and with nothing observed it drifts back to the prior, which makes a skipped drafter get tried again.
+- verify_ms(n) is a line through the measured target forwards over n tokens: v(k) in milliseconds.
+- draft_step_ms is one draft forward. A costless drafter (prompt lookup) has already proposed when the
+  choice is made, so its cost is sunk and only verification counts.
+
+k = 0 is one plain decoding step: where drafting does not pay, adaptive γ decodes plainly.
+
+The choice uses only earlier rounds (and, for a costless drafter, how many tokens it proposed), never this
+round's target output or uniforms, so the output still follows the target's distribution exactly.
+
+>>> controller = AdaptiveGamma(max_gamma=4)
+>>> for _ in range(30):  # every draft accepted; verifying n tokens costs 30 + 2n ms
+...     controller.observe_acceptance([1.0] * 4)
+...     controller.observe_costs(draft_ms=0.0, draft_forwards=0, verify_ms=38.0, fed=5)
+>>> controller.choose(4, costless=True)
+4
+"""
+
+from __future__ import annotations
+
+DECAY = 0.95  # per-round forgetting of acceptance counts (memory of about 20 rounds)
+COST_DECAY = 0.98  # per-observation forgetting of timings (they drift less than acceptance)
+PRIOR_ALPHA = 0.5  # a_i before anything is seen, and where it drifts back to
+PRIOR_WEIGHT = 1.0  # pseudo-observations behind the prior
+PRIOR_SLOPE = 0.08  # verify cost per extra token, relative to one, until two sizes have been timed
+
+
+class AdaptiveGamma:
+    def __init__(self, max_gamma: int):
+        self.max_gamma = max_gamma
+        self.reached = [0.0] * max_gamma  # decayed tests at position i
+        self.accepted = [0.0] * max_gamma  # decayed sum of min(1, p/q) at position i
+        self.verify_points: dict[int, list[float]] = {}  # fed tokens n -> [weight, mean ms]
+        self.draft_step = [0.0, 0.0]  # [weight, mean ms per draft forward]
+
+    # ------------------------------------------------------------ estimates
+
+    def acceptance(self) -> list[float]:
+        """a_1..a_γ: the running conditional acceptance rate of each draft position."""
+        return [(acc + PRIOR_WEIGHT * PRIOR_ALPHA) / (reach + PRIOR_WEIGHT) for acc, reach in zip(self.accepted, self.reached)]
+
+    def expected_tokens(self, k: int) -> float:
+        """E_k = 1 + Σ_j Π_{i≤j} a_i: tokens a round with k drafts yields on average."""
+        total, survive = 1.0, 1.0
+        for a in self.acceptance()[:k]:
+            survive *= a
+            total += survive
+        return total
+
+    def verify_ms(self, fed: int) -> float:
+        """Fitted milliseconds of one target forward over `fed` tokens (relative units before any timing)."""
+        points = [(n, mean, weight) for n, (weight, mean) in self.verify_points.items() if weight > 0]
+        if not points:
+            return 1.0 + PRIOR_SLOPE * (fed - 1)
+        if len(points) == 1:
+            n, mean, _ = points[0]
+            one = mean / (1.0 + PRIOR_SLOPE * (n - 1))
+            return one * (1.0 + PRIOR_SLOPE * (fed - 1))
+        total = sum(w for _, _, w in points)
+        mean_n = sum(n * w for n, _, w in points) / total
+        mean_ms = sum(ms * w for _, ms, w in points) / total
+        spread = sum(w * (n - mean_n) ** 2 for n, _, w in points)
+        slope = max(sum(w * (n - mean_n) * (ms - mean_ms) for n, ms, w in points) / spread, 0.0)
+        return max(mean_ms + slope * (fed - mean_n), 1e-3)
+
+    def round_ms(self, k: int, costless: bool) -> float:
+        draft = 0.0 if costless else k * self.draft_step[1]
+        return draft + self.verify_ms(k + 1)
+
+    def choose(self, available: int, costless: bool) -> int:
+        """The k in [0, available] with the most expected tokens per millisecond (ties go to the shorter)."""
+        available = max(0, min(available, self.max_gamma))
+        return max(range(available + 1), key=lambda k: (self.expected_tokens(k) / self.round_ms(k, costless), -k))
+
+    # ------------------------------------------------------------ observations
+
+    def observe_acceptance(self, accept_probs: list[float]) -> None:
+        """Learn from one verified round: min(1, p_i/q_i) at the tested positions 1..t (a draft after a
+        rejection is never tested). Older rounds fade by DECAY."""
+        self.reached = [value * DECAY for value in self.reached]
+        self.accepted = [value * DECAY for value in self.accepted]
+        for position, accept_prob in enumerate(accept_probs[: self.max_gamma]):
+            self.reached[position] += 1.0
+            self.accepted[position] += accept_prob
+
+    def observe_costs(self, draft_ms: float, draft_forwards: int, verify_ms: float, fed: int) -> None:
+        """Learn one round's timings: drafting with `draft_forwards` forwards, a target forward over `fed` tokens."""
+        self._add_verify_point(fed, verify_ms)
+        if draft_forwards:
+            weight, mean = self.draft_step
+            weight = weight * COST_DECAY + 1.0
+            self.draft_step = [weight, mean + (draft_ms / draft_forwards - mean) / weight]
+
+    def observe_unverified(self, position: int, accept_prob: float) -> None:
+        """A proposed draft that was not sent for verification, scored against the target's distribution at
+        its position, which the round computed anyway (a costless drafter's tokens beyond the chosen k)."""
+        if position <= self.max_gamma:
+            self.reached[position - 1] += 1.0
+            self.accepted[position - 1] += accept_prob
+
+    def _add_verify_point(self, fed: int, verify_ms: float) -> None:
+        for point in self.verify_points.values():
+            point[0] *= COST_DECAY
+        weight, mean = self.verify_points.get(fed, [0.0, 0.0])
+        weight += 1.0
+        self.verify_points[fed] = [weight, mean + (verify_ms - mean) / weight]

@@ -1,0 +1,118 @@
+"""Adaptive γ: the controller's choices on hand-made observations, and exactness when the engine uses it."""
+
+import pytest
+import torch
+
+from specviz import engine
+from specviz.adaptive import PRIOR_ALPHA, AdaptiveGamma
+from specviz.config import DecodeConfig
+from tests.fakes import fake_pipeline
+from tests.test_engine import PROMPT, _exact_sequence_probs
+from tests.test_verify import _chi_square_p_value
+
+
+def _controller(accept_probs, verify_ms_by_fed, draft_step_ms=0.0, rounds=40, max_gamma=8):
+    """A controller that has seen `rounds` rounds with these acceptances, verify timings and draft cost."""
+    controller = AdaptiveGamma(max_gamma)
+    for index in range(rounds):
+        controller.observe_acceptance(accept_probs)
+        fed, ms = list(verify_ms_by_fed.items())[index % len(verify_ms_by_fed)]
+        controller.observe_costs(draft_step_ms * (fed - 1), fed - 1, ms, fed)
+    return controller
+
+
+CPU_LIKE = {1: 34.0, 2: 44.0, 3: 50.0, 5: 57.0, 9: 90.0}  # target forward over n tokens, measured on this CPU
+
+
+def test_everything_accepted_drafts_the_most():
+    assert _controller([1.0] * 8, CPU_LIKE).choose(8, costless=True) == 8
+
+
+def test_nothing_accepted_decodes_plainly():
+    assert _controller([0.0], CPU_LIKE).choose(8, costless=True) == 0
+
+
+def test_a_costly_draft_model_drafts_less_than_a_free_one():
+    accept = [0.6] * 8
+    free = _controller(accept, CPU_LIKE).choose(8, costless=True)
+    costly = _controller(accept, CPU_LIKE, draft_step_ms=12.0).choose(8, costless=False)
+    assert free > costly >= 0
+    # and the choice is the argmax of E_k / T(k)
+    controller = _controller(accept, CPU_LIKE, draft_step_ms=12.0)
+    scores = [controller.expected_tokens(k) / controller.round_ms(k, costless=False) for k in range(9)]
+    assert costly == max(range(9), key=lambda k: (scores[k], -k))
+
+
+def test_flat_verify_cost_like_a_gpu_drafts_more_than_a_steep_cpu():
+    accept = [0.7] * 8
+    gpu_like = {1: 20.0, 3: 20.5, 5: 21.0, 9: 22.0}
+    assert _controller(accept, gpu_like).choose(8, costless=True) > _controller(accept, CPU_LIKE).choose(8, costless=True)
+
+
+def test_expected_tokens_follow_the_per_position_rates():
+    controller = _controller([1.0, 0.5], {1: 30.0}, rounds=400, max_gamma=2)
+    a1, a2 = controller.acceptance()
+    assert a1 == pytest.approx(1.0, abs=0.06) and a2 == pytest.approx(0.5, abs=0.03)
+    assert controller.expected_tokens(0) == 1.0
+    assert controller.expected_tokens(2) == pytest.approx(1 + a1 + a1 * a2)
+
+
+def test_verify_cost_is_a_line_through_the_timings():
+    controller = _controller([0.5], {1: 30.0, 3: 40.0, 5: 50.0}, rounds=30)
+    assert controller.verify_ms(2) == pytest.approx(35.0, rel=0.02)
+    assert controller.verify_ms(9) == pytest.approx(70.0, rel=0.02)
+
+
+def test_an_unused_position_drifts_back_to_the_prior():
+    controller = _controller([0.0], CPU_LIKE, rounds=20)
+    assert controller.acceptance()[0] < 0.1
+    for _ in range(200):  # rounds that drafted nothing: nothing tested, the old evidence fades
+        controller.observe_acceptance([])
+    assert controller.acceptance()[0] == pytest.approx(PRIOR_ALPHA, abs=0.01)
+
+
+def test_an_unverified_proposal_counts_as_a_test_of_its_position():
+    controller = AdaptiveGamma(4)
+    controller.observe_unverified(3, 1.0)
+    assert controller.acceptance()[2] > PRIOR_ALPHA
+    controller.observe_unverified(9, 1.0)  # beyond γ: ignored
+    assert controller.acceptance()[3] == PRIOR_ALPHA
+
+
+@pytest.mark.parametrize("drafter", ["model", "ngram"])
+def test_adaptive_sequences_follow_the_target_exactly(drafter):
+    vocab, length, runs = 3, 3, 2000
+    config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, temperature=1.0, adaptive=True)
+    exact = _exact_sequence_probs(config, length, vocab)
+    pipeline = fake_pipeline(vocab, drafter=drafter)
+    counts = dict.fromkeys(exact, 0)
+    for seed in range(runs):
+        trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
+        counts[tuple(trace.token_ids)] += 1
+    observed = torch.tensor([counts[seq] for seq in exact], dtype=torch.float)
+    expected = torch.tensor(list(exact.values()))
+    assert _chi_square_p_value(observed, expected / expected.sum()) > 0.001
+    assert 0.5 * (observed / runs - expected).abs().sum() < 0.06
+
+
+@pytest.mark.parametrize("drafter", ["model", "ngram"])
+def test_adaptive_greedy_equals_target_greedy_and_drafts_at_most_gamma(drafter):
+    pipeline = fake_pipeline(vocab_size=5, drafter=drafter)
+    config = DecodeConfig(gamma=6, max_new_tokens=60, chat=False, adaptive=True)
+    trace = engine.run_speculative(pipeline, "abcab", config)
+    assert trace.token_ids == engine.baseline_decode(pipeline, "abcab", config).token_ids
+    assert all(0 <= round_.drafted <= 6 for round_ in trace.rounds)
+
+
+def test_adaptive_never_re_encodes_the_prefix():
+    pipeline = fake_pipeline(vocab_size=4, drafter="ngram")
+    config = DecodeConfig(gamma=4, max_new_tokens=40, chat=False, temperature=1.0, seed=5, adaptive=True)
+    trace = engine.run_speculative(pipeline, PROMPT, config)
+    drafted = sum(round_.drafted for round_ in trace.rounds)
+    assert pipeline.target.tokens_fed == len(PROMPT) + (len(trace.rounds) - 1) + drafted
+    assert pipeline.target.forward_calls == len(trace.rounds)
+
+
+def test_adaptive_must_be_a_bool():
+    with pytest.raises(ValueError, match="adaptive"):
+        DecodeConfig(adaptive="yes").validate()
