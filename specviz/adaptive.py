@@ -7,8 +7,11 @@ Before each round the engine asks for k ∈ [0, γ]. The choice maximises expect
     T(k)     = k · draft_step_ms + verify_ms(k + 1)
 
 - a_i estimates P(draft i is accepted | drafts 1..i-1 were). It is a per-position rate, because acceptance
-  comes in streaks (a copied passage is accepted whole). Its counts decay each round, so it follows the text,
-  and with nothing observed it drifts back to the prior, which makes a skipped drafter get tried again.
+  comes in streaks (a copied passage is accepted whole). Its counts decay each round, so it follows the text.
+  A draft model starts from a prior of 0.5 and drifts back to it when it is not used, so a skipped drafter
+  gets tried again. A costless drafter starts from 0: its proposals are scored for free against the target's
+  distribution whenever they were not sent (a plain step scores position 1, a fully accepted round of k
+  scores position k+1), so it earns each longer draft from evidence.
 - verify_ms(n) is a line through the measured target forwards over n tokens: v(k) in milliseconds.
 - draft_step_ms is one draft forward. A costless drafter (prompt lookup) has already proposed when the
   choice is made, so its cost is sunk and only verification counts.
@@ -30,14 +33,16 @@ from __future__ import annotations
 
 DECAY = 0.95  # per-round forgetting of acceptance counts (memory of about 20 rounds)
 COST_DECAY = 0.98  # per-observation forgetting of timings (they drift less than acceptance)
-PRIOR_ALPHA = 0.5  # a_i before anything is seen, and where it drifts back to
+PRIOR_ALPHA = 0.5  # a_i before anything is seen, and where it drifts back to (a draft model: explore)
+COSTLESS_PRIOR_ALPHA = 0.0  # a costless drafter is scored for free on plain steps, so it starts from evidence
 PRIOR_WEIGHT = 1.0  # pseudo-observations behind the prior
 PRIOR_SLOPE = 0.08  # verify cost per extra token, relative to one, until two sizes have been timed
 
 
 class AdaptiveGamma:
-    def __init__(self, max_gamma: int):
+    def __init__(self, max_gamma: int, prior_alpha: float = PRIOR_ALPHA):
         self.max_gamma = max_gamma
+        self.prior_alpha = prior_alpha
         self.reached = [0.0] * max_gamma  # decayed tests at position i
         self.accepted = [0.0] * max_gamma  # decayed sum of min(1, p/q) at position i
         self.verify_points: dict[int, list[float]] = {}  # fed tokens n -> [weight, mean ms]
@@ -47,7 +52,7 @@ class AdaptiveGamma:
 
     def acceptance(self) -> list[float]:
         """a_1..a_γ: the running conditional acceptance rate of each draft position."""
-        return [(acc + PRIOR_WEIGHT * PRIOR_ALPHA) / (reach + PRIOR_WEIGHT) for acc, reach in zip(self.accepted, self.reached)]
+        return [(acc + PRIOR_WEIGHT * self.prior_alpha) / (reach + PRIOR_WEIGHT) for acc, reach in zip(self.accepted, self.reached)]
 
     def expected_tokens(self, k: int) -> float:
         """E_k = 1 + Σ_j Π_{i≤j} a_i: tokens a round with k drafts yields on average."""

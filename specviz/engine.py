@@ -18,7 +18,7 @@ from typing import Iterator
 import torch
 
 from . import models
-from .adaptive import AdaptiveGamma
+from .adaptive import COSTLESS_PRIOR_ALPHA, PRIOR_ALPHA, AdaptiveGamma
 from .config import NGRAM_DRAFTER, DecodeConfig
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
 from .sampling import Standardizer, sample
@@ -106,8 +106,8 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
     limit = context_limit(pipeline)
     target.reset()
     drafter.begin()
-    adaptive = AdaptiveGamma(config.gamma) if config.adaptive else None
     costless = getattr(drafter, "costless", False)  # proposing costs nothing next to a forward (prompt lookup)
+    adaptive = AdaptiveGamma(config.gamma, COSTLESS_PRIOR_ALPHA if costless else PRIOR_ALPHA) if config.adaptive else None
     forward_before = _forward_seconds(pipeline)
     engine_seconds, resumed = 0.0, time.perf_counter()  # time inside this generator, not in its consumer
     while True:

@@ -1,0 +1,248 @@
+"""The benchmark: specviz against plain decoding and transformers' own methods, on real prompts.
+
+    python -m specviz.bench --quick                       # under two minutes on a 2-core CPU
+    python -m specviz.bench --questions ../shared/data/spec_bench/question.jsonl --limit 10 --out bench-out
+
+Every method decodes the same prompts with the same target, in one process. For each prompt the methods run
+in turn, `--repeats` times over (interleaved, so a slow moment of the machine hits them all), after one
+warm-up each; the median wall time of each is kept. Results per method and category go to `--out`:
+results.json, report.md and report.html (see bench_report).
+
+Methods (`--methods`, all by default; those needing a draft model run only with `--draft MODEL`):
+- plain: specviz's autoregressive decoding;            hf_generate: transformers' generate();
+- specviz: speculative decoding at fixed γ;             specviz_adaptive: with adaptive γ (at most γ);
+- hf_prompt_lookup: generate(prompt_lookup_num_tokens=γ); hf_assisted: generate(assistant_model=…), γ fixed.
+specviz and specviz_adaptive run once per drafter: prompt lookup ("ngram") and each --draft model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from . import engine, hf_baselines, models, profiling
+from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .metrics import summarize
+
+DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "assets" / "bench_prompts.jsonl"
+METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup", "hf_assisted")
+QUICK = dict(limit=1, max_new_tokens=32, temperatures=[0.0], repeats=1)
+
+
+@dataclass(frozen=True)
+class Method:
+    kind: str  # one of METHODS
+    drafter: str | None = None  # NGRAM_DRAFTER or a draft model id, for the speculative kinds
+
+    @property
+    def label(self) -> str:
+        if self.drafter is None:
+            return self.kind
+        return f"{self.kind}[{'ngram' if self.drafter == NGRAM_DRAFTER else Path(self.drafter).name}]"
+
+
+def load_prompts(path: str | os.PathLike, categories: list[str] | None, limit: int | None) -> list[dict]:
+    """Spec-Bench-format JSONL (question_id, category, turns): the first turn, at most `limit` per category."""
+    chosen, seen = [], {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                item = json.loads(line)
+                category, prompt = str(item["category"]), str(item["turns"][0])
+            except (ValueError, KeyError, IndexError, TypeError) as error:
+                raise ValueError(f"{path}:{number}: not a Spec-Bench question ({error})") from None
+            if (categories and category not in categories) or seen.get(category, 0) >= (limit or 1 << 30):
+                continue
+            seen[category] = seen.get(category, 0) + 1
+            chosen.append({"id": item.get("question_id", number), "category": category, "prompt": prompt})
+    return chosen
+
+
+def plan_methods(kinds: list[str], drafts: list[str]) -> list[Method]:
+    """The method instances to run: speculative kinds once per drafter; hf_assisted once per draft model."""
+    plan = []
+    for kind in kinds:
+        if kind in ("plain", "hf_generate", "hf_prompt_lookup"):
+            plan.append(Method(kind))
+        elif kind in ("specviz", "specviz_adaptive"):
+            plan += [Method(kind, drafter) for drafter in [NGRAM_DRAFTER, *drafts]]
+        elif kind == "hf_assisted":
+            plan += [Method(kind, draft) for draft in drafts]
+    return plan
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (Linux reports kilobytes, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 20) if sys.platform == "darwin" else peak / 1024
+
+
+class Runner:
+    """Loads the models once and runs any method on any prompt, timed alike (device synchronised)."""
+
+    def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3):
+        self.target = models.load_model(target)
+        self.assistants = {draft: models.load_model(draft, self.target.device, self.target.dtype) for draft in drafts}
+        self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size).validate()
+        self.pipelines = {NGRAM_DRAFTER: engine.build_pipeline(self.base)}
+        for draft in drafts:
+            self.pipelines[draft] = engine.build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
+
+    def config(self, method: Method, temperature: float) -> DecodeConfig:
+        return DecodeConfig(**{**self.base.to_dict(), "draft": method.drafter or NGRAM_DRAFTER,
+                               "temperature": temperature, "adaptive": method.kind == "specviz_adaptive"}).validate()
+
+    def run(self, method: Method, prompt: str, temperature: float) -> dict:
+        """One timed run: generated ids, wall ms, and for specviz the finished trace."""
+        config = self.config(method, temperature)
+        pipeline = self.pipelines[config.draft]
+        if method.kind == "plain":
+            baseline = engine.baseline_decode(pipeline, prompt, config)
+            return {"token_ids": baseline.token_ids, "wall_ms": baseline.wall_ms, "step_ms": baseline.step_ms}
+        if method.kind.startswith("specviz"):
+            trace = engine.run_speculative(pipeline, prompt, config)
+            return {"token_ids": trace.token_ids, "wall_ms": trace.wall_ms, "trace": trace}
+        hf_method = {"hf_generate": "generate", "hf_prompt_lookup": "prompt_lookup", "hf_assisted": "assisted"}[method.kind]
+        prompt_ids = engine.encode_prompt(self.target.tokenizer, prompt, config.chat)
+        run = hf_baselines.run_hf(self.target, prompt_ids, config, hf_method, self.assistants.get(method.drafter))
+        return {"token_ids": run.token_ids, "wall_ms": run.wall_ms}
+
+    def verify_costs(self, prompt: str) -> dict[int, float]:
+        """Measured v(k) = t(k)/t(1) for k = 1..γ+1, after the prompt (the target forward over k tokens)."""
+        ids = engine.encode_prompt(self.target.tokenizer, prompt, True)
+        timings = profiling.measure_verify_costs(self.pipelines[NGRAM_DRAFTER].target, ids, max_k=self.base.gamma + 1)
+        return {k: round(v, 4) for k, v in profiling.relative_costs(timings).items()}
+
+
+def run_benchmark(runner: Runner, prompts: list[dict], plan: list[Method], temperatures: list[float],
+                  repeats: int, log=print) -> list[dict]:
+    """Every method on every prompt at every temperature; one row per (temperature, prompt, method)."""
+    rows = []
+    for method in plan:  # warm-up: first-call costs (allocations, lazy imports) stay out of the figures
+        for temperature in temperatures:
+            runner.run(method, prompts[0]["prompt"], temperature)
+    for temperature in temperatures:
+        for item in prompts:
+            runs = {method: [] for method in plan}
+            for repeat in range(repeats):  # interleaved, every other pass reversed, so drifts hit every method alike
+                for method in plan if repeat % 2 == 0 else reversed(plan):
+                    runs[method].append(runner.run(method, item["prompt"], temperature))
+            rows += _prompt_rows(item, temperature, runs, runner.base.gamma)
+            plain = next((r for r in rows[-len(plan):] if r["method"] == "plain"), None)
+            log(f"T={temperature} {item['category']:>15} #{item['id']}: " + "  ".join(
+                f"{r['method']} {r['tokens_per_s']:.1f}" + (f" ({r['speedup']:.2f}x)" if plain and r is not plain else "")
+                for r in rows[-len(plan):]))
+    return rows
+
+
+def _prompt_rows(item: dict, temperature: float, runs: dict, gamma: int) -> list[dict]:
+    plain_runs = next((v for m, v in runs.items() if m.kind == "plain"), None)
+    plain_ids = plain_runs[0]["token_ids"] if plain_runs else None
+    plain_step_ms = statistics.median(r["step_ms"] for r in plain_runs) if plain_runs else None
+    rows = []
+    for method, method_runs in runs.items():
+        walls = [r["wall_ms"] for r in method_runs]
+        median_run = sorted(method_runs, key=lambda r: r["wall_ms"])[len(method_runs) // 2]
+        tokens = len(median_run["token_ids"])
+        row = {"temperature": temperature, "category": item["category"], "id": item["id"], "method": method.label,
+               "kind": method.kind, "drafter": method.drafter, "tokens": tokens, "wall_ms": statistics.median(walls),
+               "wall_ms_runs": walls, "rss_mb": round(peak_rss_mb(), 1)}
+        row["tokens_per_s"] = 1e3 * tokens / row["wall_ms"] if row["wall_ms"] else 0.0
+        row["identical"] = (median_run["token_ids"] == plain_ids) if temperature == 0 and plain_ids is not None else None
+        if "trace" in median_run:
+            row.update(_speculative_figures(median_run["trace"], plain_step_ms, gamma))
+        rows.append(row)
+    plain_row = next((r for r in rows if r["kind"] == "plain"), None)
+    for row in rows:
+        row["speedup"] = row["tokens_per_s"] / plain_row["tokens_per_s"] if plain_row and plain_row["tokens_per_s"] else None
+    return rows
+
+
+def _speculative_figures(trace, plain_step_ms: float | None, gamma: int) -> dict:
+    """α, tokens per round, c, and the rounds' draft lengths, from the trace (c against plain's own step)."""
+    if plain_step_ms:
+        from .trace import Baseline
+
+        trace.baseline = Baseline(text="", token_ids=[0], wall_ms=plain_step_ms, step_ms=plain_step_ms)
+    metrics = summarize(trace)
+    return {"alpha": metrics.alpha, "tested": metrics.tested_positions, "accepted": metrics.accepted_tokens,
+            "rounds": metrics.rounds, "tokens_per_round": metrics.tokens_per_round, "c": metrics.c,
+            "draft_lengths": [round_.drafted for round_ in trace.rounds], "forward_ms": trace.forward_ms,
+            "draft_ms": sum(round_.draft_ms for round_ in trace.rounds),
+            "verify_ms": sum(round_.verify_ms for round_ in trace.rounds), "target_step_ms": plain_step_ms}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m specviz.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", default=str(DEFAULT_PROMPTS), help="Spec-Bench-format JSONL (default: assets/bench_prompts.jsonl)")
+    parser.add_argument("--categories", nargs="*", help="only these categories")
+    parser.add_argument("--limit", type=int, help="at most this many prompts per category")
+    parser.add_argument("--methods", nargs="*", choices=METHODS, default=list(METHODS))
+    parser.add_argument("--target", default=OFFLINE_MODEL)
+    parser.add_argument("--draft", nargs="*", default=[], help="draft model ids or folders (prompt lookup always runs)")
+    parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")
+    parser.add_argument("--max-new-tokens", type=int, default=96)
+    parser.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs per prompt and method; the median is kept")
+    parser.add_argument("--out", default="bench-out", help="folder for results.json, report.md and report.html")
+    parser.add_argument("--quick", action="store_true", help="one prompt per category, 32 tokens, greedy, one repeat")
+    args = parser.parse_args(argv)
+    if args.quick:
+        for key, value in QUICK.items():
+            if getattr(args, key) == parser.get_default(key):
+                setattr(args, key, value)
+    try:
+        return _main(args)
+    except (ValueError, OSError, models.ModelUnavailable) as error:
+        print(f"specviz.bench: {error}", file=sys.stderr)
+        return 2
+
+
+def _main(args) -> int:
+    from transformers.utils import logging
+
+    from . import bench_report
+
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    if args.repeats < 1 or (args.limit is not None and args.limit < 1):
+        raise ValueError("--repeats and --limit must be at least 1")
+    prompts = load_prompts(args.questions, args.categories, args.limit)
+    if not prompts:
+        raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
+    started = time.perf_counter()
+    runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens)
+    plan = plan_methods(args.methods, args.draft)
+    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
+    verify_costs = runner.verify_costs(prompts[0]["prompt"])
+    log(f"v(k) for k = 1..{args.gamma + 1}: " + ", ".join(f"{v:.2f}" for v in verify_costs.values()))
+    rows = run_benchmark(runner, prompts, plan, args.temperatures, args.repeats, log)
+    environment = {"device": models.describe_device(runner.target.device), "dtype": str(runner.target.dtype),
+                   "linear_kernel": runner.target.linear_kernel, "torch_threads": torch.get_num_threads(),
+                   "torch": torch.__version__, "cpu_count": os.cpu_count(), "seconds": round(time.perf_counter() - started, 1)}
+    if runner.target.device.type == "cuda":
+        environment["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / (1 << 20), 1)
+    results = bench_report.build_results(vars(args), environment, verify_costs, rows)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    (out / "report.md").write_text(bench_report.markdown(results), encoding="utf-8")
+    (out / "report.html").write_text(bench_report.html(results), encoding="utf-8")
+    print(bench_report.markdown(results))
+    log(f"wrote {out / 'results.json'}, report.md and report.html in {environment['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

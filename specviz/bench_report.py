@@ -1,0 +1,201 @@
+"""Benchmark rows -> results.json (per method and category), report.md (tables) and report.html (plotly).
+
+The theory a speculative method is held to is the verify-cost-aware one, applied to the rounds that ran:
+
+    predicted speedup = Σ_rounds E(α, k_r) / Σ_rounds (k_r c + v(k_r + 1))
+
+with α, c and v(k) measured, and k_r the draft length of round r (prompt lookup and adaptive γ draft fewer
+than γ in some rounds; a round with k_r = 0 is one plain step). The physical limit of a method is one
+single-token target forward per round: tokens/s = tokens per round / target step.
+"""
+
+from __future__ import annotations
+
+import html as html_lib
+import statistics
+from collections import defaultdict
+
+from . import theory
+
+ALL = "ALL"
+
+
+def build_results(args: dict, environment: dict, verify_costs: dict[int, float], rows: list[dict]) -> dict:
+    """Aggregate rows into per (temperature, category, method) summaries and the headline figures."""
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for row in rows:
+        groups[(row["temperature"], row["category"], row["method"])].append(row)
+        groups[(row["temperature"], ALL, row["method"])].append(row)
+    summaries = [_summarize(t, category, method, group, verify_costs) for (t, category, method), group in groups.items()]
+    return {"args": args, "environment": environment, "verify_costs": {str(k): v for k, v in verify_costs.items()},
+            "summaries": summaries, "figures": headline_figures(rows, summaries), "rows": rows}
+
+
+def _summarize(temperature, category, method, group, verify_costs) -> dict:
+    summary = {"temperature": temperature, "category": category, "method": method, "prompts": len(group),
+               "tokens_per_s": statistics.median(r["tokens_per_s"] for r in group),
+               "speedup": _median([r["speedup"] for r in group]),
+               "peak_rss_mb": max(r["rss_mb"] for r in group)}
+    flags = [r["identical"] for r in group if r["identical"] is not None]
+    summary["identical"] = f"{sum(flags)}/{len(flags)}" if flags else None
+    speculative = [r for r in group if "alpha" in r]
+    if speculative:
+        tested = sum(r["tested"] for r in speculative)
+        alpha = sum(r["accepted"] for r in speculative) / tested if tested else 0.0
+        c = statistics.mean(r["c"] for r in speculative)
+        lengths = [k for r in speculative for k in r["draft_lengths"]]
+        tokens = sum(r["tokens"] for r in speculative)
+        rounds = sum(r["rounds"] for r in speculative)
+        step_ms = _median([r["target_step_ms"] for r in speculative])
+        predicted = predicted_speedup(alpha, c, lengths, verify_costs)
+        summary.update(alpha=alpha, c=c, tokens_per_round=tokens / rounds, mean_draft_length=statistics.mean(lengths),
+                       speedup_theory=predicted,
+                       measured_over_theory=summary["speedup"] / predicted if summary["speedup"] and predicted else None)
+        if step_ms:
+            wall = sum(r["wall_ms"] for r in speculative)
+            summary["limit_tokens_per_s"] = 1e3 * (tokens / rounds) / step_ms
+            summary["ms_per_token"] = {  # where each generated token's time goes, against the limit
+                "limit": step_ms * rounds / tokens,
+                "verify_beyond_one_step": (sum(r["verify_ms"] for r in speculative) - rounds * step_ms) / tokens,
+                "drafting": sum(r["draft_ms"] for r in speculative) / tokens,
+                "engine_rest": (wall - sum(r["verify_ms"] + r["draft_ms"] for r in speculative)) / tokens,
+                "measured": wall / tokens}
+    return summary
+
+
+def predicted_speedup(alpha: float, c: float, draft_lengths: list[int], verify_costs: dict[int, float]) -> float | None:
+    """Σ E(α, k_r) / Σ (k_r c + v(k_r + 1)) over rounds; v beyond the measured range is extended linearly."""
+    if not draft_lengths:
+        return None
+    alpha = min(max(alpha, 0.0), 1.0)
+    tokens = sum(theory.expected_tokens(alpha, k) if k else 1.0 for k in draft_lengths)
+    cost = sum(k * c + _verify_cost(k + 1, verify_costs) for k in draft_lengths)
+    return tokens / cost
+
+
+def _verify_cost(k: int, verify_costs: dict[int, float]) -> float:
+    if k in verify_costs:
+        return verify_costs[k]
+    top = max(verify_costs)
+    slope = (verify_costs[top] - verify_costs[1]) / (top - 1) if top > 1 else 0.0
+    return verify_costs[top] + slope * (k - top)
+
+
+def headline_figures(rows: list[dict], summaries: list[dict]) -> dict:
+    """The issue's figures, per temperature: each a median of per-prompt ratios unless said otherwise."""
+    figures = {}
+    for temperature in sorted({r["temperature"] for r in rows}):
+        at_t = [r for r in rows if r["temperature"] == temperature]
+        by_prompt: dict[tuple, dict[str, dict]] = defaultdict(dict)
+        for r in at_t:
+            by_prompt[(r["category"], r["id"])][r["method"]] = r
+        methods = list(dict.fromkeys(r["method"] for r in at_t))
+        entry = {}
+
+        def ratio(numerator: str, denominator: str):
+            values = [p[numerator]["tokens_per_s"] / p[denominator]["tokens_per_s"] for p in by_prompt.values()
+                      if numerator in p and denominator in p and p[denominator]["tokens_per_s"]]
+            return _median(values)
+
+        entry["plain_over_hf_generate"] = ratio("plain", "hf_generate")
+        for method in methods:
+            if method.startswith("specviz"):
+                drafter = method[method.index("[") :]
+                equivalent = "hf_prompt_lookup" if drafter == "[ngram]" else f"hf_assisted{drafter}"
+                if equivalent in methods:
+                    entry[f"{method}_over_{equivalent}"] = ratio(method, equivalent)
+        per_category = [s for s in summaries if s["temperature"] == temperature and s["category"] != ALL]
+        for method in methods:
+            speedups = [s["speedup"] for s in per_category if s["method"] == method and s["speedup"]]
+            if method != "plain" and speedups:
+                entry[f"{method}_speedup_geomean_over_categories"] = statistics.geometric_mean(speedups)
+                entry[f"{method}_worst_category_speedup"] = min(speedups)
+            theory_ratios = [s["measured_over_theory"] for s in per_category
+                             if s["method"] == method and s.get("measured_over_theory")]
+            if theory_ratios:
+                entry[f"{method}_measured_over_theory_median"] = statistics.median(theory_ratios)
+        flags = [r["identical"] for r in at_t if r["identical"] is not None and r["method"] != "plain"]
+        if flags:
+            entry["greedy_identical"] = f"{sum(flags)}/{len(flags)}"
+        figures[f"T={temperature:g}"] = entry
+    figures["peak_rss_mb"] = max(r["rss_mb"] for r in rows)
+    return figures
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def _fmt(value, spec: str = ".2f", suffix: str = "") -> str:
+    return "–" if value is None else f"{value:{spec}}{suffix}"
+
+
+def markdown(results: dict) -> str:
+    env, args = results["environment"], results["args"]
+    lines = [f"# specviz benchmark", "",
+             f"target `{args['target']}` on {env['device']} ({env['dtype']}, linear kernel {env['linear_kernel']}, "
+             f"{env['torch_threads']} torch threads), γ = {args['gamma']}, {args['max_new_tokens']} new tokens, "
+             f"{args['repeats']} timed repeats per prompt (median), prompts from `{args['questions']}`.", "",
+             "v(k), the target forward over k tokens relative to one: "
+             + ", ".join(f"v({k}) = {v:.2f}" for k, v in results["verify_costs"].items()), "", "## Figures", ""]
+    for key, entry in results["figures"].items():
+        if isinstance(entry, dict):
+            lines.append(f"- **{key}**: " + "; ".join(f"{name} {_fmt(v, '.3f') if isinstance(v, float) else v}" for name, v in entry.items()))
+        else:
+            lines.append(f"- **{key}**: {entry}")
+    header = ("| category | method | prompts | tok/s | speedup | α | tok/round | mean k | c | theory | measured/theory "
+              "| identical | of limit |")
+    for temperature in sorted({s["temperature"] for s in results["summaries"]}):
+        lines += ["", f"## T = {temperature:g}", "", header, "|" + "---|" * 13]
+        for s in sorted((s for s in results["summaries"] if s["temperature"] == temperature),
+                        key=lambda s: (s["category"] == ALL, s["category"])):
+            of_limit = s["tokens_per_s"] / s["limit_tokens_per_s"] if s.get("limit_tokens_per_s") else None
+            lines.append(
+                f"| {s['category']} | {s['method']} | {s['prompts']} | {s['tokens_per_s']:.1f} | {_fmt(s['speedup'], '.2f', 'x')} "
+                f"| {_fmt(s.get('alpha'), '.2f')} | {_fmt(s.get('tokens_per_round'), '.2f')} | {_fmt(s.get('mean_draft_length'), '.2f')} "
+                f"| {_fmt(s.get('c'), '.4f')} | {_fmt(s.get('speedup_theory'), '.2f', 'x')} | {_fmt(s.get('measured_over_theory'), '.2f')} "
+                f"| {s['identical'] or '–'} | {_fmt(of_limit, '.0%')} |")
+    gaps = [s for s in results["summaries"] if s["category"] == ALL and "ms_per_token" in s]
+    if gaps:
+        lines += ["", "## Where a token's time goes (ms per token, all prompts)", "",
+                  "| T | method | physical limit | verify beyond one step | drafting | engine rest | measured |", "|---|---|---|---|---|---|---|"]
+        for s in gaps:
+            g = s["ms_per_token"]
+            lines.append(f"| {s['temperature']:g} | {s['method']} | {g['limit']:.1f} | {g['verify_beyond_one_step']:.1f} "
+                         f"| {g['drafting']:.2f} | {g['engine_rest']:.2f} | {g['measured']:.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+def html(results: dict) -> str:
+    """A standalone page: the markdown figures, then per temperature the speedup and measured-vs-theory charts."""
+    import plotly.graph_objects as go
+
+    from .figures import LAYOUT, base_figure
+
+    parts, include = [], True
+    for temperature in sorted({s["temperature"] for s in results["summaries"]}):
+        at_t = [s for s in results["summaries"] if s["temperature"] == temperature]
+        categories = list(dict.fromkeys(s["category"] for s in at_t))
+        bars = [go.Bar(name=method, x=categories, y=[next((s["speedup"] for s in at_t if s["category"] == c and s["method"] == method), None)
+                                                     for c in categories])
+                for method in dict.fromkeys(s["method"] for s in at_t)]
+        speedups = base_figure(*bars)
+        speedups.update_layout(**{**LAYOUT, "height": 420}, barmode="group", title=f"Speedup over plain decoding, T = {temperature:g}",
+                               yaxis_title="× plain tokens/s")
+        speedups.add_hline(y=1.0, line_dash="dot")
+        theory_points = [s for s in at_t if s.get("speedup_theory") and s["category"] != ALL]
+        scatter = base_figure(*[go.Scatter(name=method, mode="markers", text=[s["category"] for s in theory_points if s["method"] == method],
+                                           x=[s["speedup_theory"] for s in theory_points if s["method"] == method],
+                                           y=[s["speedup"] for s in theory_points if s["method"] == method])
+                                for method in dict.fromkeys(s["method"] for s in theory_points)])
+        top = max([1.5] + [max(s["speedup_theory"], s["speedup"] or 0) for s in theory_points])
+        scatter.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="measured = theory", line=dict(dash="dot")))
+        scatter.update_layout(**{**LAYOUT, "height": 420}, title=f"Measured against verify-cost-aware theory, T = {temperature:g}",
+                              xaxis_title="predicted speedup", yaxis_title="measured speedup")
+        for figure in (speedups, scatter):
+            parts.append(figure.to_html(full_html=False, include_plotlyjs=include))
+            include = False
+    body = html_lib.escape(markdown(results))
+    return ("<!doctype html><html><head><meta charset='utf-8'><title>specviz benchmark</title></head><body>"
+            + "".join(parts) + f"<pre>{body}</pre></body></html>")

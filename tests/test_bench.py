@@ -1,0 +1,92 @@
+"""The benchmark's quick mode end to end (report structure, greedy-identity flags), and its pure parts."""
+
+import json
+
+import pytest
+
+from specviz import bench, bench_report, theory
+
+
+def _run(tmp_path, *extra):
+    out = tmp_path / "out"
+    code = bench.main(["--quick", "--categories", "chat", "code", "--max-new-tokens", "8", "--out", str(out), *extra])
+    assert code == 0
+    return out, json.loads((out / "results.json").read_text())
+
+
+def test_quick_mode_on_two_prompts_writes_a_complete_report(tmp_path, offline_target):
+    out, results = _run(tmp_path, "--methods", "plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup")
+    rows = results["rows"]
+    methods = ["plain", "hf_generate", "specviz[ngram]", "specviz_adaptive[ngram]", "hf_prompt_lookup"]
+    assert sorted({r["category"] for r in rows}) == ["chat", "code"]
+    assert [r["method"] for r in rows] == methods * 2
+    for row in rows:
+        assert row["temperature"] == 0 and row["tokens"] > 0 and row["tokens_per_s"] > 0 and row["rss_mb"] > 0
+        assert row["identical"] is True  # greedy, fp32: every method reproduces plain decoding
+    speculative = [r for r in rows if r["kind"].startswith("specviz")]
+    assert all(0 <= r["alpha"] <= 1 and r["rounds"] >= 1 and len(r["draft_lengths"]) == r["rounds"] for r in speculative)
+    assert all(max(r["draft_lengths"]) <= 4 for r in speculative)
+    summaries = {(s["category"], s["method"]): s for s in results["summaries"]}
+    assert set(summaries) == {(c, m) for c in ("chat", "code", "ALL") for m in methods}
+    assert summaries[("ALL", "plain")]["speedup"] == pytest.approx(1.0)
+    assert summaries[("ALL", "specviz[ngram]")]["speedup_theory"] > 0
+    assert set(results["verify_costs"]) == {"1", "2", "3", "4", "5"} and results["verify_costs"]["1"] == 1.0
+    figures = results["figures"]["T=0"]
+    assert figures["greedy_identical"] == "8/8"
+    assert {"plain_over_hf_generate", "specviz[ngram]_over_hf_prompt_lookup",
+            "specviz_adaptive[ngram]_over_hf_prompt_lookup"} <= set(figures)
+    assert results["figures"]["peak_rss_mb"] > 0
+    report = (out / "report.md").read_text()
+    assert "| category | method |" in report and "specviz_adaptive[ngram]" in report and "Where a token's time goes" in report
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!doctype html>") and "plotly" in page.lower() and "Speedup over plain decoding" in page
+
+
+def test_a_draft_model_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, offline_target, tiny_draft_folder):
+    _, results = _run(tmp_path, "--categories", "qa", "--methods", "plain", "specviz", "hf_assisted",
+                      "--draft", tiny_draft_folder)
+    name = tiny_draft_folder.rstrip("/").rsplit("/", 1)[-1]
+    assert [r["method"] for r in results["rows"]] == ["plain", "specviz[ngram]", f"specviz[{name}]", f"hf_assisted[{name}]"]
+    assert all(r["identical"] for r in results["rows"])
+    assert f"specviz[{name}]_over_hf_assisted[{name}]" in results["figures"]["T=0"]
+
+
+def test_identity_flags_compare_with_plain_and_only_when_greedy():
+    method = {kind: bench.Method(kind) for kind in ("plain", "hf_generate", "hf_prompt_lookup")}
+    runs = {method["plain"]: [{"token_ids": [1, 2, 3], "wall_ms": 30.0, "step_ms": 10.0}],
+            method["hf_generate"]: [{"token_ids": [1, 2, 3], "wall_ms": 20.0}, {"token_ids": [1, 2, 3], "wall_ms": 40.0},
+                                    {"token_ids": [1, 2, 3], "wall_ms": 25.0}],
+            method["hf_prompt_lookup"]: [{"token_ids": [1, 2, 4], "wall_ms": 15.0}]}
+    item = {"id": 1, "category": "qa", "prompt": "?"}
+    greedy = {r["method"]: r for r in bench._prompt_rows(item, 0.0, runs, gamma=4)}
+    assert greedy["plain"]["identical"] and greedy["hf_generate"]["identical"] and greedy["hf_prompt_lookup"]["identical"] is False
+    assert greedy["hf_generate"]["wall_ms"] == 25.0  # the median of the repeats
+    assert greedy["hf_generate"]["speedup"] == pytest.approx(30.0 / 25.0)
+    sampled = bench._prompt_rows(item, 1.0, runs, gamma=4)
+    assert all(r["identical"] is None for r in sampled)
+
+
+def test_predicted_speedup_is_the_verify_cost_aware_theory():
+    costs = {1: 1.0, 2: 1.3, 3: 1.5, 4: 1.6, 5: 1.8}
+    assert bench_report.predicted_speedup(0.4, 0.01, [0, 0, 0], costs) == pytest.approx(1.0)
+    fixed = bench_report.predicted_speedup(0.7, 0.05, [4] * 10, costs)
+    assert fixed == pytest.approx(theory.speedup_with_verify_cost(0.7, 4, 0.05, costs))
+    assert bench_report._verify_cost(7, costs) == pytest.approx(1.8 + 0.2 * 2)  # extended along the line from v(1)
+
+
+def test_bad_prompt_files_and_arguments_get_one_line_errors(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"category": "qa", "turns": ["fine"]}\n{"category": "qa"}\n')
+    assert bench.main(["--questions", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert capsys.readouterr().err.strip() == f"specviz.bench: {bad}:2: not a Spec-Bench question ('turns')"
+    assert bench.main(["--questions", str(tmp_path / "missing.jsonl")]) == 2
+    assert "No such file" in capsys.readouterr().err
+    assert bench.main(["--categories", "nope", "--out", str(tmp_path / "o")]) == 2
+    assert "no prompts" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_default_prompt_set_covers_chat_code_summarization_and_qa():
+    prompts = bench.load_prompts(bench.DEFAULT_PROMPTS, None, None)
+    assert {p["category"] for p in prompts} == {"chat", "code", "summarization", "qa"}
+    assert len(bench.load_prompts(bench.DEFAULT_PROMPTS, ["qa"], 1)) == 1
