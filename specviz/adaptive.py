@@ -8,10 +8,10 @@ Before each round the engine asks for k ∈ [0, γ]. The choice maximises expect
 
 - a_i estimates P(draft i is accepted | drafts 1..i-1 were). It is a per-position rate, because acceptance
   comes in streaks (a copied passage is accepted whole). Its counts decay each round, so it follows the text.
-  A draft model starts from a prior of 0.5 and drifts back to it when it is not used, so a skipped drafter
-  gets tried again. A costless drafter starts from 0: its proposals are scored for free against the target's
-  distribution whenever they were not sent (a plain step scores position 1, a fully accepted round of k
-  scores position k+1), so it earns each longer draft from evidence.
+  A draft model is scored by the acceptance tests of the drafts it sent; it starts from a prior of 0.5 and
+  drifts back to it when it is not used, so a skipped drafter gets tried again. A costless drafter (prompt
+  lookup) proposes before the choice, so all of its proposal is scored, sent or not, against the tokens the
+  sequence then holds (see score_proposals); it starts from 0 and earns each longer draft from evidence.
 - verify_ms(n) is a line through the measured target forwards over n tokens: v(k) in milliseconds.
 - draft_step_ms is one draft forward. A costless drafter (prompt lookup) has already proposed when the
   choice is made, so its cost is sunk and only verification counts.
@@ -47,6 +47,7 @@ class AdaptiveGamma:
         self.accepted = [0.0] * max_gamma  # decayed sum of min(1, p/q) at position i
         self.verify_points: dict[int, list[float]] = {}  # fed tokens n -> [weight, mean ms]
         self.draft_step = [0.0, 0.0]  # [weight, mean ms per draft forward]
+        self.watched: list[list] = []  # costless proposals still being scored: [start index, ids, next position]
 
     # ------------------------------------------------------------ estimates
 
@@ -90,13 +91,36 @@ class AdaptiveGamma:
     # ------------------------------------------------------------ observations
 
     def observe_acceptance(self, accept_probs: list[float]) -> None:
-        """Learn from one verified round: min(1, p_i/q_i) at the tested positions 1..t (a draft after a
-        rejection is never tested). Older rounds fade by DECAY."""
-        self.reached = [value * DECAY for value in self.reached]
-        self.accepted = [value * DECAY for value in self.accepted]
-        for position, accept_prob in enumerate(accept_probs[: self.max_gamma]):
-            self.reached[position] += 1.0
-            self.accepted[position] += accept_prob
+        """Learn from one verified round of a draft model: min(1, p_i/q_i) at the tested positions 1..t (a draft
+        after a rejection is never tested). Older rounds fade by DECAY."""
+        self._fade()
+        for position, accept_prob in enumerate(accept_probs):
+            self._count(position, accept_prob)
+
+    def watch_proposal(self, start: int, proposal: list[int]) -> None:
+        """A costless drafter proposed these ids for sequence indices start, start+1, ..; however many of them
+        are sent, each is scored once the sequence reaches its index (see score_proposals)."""
+        if proposal:
+            self.watched.append([start, proposal, 0])
+
+    def score_proposals(self, sequence: list[int]) -> None:
+        """Score watched proposals against the tokens the sequence now holds at their indices; called once per
+        round. Proposal token j, reached when tokens 1..j-1 matched, counts as accepted when the sequence
+        holds it: for a one-hot q that has probability p(x_j) = min(1, p/q), the same law as the acceptance
+        test, whether the token was verified (accepted, or replaced by a residual draw, which never repeats it)
+        or not (then the sequence's token was drawn from p)."""
+        self._fade()
+        watching = []
+        for entry in self.watched:
+            start, proposal, position = entry
+            while position < len(proposal) and start + position < len(sequence):
+                matched = sequence[start + position] == proposal[position]
+                self._count(position, float(matched))
+                position = position + 1 if matched else len(proposal)  # past a mismatch nothing is reached
+            if position < len(proposal):
+                entry[2] = position
+                watching.append(entry)
+        self.watched = watching
 
     def observe_costs(self, draft_ms: float, draft_forwards: int, verify_ms: float, fed: int) -> None:
         """Learn one round's timings: drafting with `draft_forwards` forwards, a target forward over `fed` tokens."""
@@ -106,12 +130,14 @@ class AdaptiveGamma:
             weight = weight * COST_DECAY + 1.0
             self.draft_step = [weight, mean + (draft_ms / draft_forwards - mean) / weight]
 
-    def observe_unverified(self, position: int, accept_prob: float) -> None:
-        """A proposed draft that was not sent for verification, scored against the target's distribution at
-        its position, which the round computed anyway (a costless drafter's tokens beyond the chosen k)."""
-        if position <= self.max_gamma:
-            self.reached[position - 1] += 1.0
-            self.accepted[position - 1] += accept_prob
+    def _fade(self) -> None:
+        self.reached = [value * DECAY for value in self.reached]
+        self.accepted = [value * DECAY for value in self.accepted]
+
+    def _count(self, position: int, accepted: float) -> None:
+        if position < self.max_gamma:
+            self.reached[position] += 1.0
+            self.accepted[position] += accepted
 
     def _add_verify_point(self, fed: int, verify_ms: float) -> None:
         for point in self.verify_points.values():

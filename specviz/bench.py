@@ -42,12 +42,14 @@ QUICK = dict(limit=1, max_new_tokens=32, temperatures=[0.0], repeats=1)
 class Method:
     kind: str  # one of METHODS
     drafter: str | None = None  # NGRAM_DRAFTER or a draft model id, for the speculative kinds
+    gamma: int | None = None  # a fixed γ other than --gamma (a sweep of specviz), else None
 
     @property
     def label(self) -> str:
         if self.drafter is None:
             return self.kind
-        return f"{self.kind}[{'ngram' if self.drafter == NGRAM_DRAFTER else Path(self.drafter).name}]"
+        label = f"{self.kind}[{'ngram' if self.drafter == NGRAM_DRAFTER else Path(self.drafter).name}]"
+        return label if self.gamma is None else f"{label} γ={self.gamma}"
 
 
 def load_prompts(path: str | os.PathLike, categories: list[str] | None, limit: int | None) -> list[dict]:
@@ -69,14 +71,18 @@ def load_prompts(path: str | os.PathLike, categories: list[str] | None, limit: i
     return chosen
 
 
-def plan_methods(kinds: list[str], drafts: list[str]) -> list[Method]:
-    """The method instances to run: speculative kinds once per drafter; hf_assisted once per draft model."""
+def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = ()) -> list[Method]:
+    """The method instances to run: speculative kinds once per drafter (specviz also at each extra fixed γ);
+    hf_assisted once per draft model."""
     plan = []
     for kind in kinds:
         if kind in ("plain", "hf_generate", "hf_prompt_lookup"):
             plan.append(Method(kind))
         elif kind in ("specviz", "specviz_adaptive"):
-            plan += [Method(kind, drafter) for drafter in [NGRAM_DRAFTER, *drafts]]
+            for drafter in [NGRAM_DRAFTER, *drafts]:
+                plan.append(Method(kind, drafter))
+                if kind == "specviz":
+                    plan += [Method(kind, drafter, gamma) for gamma in extra_gammas]
         elif kind == "hf_assisted":
             plan += [Method(kind, draft) for draft in drafts]
     return plan
@@ -100,8 +106,9 @@ class Runner:
             self.pipelines[draft] = engine.build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
 
     def config(self, method: Method, temperature: float) -> DecodeConfig:
-        return DecodeConfig(**{**self.base.to_dict(), "draft": method.drafter or NGRAM_DRAFTER,
-                               "temperature": temperature, "adaptive": method.kind == "specviz_adaptive"}).validate()
+        return DecodeConfig(**{**self.base.to_dict(), "draft": method.drafter or NGRAM_DRAFTER, "temperature": temperature,
+                               "gamma": method.gamma or self.base.gamma,
+                               "adaptive": method.kind == "specviz_adaptive"}).validate()
 
     def run(self, method: Method, prompt: str, temperature: float) -> dict:
         """One timed run: generated ids, wall ms, and for specviz the finished trace."""
@@ -118,10 +125,10 @@ class Runner:
         run = hf_baselines.run_hf(self.target, prompt_ids, config, hf_method, self.assistants.get(method.drafter))
         return {"token_ids": run.token_ids, "wall_ms": run.wall_ms}
 
-    def verify_costs(self, prompt: str) -> dict[int, float]:
-        """Measured v(k) = t(k)/t(1) for k = 1..γ+1, after the prompt (the target forward over k tokens)."""
+    def verify_costs(self, prompt: str, max_k: int) -> dict[int, float]:
+        """Measured v(k) = t(k)/t(1) for k = 1..max_k, after the prompt (the target forward over k tokens)."""
         ids = engine.encode_prompt(self.target.tokenizer, prompt, True)
-        timings = profiling.measure_verify_costs(self.pipelines[NGRAM_DRAFTER].target, ids, max_k=self.base.gamma + 1)
+        timings = profiling.measure_verify_costs(self.pipelines[NGRAM_DRAFTER].target, ids, max_k=max_k)
         return {k: round(v, 4) for k, v in profiling.relative_costs(timings).items()}
 
 
@@ -192,21 +199,45 @@ def main(argv=None) -> int:
     parser.add_argument("--target", default=OFFLINE_MODEL)
     parser.add_argument("--draft", nargs="*", default=[], help="draft model ids or folders (prompt lookup always runs)")
     parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")
+    parser.add_argument("--also-gammas", type=int, nargs="*", default=[],
+                        help="also run specviz at these fixed γ (to compare adaptive γ with the best fixed one)")
     parser.add_argument("--max-new-tokens", type=int, default=96)
     parser.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per prompt and method; the median is kept")
     parser.add_argument("--out", default="bench-out", help="folder for results.json, report.md and report.html")
     parser.add_argument("--quick", action="store_true", help="one prompt per category, 32 tokens, greedy, one repeat")
+    parser.add_argument("--report-from", metavar="RESULTS_JSON",
+                        help="rebuild the summaries and reports from an earlier results.json, running nothing")
     args = parser.parse_args(argv)
     if args.quick:
         for key, value in QUICK.items():
             if getattr(args, key) == parser.get_default(key):
                 setattr(args, key, value)
     try:
-        return _main(args)
+        return _rebuild(args.report_from, args.out) if args.report_from else _main(args)
     except (ValueError, OSError, models.ModelUnavailable) as error:
         print(f"specviz.bench: {error}", file=sys.stderr)
         return 2
+
+
+def _rebuild(results_path: str, out: str) -> int:
+    from . import bench_report
+
+    earlier = json.loads(Path(results_path).read_text(encoding="utf-8"))
+    verify_costs = {int(k): v for k, v in earlier["verify_costs"].items()}
+    results = bench_report.build_results(earlier["args"], earlier["environment"], verify_costs, earlier["rows"])
+    _write(results, Path(out))
+    return 0
+
+
+def _write(results: dict, out: Path) -> None:
+    from . import bench_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
+    (out / "report.md").write_text(bench_report.markdown(results), encoding="utf-8")
+    (out / "report.html").write_text(bench_report.html(results), encoding="utf-8")
+    print(bench_report.markdown(results))
 
 
 def _main(args) -> int:
@@ -223,10 +254,10 @@ def _main(args) -> int:
         raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
     started = time.perf_counter()
     runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens)
-    plan = plan_methods(args.methods, args.draft)
+    plan = plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    verify_costs = runner.verify_costs(prompts[0]["prompt"])
-    log(f"v(k) for k = 1..{args.gamma + 1}: " + ", ".join(f"{v:.2f}" for v in verify_costs.values()))
+    verify_costs = runner.verify_costs(prompts[0]["prompt"], max([args.gamma, *args.also_gammas]) + 1)
+    log(f"v(k) for k = 1..{len(verify_costs)}: " + ", ".join(f"{v:.2f}" for v in verify_costs.values()))
     rows = run_benchmark(runner, prompts, plan, args.temperatures, args.repeats, log)
     environment = {"device": models.describe_device(runner.target.device), "dtype": str(runner.target.dtype),
                    "linear_kernel": runner.target.linear_kernel, "torch_threads": torch.get_num_threads(),
@@ -234,13 +265,8 @@ def _main(args) -> int:
     if runner.target.device.type == "cuda":
         environment["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / (1 << 20), 1)
     results = bench_report.build_results(vars(args), environment, verify_costs, rows)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-    (out / "report.md").write_text(bench_report.markdown(results), encoding="utf-8")
-    (out / "report.html").write_text(bench_report.html(results), encoding="utf-8")
-    print(bench_report.markdown(results))
-    log(f"wrote {out / 'results.json'}, report.md and report.html in {environment['seconds']} s")
+    _write(results, Path(args.out))
+    log(f"wrote {Path(args.out) / 'results.json'}, report.md and report.html in {environment['seconds']} s")
     return 0
 
 

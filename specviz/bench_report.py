@@ -2,10 +2,11 @@
 
 The theory a speculative method is held to is the verify-cost-aware one, applied to the rounds that ran:
 
-    predicted speedup = Σ_rounds E(α, k_r) / Σ_rounds (k_r c + v(k_r + 1))
+    predicted speedup = Σ_rounds E(α, k_r) / (Σ_rounds v(k_r + 1) + drafting time / target step)
 
-with α, c and v(k) measured, and k_r the draft length of round r (prompt lookup and adaptive γ draft fewer
-than γ in some rounds; a round with k_r = 0 is one plain step). The physical limit of a method is one
+with α and v(k) measured, k_r the draft length of round r (prompt lookup and adaptive γ draft fewer than γ in
+some rounds; a round with k_r = 0 is one plain step), and the drafting time measured. For a draft model the
+last term is Σ k_r c; prompt lookup spends its (tiny) proposal time in every round, even one that keeps none. The physical limit of a method is one
 single-token target forward per round: tokens/s = tokens per round / target step.
 """
 
@@ -47,7 +48,8 @@ def _summarize(temperature, category, method, group, verify_costs) -> dict:
         tokens = sum(r["tokens"] for r in speculative)
         rounds = sum(r["rounds"] for r in speculative)
         step_ms = _median([r["target_step_ms"] for r in speculative])
-        predicted = predicted_speedup(alpha, c, lengths, verify_costs)
+        draft_steps = sum(r["draft_ms"] for r in speculative) / step_ms if step_ms else rounds * c * statistics.mean(lengths)
+        predicted = predicted_speedup(alpha, lengths, verify_costs, draft_steps)
         summary.update(alpha=alpha, c=c, tokens_per_round=tokens / rounds, mean_draft_length=statistics.mean(lengths),
                        speedup_theory=predicted,
                        measured_over_theory=summary["speedup"] / predicted if summary["speedup"] and predicted else None)
@@ -63,13 +65,15 @@ def _summarize(temperature, category, method, group, verify_costs) -> dict:
     return summary
 
 
-def predicted_speedup(alpha: float, c: float, draft_lengths: list[int], verify_costs: dict[int, float]) -> float | None:
-    """Σ E(α, k_r) / Σ (k_r c + v(k_r + 1)) over rounds; v beyond the measured range is extended linearly."""
+def predicted_speedup(alpha: float, draft_lengths: list[int], verify_costs: dict[int, float],
+                      draft_steps: float = 0.0) -> float | None:
+    """Σ E(α, k_r) / (Σ v(k_r + 1) + draft_steps) over rounds, draft_steps being the drafting time in target
+    steps (Σ k_r c for a draft model); v beyond the measured range is extended linearly."""
     if not draft_lengths:
         return None
     alpha = min(max(alpha, 0.0), 1.0)
     tokens = sum(theory.expected_tokens(alpha, k) if k else 1.0 for k in draft_lengths)
-    cost = sum(k * c + _verify_cost(k + 1, verify_costs) for k in draft_lengths)
+    cost = sum(_verify_cost(k + 1, verify_costs) for k in draft_lengths) + draft_steps
     return tokens / cost
 
 
@@ -99,8 +103,8 @@ def headline_figures(rows: list[dict], summaries: list[dict]) -> dict:
 
         entry["plain_over_hf_generate"] = ratio("plain", "hf_generate")
         for method in methods:
-            if method.startswith("specviz"):
-                drafter = method[method.index("[") :]
+            if method.startswith("specviz") and " γ=" not in method:  # the same γ as transformers' methods
+                drafter = method[method.index("[") : method.index("]") + 1]
                 equivalent = "hf_prompt_lookup" if drafter == "[ngram]" else f"hf_assisted{drafter}"
                 if equivalent in methods:
                     entry[f"{method}_over_{equivalent}"] = ratio(method, equivalent)
@@ -114,6 +118,13 @@ def headline_figures(rows: list[dict], summaries: list[dict]) -> dict:
                              if s["method"] == method and s.get("measured_over_theory")]
             if theory_ratios:
                 entry[f"{method}_measured_over_theory_median"] = statistics.median(theory_ratios)
+        for adaptive in (m for m in methods if m.startswith("specviz_adaptive")):
+            fixed = [m for m in methods if m.startswith("specviz[" + adaptive.split("[", 1)[1].split("]")[0] + "]")]
+            scores = {m: entry.get(f"{m}_speedup_geomean_over_categories") for m in [adaptive, *fixed]}
+            if fixed and all(scores.values()):
+                best = max(fixed, key=scores.get)
+                entry[f"{adaptive}_best_fixed"] = best
+                entry[f"{adaptive}_over_best_fixed"] = scores[adaptive] / scores[best]
         flags = [r["identical"] for r in at_t if r["identical"] is not None and r["method"] != "plain"]
         if flags:
             entry["greedy_identical"] = f"{sum(flags)}/{len(flags)}"

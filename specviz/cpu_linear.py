@@ -77,7 +77,8 @@ def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
 
 
 def _forward_seconds(hf_model: torch.nn.Module, rows: int) -> float:
-    input_ids = torch.arange(rows, dtype=torch.long).view(1, rows) + 100  # [1, rows], any valid ids
+    vocab = hf_model.get_input_embeddings().num_embeddings
+    input_ids = (torch.arange(rows, dtype=torch.long).view(1, rows) + 100) % vocab  # [1, rows], any valid ids
     with torch.inference_mode():
         started = time.perf_counter()
         hf_model(input_ids=input_ids, use_cache=False, logits_to_keep=1)

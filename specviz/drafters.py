@@ -65,11 +65,12 @@ class DraftModelDrafter:
         self.model.crop(valid)
         new_ids = torch.tensor(sequence[valid:], dtype=torch.long, device=self.model.device)
         tokens, probs = [], []
-        logits = self.model.feed(new_ids)  # [1, V]
-        # 1. Sample x_1..x_γ one at a time, keeping each q_i. x_γ is sampled but never fed back.
+        logits = self.model.feed(new_ids, sync=False)  # [1, V]
+        # 1. Sample x_1..x_γ one at a time, keeping each q_i. x_γ is sampled but never fed back. Everything stays
+        #    on the device: no host sync inside this loop (the engine synchronises once, after drafting).
         for step in range(gamma):
             if step > 0:
-                logits = self.model.feed(tokens[-1])
+                logits = self.model.feed(tokens[-1], sync=False)
             draft_probs = standardize(logits)[0]  # [V]
             tokens.append(sample(draft_probs, generator).view(1))
             probs.append(draft_probs)

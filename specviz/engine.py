@@ -111,54 +111,58 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
     forward_before = _forward_seconds(pipeline)
     engine_seconds, resumed = 0.0, time.perf_counter()  # time inside this generator, not in its consumer
     while True:
-        remaining = config.max_new_tokens - (len(sequence) - len(prompt_ids))
-        room = limit - len(sequence)
-        gamma = min(config.gamma, remaining - 1, room - 1)  # a round emits at most gamma + 1 tokens
-        if adaptive and not costless:
-            gamma = adaptive.choose(gamma, costless=False)
+        with torch.inference_mode():  # per round, never across the yield (the consumer runs in between)
+            remaining = config.max_new_tokens - (len(sequence) - len(prompt_ids))
+            room = limit - len(sequence)
+            gamma = min(config.gamma, remaining - 1, room - 1)  # a round emits at most gamma + 1 tokens
+            if adaptive and not costless:
+                gamma = adaptive.choose(gamma, costless=False)
 
-        # 1. Draft (a costless drafter proposes up to γ, and adaptive γ then keeps the first k).
-        round_started = time.perf_counter()
-        draft = drafter.propose(sequence, gamma, standardize, generator) if gamma > 0 else None
-        proposed, proposed_probs = _trim_at_eos(draft, pipeline, device)
-        keep = adaptive.choose(proposed.numel(), costless=True) if adaptive and costless else proposed.numel()
-        drafted, draft_probs = proposed[:keep], proposed_probs[:keep]  # [k], [k, V]
-        models.synchronize(device)
-        drafted_at = time.perf_counter()
+            # 1. Draft (a costless drafter proposes up to γ, and adaptive γ then keeps the first k).
+            round_started = time.perf_counter()
+            draft = drafter.propose(sequence, gamma, standardize, generator) if gamma > 0 else None
+            proposed, proposed_probs = _trim_at_eos(draft, pipeline, device)
+            keep = proposed.numel()
+            if adaptive and costless:
+                adaptive.watch_proposal(len(sequence), proposed.tolist())
+                keep = adaptive.choose(keep, costless=True)
+            drafted, draft_probs = proposed[:keep], proposed_probs[:keep]  # [k], [k, V]
+            models.synchronize(device)
+            drafted_at = time.perf_counter()
 
-        # 2. One target forward over the pending tokens and the k drafts; keep the last k+1 logits.
-        k = drafted.numel()
-        pending = torch.tensor(sequence[target.cached_length :], dtype=torch.long, device=device)
-        logits = target.feed(torch.cat([pending, drafted]), logits_to_keep=k + 1)  # [k+1, V]
-        target_probs = standardize(logits)  # [k+1, V]
+            # 2. One target forward over the pending tokens and the k drafts; keep the last k+1 logits.
+            k = drafted.numel()
+            pending = torch.tensor(sequence[target.cached_length :], dtype=torch.long, device=device)
+            logits = target.feed(torch.cat([pending, drafted]), logits_to_keep=k + 1)  # [k+1, V]
+            target_probs = standardize(logits)  # [k+1, V]
 
-        # 3-4. Accept a prefix, then draw the correction or the bonus; crop the target cache to the prefix.
-        uniforms = torch.rand(k, generator=generator, device=device)  # [k]
-        result = verify(drafted, draft_probs, target_probs, uniforms, generator=generator, lenience=config.lenience)
-        target.crop(len(sequence) + result.accepted_count)
-        models.synchronize(device)
-        verified_at = time.perf_counter()
-        if adaptive:
-            _observe(adaptive, result, proposed, proposed_probs, target_probs, drafted_at - round_started,
-                     draft.forwards if draft is not None else 0, verified_at - drafted_at, pending.numel() + k, len(trace.rounds))
+            # 3-4. Accept a prefix, then draw the correction or the bonus; crop the target cache to the prefix.
+            uniforms = torch.rand(k, generator=generator, device=device)  # [k]
+            result = verify(drafted, draft_probs, target_probs, uniforms, generator=generator, lenience=config.lenience)
+            target.crop(len(sequence) + result.accepted_count)
+            models.synchronize(device)
+            verified_at = time.perf_counter()
 
-        drafted_ids = drafted.tolist()
-        emitted = drafted_ids[: result.accepted_count]
-        ends_with_eos = bool(emitted) and emitted[-1] in pipeline.eos_ids
-        if not ends_with_eos:  # after an accepted EOS nothing follows, not even the bonus
-            emitted.append(result.next_token)
-        sequence.extend(emitted)
-        round_ = _record_round(
-            len(trace.rounds), drafted_ids, draft_probs, target_probs, uniforms, result, texts, not ends_with_eos
-        )
-        round_.draft_ms = (drafted_at - round_started) * 1e3
-        round_.verify_ms = (verified_at - drafted_at) * 1e3
-        round_.draft_forwards = draft.forwards if draft is not None else 0
-        trace.rounds.append(round_)
-        trace.token_ids = sequence[len(prompt_ids) :]
-        trace.text = pipeline.tokenizer.decode(trace.token_ids, skip_special_tokens=True)
-        trace.stop_reason = _stop_reason(emitted[-1], pipeline, len(trace.token_ids), config, len(sequence), limit)
-        trace.forward_ms = (_forward_seconds(pipeline) - forward_before) * 1e3
+            drafted_ids = drafted.tolist()
+            emitted = drafted_ids[: result.accepted_count]
+            ends_with_eos = bool(emitted) and emitted[-1] in pipeline.eos_ids
+            if not ends_with_eos:  # after an accepted EOS nothing follows, not even the bonus
+                emitted.append(result.next_token)
+            sequence.extend(emitted)
+            if adaptive:
+                _observe(adaptive, costless, result, sequence, drafted_at - round_started, draft.forwards if draft else 0,
+                         verified_at - drafted_at, pending.numel() + k, len(trace.rounds))
+            round_ = _record_round(
+                len(trace.rounds), drafted_ids, draft_probs, target_probs, uniforms, result, texts, not ends_with_eos
+            )
+            round_.draft_ms = (drafted_at - round_started) * 1e3
+            round_.verify_ms = (verified_at - drafted_at) * 1e3
+            round_.draft_forwards = draft.forwards if draft is not None else 0
+            trace.rounds.append(round_)
+            trace.token_ids = sequence[len(prompt_ids) :]
+            trace.text = pipeline.tokenizer.decode(trace.token_ids, skip_special_tokens=True)
+            trace.stop_reason = _stop_reason(emitted[-1], pipeline, len(trace.token_ids), config, len(sequence), limit)
+            trace.forward_ms = (_forward_seconds(pipeline) - forward_before) * 1e3
         engine_seconds += time.perf_counter() - resumed
         trace.wall_ms = engine_seconds * 1e3
         yield round_, trace
@@ -167,16 +171,14 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) ->
             return
 
 
-def _observe(adaptive, result, proposed, proposed_probs, target_probs, draft_s, draft_forwards, verify_s, fed, index):
+def _observe(adaptive, costless, result, sequence, draft_s, draft_forwards, verify_s, fed, index):
     """Tell adaptive γ how the round went. Round 0 also encoded the prompt, so its timings are left out."""
-    k = len(result.accept_probs)
-    adaptive.observe_acceptance(result.accept_probs[: min(result.accepted_count + 1, k)])
+    if costless:
+        adaptive.score_proposals(sequence)
+    else:
+        adaptive.observe_acceptance(result.accept_probs[: result.accepted_count + 1])
     if index > 0:
         adaptive.observe_costs(draft_s * 1e3, draft_forwards, verify_s * 1e3, fed)
-    if result.accepted_count == k and proposed.numel() > k:  # the next proposed token, scored for free
-        token = int(proposed[k])
-        draft_prob, target_prob = float(proposed_probs[k, token]), float(target_probs[k, token])
-        adaptive.observe_unverified(k + 1, min(1.0, target_prob / draft_prob) if draft_prob > 0 else 0.0)
 
 
 def _stop_reason(last_token, pipeline, generated, config, length, limit) -> str:
@@ -204,21 +206,22 @@ def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Ba
     standardize = Standardizer(config.temperature, config.top_k, config.top_p)
     generator = torch.Generator(device=device).manual_seed(config.seed)
     target.reset()
-    started = time.perf_counter()
-    logits = target.feed(torch.tensor(prompt_ids, dtype=torch.long, device=device))  # [1, V]
-    generated: list[int] = []
-    step_seconds = []
-    while True:
-        token = int(sample(standardize(logits)[0], generator))
-        generated.append(token)
-        if token in pipeline.eos_ids or len(generated) >= config.max_new_tokens:
-            break
-        if len(prompt_ids) + len(generated) >= context_limit(pipeline):
-            break
-        step_started = time.perf_counter()
-        logits = target.feed(torch.tensor([token], device=device))
-        models.synchronize(device)
-        step_seconds.append(time.perf_counter() - step_started)
+    with torch.inference_mode():
+        started = time.perf_counter()
+        logits = target.feed(torch.tensor(prompt_ids, dtype=torch.long, device=device))  # [1, V]
+        generated: list[int] = []
+        step_seconds = []
+        while True:
+            token = int(sample(standardize(logits)[0], generator))
+            generated.append(token)
+            if token in pipeline.eos_ids or len(generated) >= config.max_new_tokens:
+                break
+            if len(prompt_ids) + len(generated) >= context_limit(pipeline):
+                break
+            step_started = time.perf_counter()
+            logits = target.feed(torch.tensor([token], device=device))
+            models.synchronize(device)
+            step_seconds.append(time.perf_counter() - step_started)
     wall_ms = (time.perf_counter() - started) * 1e3
     step_ms = 1e3 * sum(step_seconds) / len(step_seconds) if step_seconds else wall_ms
     text = pipeline.tokenizer.decode(generated, skip_special_tokens=True)

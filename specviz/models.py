@@ -111,8 +111,12 @@ class LanguageModel:
             self.cache.activate_past_recording()  # sliding-window layers can then be rolled back after a rejection
         self.cached_length = 0
 
-    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1) -> torch.Tensor:
-        """Append token_ids [k] to the cache; return logits [logits_to_keep, vocab_size] for the last positions."""
+    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1, sync: bool = True) -> torch.Tensor:
+        """Append token_ids [k] to the cache; return logits [logits_to_keep, vocab_size] for the last positions.
+
+        sync=False leaves the device running ahead (the draft loop synchronises once, after its last step);
+        forward_seconds then counts only the launch time of that call on a GPU.
+        """
         if self.cache is None:
             self.reset()
         started = time.perf_counter()
@@ -123,7 +127,8 @@ class LanguageModel:
                 use_cache=True,
                 logits_to_keep=logits_to_keep,
             )
-        synchronize(self.device)  # so forward_seconds is device time, not kernel-launch time
+        if sync:
+            synchronize(self.device)  # so forward_seconds is device time, not kernel-launch time
         self.forward_seconds += time.perf_counter() - started
         self.cache = output.past_key_values
         self.cached_length += token_ids.numel()

@@ -57,8 +57,9 @@ def sample_with_uniform(probs: torch.Tensor, uniform: torch.Tensor | float) -> t
     uniform = torch.as_tensor(uniform, dtype=cdf.dtype, device=cdf.device)
     point = (uniform * cdf[..., -1]).unsqueeze(-1)  # scale to the mass actually present
     index = torch.searchsorted(cdf, point, right=True).squeeze(-1)
-    # Rounding can push the point past the last positive entry; fall back to the last token with mass.
-    last_positive = (probs > 0).cumsum(dim=-1).argmax(dim=-1)
+    # Rounding can push the point past the last positive entry; fall back to the last token with mass, the
+    # first index where the cdf reaches its total (a binary search, not another pass over the vocabulary).
+    last_positive = torch.searchsorted(cdf, cdf[..., -1:], right=False).squeeze(-1)
     return torch.minimum(index, last_positive)
 
 

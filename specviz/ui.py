@@ -59,7 +59,8 @@ class StepSession:
 # ---------------------------------------------------------------- widgets -> config
 
 
-def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed) -> DecodeConfig:
+def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed,
+                adaptive=False) -> DecodeConfig:
     """Translate the controls into a validated DecodeConfig, or raise gr.Error with a clear sentence."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise gr.Error("The prompt is empty: type one or click an example.")
@@ -76,7 +77,8 @@ def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, tem
     try:
         return DecodeConfig(target=target_id, draft=draft_id, gamma=_whole(gamma, "γ"),
                             max_new_tokens=_whole(max_new_tokens, "max new tokens"), temperature=float(temperature),
-                            top_k=_whole(top_k, "top-k"), top_p=float(top_p), seed=_whole(seed, "seed")).validate()
+                            top_k=_whole(top_k, "top-k"), top_p=float(top_p), seed=_whole(seed, "seed"),
+                            adaptive=bool(adaptive)).validate()
     except (TypeError, ValueError) as error:
         raise gr.Error(f"Setting out of range: {error}.") from error
 
@@ -162,6 +164,10 @@ def stats_markdown(trace: Trace, metrics) -> str:
            " · tick *compare with plain decoding* to measure it"),
         f"{trace.target_name} ← {trace.draft_name} on **{trace.device}** ({trace.dtype}); stopped by {trace.stop_reason or '…'}",
     ]
+    if trace.config.get("adaptive"):
+        lengths = [round_.drafted for round_ in trace.rounds]
+        lines.insert(3, f"adaptive γ ≤ {trace.config['gamma']}: {sum(lengths) / len(lengths):.2f} drafts per round on average, "
+                        f"{lengths.count(0)} of {len(lengths)} rounds were plain steps (drafting would not have paid)")
     return "\n\n".join(lines)
 
 
@@ -175,14 +181,16 @@ def write_trace_file(trace: Trace) -> str:
 # ---------------------------------------------------------------- callbacks
 
 
-def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare):
+def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare,
+        adaptive=False):
     """Stream a whole run, then the final views.
 
     The engine runs ahead on the model thread (compute.Ahead) and is never held up by drawing; every
     ROWS_INTERVAL_S this sends the newest rounds (Gradio sends only the rows appended since the last update),
     and every PLOT_INTERVAL_S the plots too. The first round is sent at once.
     """
-    config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed)
+    config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed,
+                         adaptive)
     pipeline = load_pipeline(config)
     feed = compute.Ahead(engine.speculative_decode(pipeline, prompt, config), snapshot=_snapshot)
     seen, sent, plotted, trace, held = 0, float("-inf"), float("-inf"), None, None
@@ -217,10 +225,11 @@ def _snapshot(item) -> Trace:
 
 
 def step(session: StepSession | None, pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k,
-         top_p, seed, compare):
+         top_p, seed, compare, adaptive=False):
     """Advance one round; the first click (or one after a finished run) starts a new run from the controls."""
     if session is None or session.finished:
-        config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed)
+        config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p,
+                             seed, adaptive)
         pipeline = load_pipeline(config)
         try:
             rounds = engine.speculative_decode(pipeline, prompt, config)
@@ -303,6 +312,8 @@ def build_app() -> gr.Blocks:
                     prompt = gr.Textbox(EXAMPLES[0], label="Prompt", lines=3, max_lines=12)
                     gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
                     gamma = gr.Slider(1, 16, value=4, step=1, label="γ: tokens drafted per round")
+                    adaptive = gr.Checkbox(False, label="Adaptive γ: each round drafts 0..γ tokens, chosen from the "
+                                                        "running acceptance and the measured costs")
                     max_new_tokens = gr.Slider(1, 512, value=64, step=1, label="Max new tokens")
                     temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
                     with gr.Row():
@@ -337,7 +348,8 @@ def build_app() -> gr.Blocks:
         build_lab_tabs(demo, trace_state)
 
         view_outputs = [rows, final_text, stats, alpha_plot, pq_plot, speedup_plot, histogram_plot, round_slider]
-        controls = [pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare]
+        controls = [pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare,
+                    adaptive]
         pair.change(lambda choice: gr.update(visible=choice == "Custom"), pair, custom_row, queue=False)
         pair.change(lambda choice: gr.update(value=PROMPT_LOOKUP) if choice == list(PAIRS)[0] else gr.update(value=DRAFT_MODEL),
                     pair, drafter, queue=False)

@@ -29,7 +29,7 @@ PROMPT = "Write a long story about a dragon who learns to paint. Use many detail
 def _controls(tokens: int):
     from . import ui
 
-    return [list(ui.PAIRS)[0], "", "", ui.PROMPT_LOOKUP, PROMPT, 4, tokens, 0, 0, 1, 0, False]
+    return [list(ui.PAIRS)[0], "", "", ui.PROMPT_LOOKUP, PROMPT, 4, tokens, 0, 0, 1, 0, False, False]
 
 
 def in_process(tokens: int, repeats: int) -> dict:

@@ -32,7 +32,7 @@ class FakeLanguageModel:
         generator = torch.Generator().manual_seed(hash((self.salt,) + tuple(prefix)) % (2**31))
         return self.sharpness * torch.randn(self.vocab_size, generator=generator)
 
-    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1) -> torch.Tensor:
+    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1, sync: bool = True) -> torch.Tensor:
         self.tokens.extend(token_ids.view(-1).tolist())
         self.tokens_fed += token_ids.numel()
         self.forward_calls += 1

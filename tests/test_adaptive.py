@@ -71,12 +71,16 @@ def test_an_unused_position_drifts_back_to_the_prior():
     assert controller.acceptance()[0] == pytest.approx(PRIOR_ALPHA, abs=0.01)
 
 
-def test_an_unverified_proposal_counts_as_a_test_of_its_position():
-    controller = AdaptiveGamma(4)
-    controller.observe_unverified(3, 1.0)
-    assert controller.acceptance()[2] > PRIOR_ALPHA
-    controller.observe_unverified(9, 1.0)  # beyond γ: ignored
-    assert controller.acceptance()[3] == PRIOR_ALPHA
+def test_costless_proposals_are_scored_against_the_tokens_that_follow():
+    controller = AdaptiveGamma(4, prior_alpha=0.0)
+    controller.watch_proposal(10, [5, 6, 7])
+    sequence = list(range(10)) + [5]
+    controller.score_proposals(sequence)  # only index 10 exists yet: position 1 matched
+    assert controller.reached[:3] == [1.0, 0.0, 0.0] and controller.accepted[0] == 1.0
+    controller.score_proposals(sequence + [6, 9, 9])  # position 2 matches, position 3 does not; 4 is never reached
+    assert [round(r, 3) for r in controller.reached] == [0.95, 1.0, 1.0, 0.0]
+    assert [round(a, 3) for a in controller.accepted] == [0.95, 1.0, 0.0, 0.0]
+    assert controller.watched == []  # fully scored, no longer watched
 
 
 @pytest.mark.parametrize("drafter", ["model", "ngram"])

@@ -16,9 +16,9 @@ REPEAT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
 
 
 def _run(client, prompt=REPEAT, pair=OFFLINE, target="", draft="", drafter=ui.PROMPT_LOOKUP, gamma=4, max_new=40,
-         temperature=0, seed=0, compare=False):
+         temperature=0, seed=0, compare=False, adaptive=False):
     return client.predict(pair, target, draft, drafter, prompt, gamma, max_new, temperature, 0, 1, seed, compare,
-                          api_name="/run")
+                          adaptive, api_name="/run")
 
 
 def _kinds(rows_html: str) -> dict:
@@ -45,7 +45,7 @@ def test_streamed_updates_only_append_rows_and_text(client):
     """Gradio sends a string that extends the previous one as just the appended part, so every streamed update of
     the rows and of the final text must extend the last; and a long run must arrive in several updates."""
     job = client.submit(OFFLINE, "", "", ui.PROMPT_LOOKUP, "Write a story about a dragon who learns to paint.", 4, 48,
-                        0, 0, 1, 0, False, api_name="/run")
+                        0, 0, 1, 0, False, False, api_name="/run")
     job.result()
     updates = job.outputs()
     assert len(updates) >= 2
@@ -58,7 +58,7 @@ def test_cancelling_a_run_stops_the_model_within_a_round(client, app_server):
     """Stop cancels the event; the engine, which runs ahead of the stream, must stop too and free the cores."""
     server = psutil.Process(app_server[1].pid)
     job = client.submit(OFFLINE, "", "", ui.PROMPT_LOOKUP, "Write a long story about a dragon who learns to paint.", 4,
-                        512, 0, 0, 1, 0, False, api_name="/run")
+                        512, 0, 0, 1, 0, False, False, api_name="/run")
     while not job.outputs():
         time.sleep(0.05)
     busy = _cpu_seconds(server, over=1.0)
@@ -114,9 +114,15 @@ def test_malformed_trace_upload_is_refused(client, tmp_path):
         client.predict(handle_file(str(wrong)), api_name="/import_trace")
 
 
+def test_adaptive_gamma_from_the_ui_matches_plain_decoding(client):
+    result = _run(client, prompt="Name three colours.", compare=True, adaptive=True, max_new=24)
+    stats = result[2]
+    assert "adaptive γ ≤ 4" in stats and "identical output: yes" in stats
+
+
 def test_step_advances_one_round_per_call(client):
-    first = client.predict(OFFLINE, "", "", ui.PROMPT_LOOKUP, REPEAT, 4, 40, 0, 0, 1, 0, False, api_name="/step")
-    second = client.predict(OFFLINE, "", "", ui.PROMPT_LOOKUP, REPEAT, 4, 40, 0, 0, 1, 0, False, api_name="/step")
+    first = client.predict(OFFLINE, "", "", ui.PROMPT_LOOKUP, REPEAT, 4, 40, 0, 0, 1, 0, False, False, api_name="/step")
+    second = client.predict(OFFLINE, "", "", ui.PROMPT_LOOKUP, REPEAT, 4, 40, 0, 0, 1, 0, False, False, api_name="/step")
     assert first[0].count('<div class="sv-row">') == 1
     assert second[0].count('<div class="sv-row">') == 2
 

@@ -15,9 +15,10 @@ def _run(tmp_path, *extra):
 
 
 def test_quick_mode_on_two_prompts_writes_a_complete_report(tmp_path, offline_target):
-    out, results = _run(tmp_path, "--methods", "plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup")
+    out, results = _run(tmp_path, "--methods", "plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup",
+                        "--also-gammas", "2")
     rows = results["rows"]
-    methods = ["plain", "hf_generate", "specviz[ngram]", "specviz_adaptive[ngram]", "hf_prompt_lookup"]
+    methods = ["plain", "hf_generate", "specviz[ngram]", "specviz[ngram] γ=2", "specviz_adaptive[ngram]", "hf_prompt_lookup"]
     assert sorted({r["category"] for r in rows}) == ["chat", "code"]
     assert [r["method"] for r in rows] == methods * 2
     for row in rows:
@@ -32,14 +33,19 @@ def test_quick_mode_on_two_prompts_writes_a_complete_report(tmp_path, offline_ta
     assert summaries[("ALL", "specviz[ngram]")]["speedup_theory"] > 0
     assert set(results["verify_costs"]) == {"1", "2", "3", "4", "5"} and results["verify_costs"]["1"] == 1.0
     figures = results["figures"]["T=0"]
-    assert figures["greedy_identical"] == "8/8"
-    assert {"plain_over_hf_generate", "specviz[ngram]_over_hf_prompt_lookup",
-            "specviz_adaptive[ngram]_over_hf_prompt_lookup"} <= set(figures)
+    assert figures["greedy_identical"] == "10/10"
+    assert {"plain_over_hf_generate", "specviz[ngram]_over_hf_prompt_lookup", "specviz_adaptive[ngram]_over_hf_prompt_lookup",
+            "specviz_adaptive[ngram]_over_best_fixed"} <= set(figures)
+    assert "specviz[ngram] γ=2_over_hf_prompt_lookup" not in figures  # transformers ran at γ = 4 only
+    assert figures["specviz_adaptive[ngram]_best_fixed"] in ("specviz[ngram]", "specviz[ngram] γ=2")
     assert results["figures"]["peak_rss_mb"] > 0
     report = (out / "report.md").read_text()
     assert "| category | method |" in report and "specviz_adaptive[ngram]" in report and "Where a token's time goes" in report
     page = (out / "report.html").read_text()
     assert page.startswith("<!doctype html>") and "plotly" in page.lower() and "Speedup over plain decoding" in page
+    # the reports rebuild from results.json alone
+    assert bench.main(["--report-from", str(out / "results.json"), "--out", str(tmp_path / "again")]) == 0
+    assert (tmp_path / "again" / "report.md").read_text() == report
 
 
 def test_a_draft_model_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, offline_target, tiny_draft_folder):
@@ -68,8 +74,8 @@ def test_identity_flags_compare_with_plain_and_only_when_greedy():
 
 def test_predicted_speedup_is_the_verify_cost_aware_theory():
     costs = {1: 1.0, 2: 1.3, 3: 1.5, 4: 1.6, 5: 1.8}
-    assert bench_report.predicted_speedup(0.4, 0.01, [0, 0, 0], costs) == pytest.approx(1.0)
-    fixed = bench_report.predicted_speedup(0.7, 0.05, [4] * 10, costs)
+    assert bench_report.predicted_speedup(0.4, [0, 0, 0], costs) == pytest.approx(1.0)
+    fixed = bench_report.predicted_speedup(0.7, [4] * 10, costs, draft_steps=10 * 4 * 0.05)
     assert fixed == pytest.approx(theory.speedup_with_verify_cost(0.7, 4, 0.05, costs))
     assert bench_report._verify_cost(7, costs) == pytest.approx(1.8 + 0.2 * 2)  # extended along the line from v(1)
 

@@ -22,10 +22,13 @@ def test_few_row_linear_equals_nn_linear(rows, bias):
 class _Tiny(torch.nn.Module):
     def __init__(self):
         super().__init__()
-        self.embed = torch.nn.Embedding(200, 16)
+        self.embed = torch.nn.Embedding(60, 16)  # fewer ids than the timing input's first id (100)
         self.inner = torch.nn.Linear(16, 16)
-        self.head = torch.nn.Linear(16, 200, bias=False)
+        self.head = torch.nn.Linear(16, 60, bias=False)
         self.head.weight = self.embed.weight  # tied, as in SmolLM2
+
+    def get_input_embeddings(self):
+        return self.embed
 
     def forward(self, input_ids, use_cache=False, logits_to_keep=1):
         return self.head(self.inner(self.embed(input_ids)))[:, -logits_to_keep:]

@@ -127,7 +127,7 @@ class SimulatedModel:
 
         return _memoized(self._logits, prefix_hash, compute)
 
-    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1) -> torch.Tensor:
+    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1, sync: bool = True) -> torch.Tensor:
         """Append token_ids [k]; return logits [logits_to_keep, V] after each of the last positions."""
         for token in token_ids.view(-1).tolist():
             self.hashes.append(self.world.extend(self.hashes[-1], token))
