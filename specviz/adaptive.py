@@ -12,7 +12,8 @@ Before each round the engine asks for k ∈ [0, γ]. The choice maximises expect
   drifts back to it when it is not used, so a skipped drafter gets tried again. A costless drafter (prompt
   lookup) proposes before the choice, so all of its proposal is scored, sent or not, against the tokens the
   sequence then holds (see score_proposals); it starts from 0 and earns each longer draft from evidence.
-- verify_ms(n) is a line through the measured target forwards over n tokens: v(k) in milliseconds.
+- verify_ms(n) is the measured target forward over n tokens, v(k) in milliseconds (see verify_ms for sizes
+  not timed yet).
 - draft_step_ms is one draft forward. A costless drafter (prompt lookup) has already proposed when the
   choice is made, so its cost is sunk and only verification counts.
 
@@ -34,9 +35,9 @@ from __future__ import annotations
 DECAY = 0.95  # per-round forgetting of acceptance counts (memory of about 20 rounds)
 COST_DECAY = 0.98  # per-observation forgetting of timings (they drift less than acceptance)
 PRIOR_ALPHA = 0.5  # a_i before anything is seen, and where it drifts back to (a draft model: explore)
-COSTLESS_PRIOR_ALPHA = 0.0  # a costless drafter is scored for free on plain steps, so it starts from evidence
+COSTLESS_PRIOR_ALPHA = 0.0  # every proposal of a costless drafter is scored for free, so it starts from evidence
 PRIOR_WEIGHT = 1.0  # pseudo-observations behind the prior
-PRIOR_SLOPE = 0.08  # verify cost per extra token, relative to one, until two sizes have been timed
+PRIOR_SLOPE = 0.08  # verify cost per extra token, relative to one, before any size has been timed
 
 
 class AdaptiveGamma:
@@ -64,20 +65,22 @@ class AdaptiveGamma:
         return total
 
     def verify_ms(self, fed: int) -> float:
-        """Fitted milliseconds of one target forward over `fed` tokens (relative units before any timing)."""
-        points = [(n, mean, weight) for n, (weight, mean) in self.verify_points.items() if weight > 0]
-        if not points:
+        """Milliseconds of one target forward over `fed` tokens: the running mean where that size was timed,
+        a straight line between timed sizes, and beyond the longest timed size that size's time. The last is
+        optimistic on purpose: a longer draft that looks worth trying is tried once, timed, and then known (a
+        line through short sizes alone would overprice long ones where v(k) bends, as on this CPU, and they
+        would never be tried). Before any timing: relative units with a small slope."""
+        timed = sorted((n, mean) for n, (weight, mean) in self.verify_points.items())
+        if not timed:
             return 1.0 + PRIOR_SLOPE * (fed - 1)
-        if len(points) == 1:
-            n, mean, _ = points[0]
-            one = mean / (1.0 + PRIOR_SLOPE * (n - 1))
-            return one * (1.0 + PRIOR_SLOPE * (fed - 1))
-        total = sum(w for _, _, w in points)
-        mean_n = sum(n * w for n, _, w in points) / total
-        mean_ms = sum(ms * w for _, ms, w in points) / total
-        spread = sum(w * (n - mean_n) ** 2 for n, _, w in points)
-        slope = max(sum(w * (n - mean_n) * (ms - mean_ms) for n, ms, w in points) / spread, 0.0)
-        return max(mean_ms + slope * (fed - mean_n), 1e-3)
+        below = [(n, ms) for n, ms in timed if n <= fed]
+        above = [(n, ms) for n, ms in timed if n >= fed]
+        if not below:
+            return above[0][1]
+        if not above:
+            return below[-1][1]
+        (n0, ms0), (n1, ms1) = below[-1], above[0]
+        return ms0 if n0 == n1 else ms0 + (ms1 - ms0) * (fed - n0) / (n1 - n0)
 
     def round_ms(self, k: int, costless: bool) -> float:
         draft = 0.0 if costless else k * self.draft_step[1]

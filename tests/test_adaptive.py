@@ -57,10 +57,20 @@ def test_expected_tokens_follow_the_per_position_rates():
     assert controller.expected_tokens(2) == pytest.approx(1 + a1 + a1 * a2)
 
 
-def test_verify_cost_is_a_line_through_the_timings():
+def test_verify_cost_is_measured_per_size_and_optimistic_beyond_the_longest_timed():
     controller = _controller([0.5], {1: 30.0, 3: 40.0, 5: 50.0}, rounds=30)
-    assert controller.verify_ms(2) == pytest.approx(35.0, rel=0.02)
-    assert controller.verify_ms(9) == pytest.approx(70.0, rel=0.02)
+    assert controller.verify_ms(3) == pytest.approx(40.0)
+    assert controller.verify_ms(2) == pytest.approx(35.0)  # between timed sizes: a straight line
+    assert controller.verify_ms(9) == pytest.approx(50.0)  # not timed yet: assumed no dearer than 5 tokens
+
+
+def test_a_long_draft_is_tried_once_and_then_priced_by_its_own_timing():
+    """Costs that bend (v(2) dear, v(5) cheap, as measured here) must not keep long drafts untried."""
+    controller = _controller([0.8] * 4, {1: 34.0, 2: 50.0}, rounds=30, max_gamma=4)
+    assert controller.choose(4, costless=True) == 4  # 5 tokens never timed: priced as 2 tokens, so tried
+    for _ in range(30):
+        controller.observe_costs(0.0, 0, 200.0, 5)  # it turns out very dear
+    assert controller.choose(4, costless=True) < 4
 
 
 def test_an_unused_position_drifts_back_to_the_prior():
