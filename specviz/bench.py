@@ -178,13 +178,10 @@ def _prompt_rows(item: dict, temperature: float, runs: dict, gamma: int) -> list
 
 def _speculative_figures(trace, plain_step_ms: float | None, gamma: int) -> dict:
     """α, tokens per round, c, and the rounds' draft lengths, from the trace (c against plain's own step)."""
-    if plain_step_ms:
-        from .trace import Baseline
-
-        trace.baseline = Baseline(text="", token_ids=[0], wall_ms=plain_step_ms, step_ms=plain_step_ms)
     metrics = summarize(trace)
     return {"alpha": metrics.alpha, "tested": metrics.tested_positions, "accepted": metrics.accepted_tokens,
-            "rounds": metrics.rounds, "tokens_per_round": metrics.tokens_per_round, "c": metrics.c,
+            "rounds": metrics.rounds, "tokens_per_round": metrics.tokens_per_round,
+            "c": metrics.draft_step_ms / plain_step_ms if plain_step_ms else metrics.c,
             "draft_lengths": [round_.drafted for round_ in trace.rounds], "forward_ms": trace.forward_ms,
             "draft_ms": sum(round_.draft_ms for round_ in trace.rounds),
             "verify_ms": sum(round_.verify_ms for round_ in trace.rounds), "target_step_ms": plain_step_ms}
