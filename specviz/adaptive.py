@@ -38,6 +38,8 @@ PRIOR_ALPHA = 0.5  # a_i before anything is seen, and where it drifts back to (a
 COSTLESS_PRIOR_ALPHA = 0.0  # every proposal of a costless drafter is scored for free, so it starts from evidence
 PRIOR_WEIGHT = 1.0  # pseudo-observations behind the prior
 PRIOR_SLOPE = 0.08  # verify cost per extra token, relative to one, before any size has been timed
+DRAFT_MARGIN = 0.05  # drafting must promise this much more than a plain step: the best of several noisy
+#                      estimates is biased upward, and a drafted round has costs outside the forward
 
 
 class AdaptiveGamma:
@@ -87,9 +89,12 @@ class AdaptiveGamma:
         return draft + self.verify_ms(k + 1)
 
     def choose(self, available: int, costless: bool) -> int:
-        """The k in [0, available] with the most expected tokens per millisecond (ties go to the shorter)."""
+        """The k in [0, available] with the most expected tokens per millisecond (ties go to the shorter), where
+        a draft (k > 0) must beat a plain step (k = 0) by DRAFT_MARGIN."""
         available = max(0, min(available, self.max_gamma))
-        return max(range(available + 1), key=lambda k: (self.expected_tokens(k) / self.round_ms(k, costless), -k))
+        scores = [self.expected_tokens(k) / self.round_ms(k, costless) for k in range(available + 1)]
+        best = max(range(available + 1), key=lambda k: (scores[k], -k))
+        return best if scores[best] >= scores[0] * (1.0 + DRAFT_MARGIN) else 0
 
     # ------------------------------------------------------------ observations
 

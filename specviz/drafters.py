@@ -13,7 +13,7 @@ from typing import Callable, Protocol
 import torch
 
 from .models import LanguageModel
-from .sampling import sample
+from .sampling import one_hot, sample
 
 
 @dataclass
@@ -107,7 +107,7 @@ class PromptLookupDrafter:
         context = torch.tensor(sequence, dtype=torch.long).view(1, -1)  # [1, n]
         candidates, _ = self.lookup.get_candidates(context)
         drafted = candidates[0, len(sequence):][:gamma]  # [k]
-        probs = torch.nn.functional.one_hot(drafted, self.vocab_size).float()  # [k, V], q = one-hot
+        probs = one_hot(drafted, self.vocab_size)  # [k, V], q = one-hot
         return Draft(drafted, probs, 0)
 
 

@@ -27,10 +27,16 @@ class Standardizer:
     def __call__(self, logits: torch.Tensor) -> torch.Tensor:
         logits = logits.float()  # [n, V]; fp32 so that bf16 noise never differs between p and q
         if self.greedy:
-            return torch.nn.functional.one_hot(logits.argmax(dim=-1), logits.shape[-1]).float()
+            return one_hot(logits.argmax(dim=-1), logits.shape[-1])
         # The warpers ignore input_ids; they only read the scores, one row per position.
         warped = self.warpers(None, logits)
         return torch.softmax(warped, dim=-1)
+
+
+def one_hot(ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Float32 one-hot rows [..., V] for ids [...], written in one pass (torch's one_hot builds int64, then copies)."""
+    rows = torch.zeros(*ids.shape, vocab_size, device=ids.device)
+    return rows.scatter_(-1, ids.unsqueeze(-1), 1.0)
 
 
 def residual(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> torch.Tensor:

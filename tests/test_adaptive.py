@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from specviz import engine
-from specviz.adaptive import PRIOR_ALPHA, AdaptiveGamma
+from specviz.adaptive import DRAFT_MARGIN, PRIOR_ALPHA, AdaptiveGamma
 from specviz.config import DecodeConfig
 from tests.fakes import fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
@@ -41,6 +41,14 @@ def test_a_costly_draft_model_drafts_less_than_a_free_one():
     controller = _controller(accept, CPU_LIKE, draft_step_ms=12.0)
     scores = [controller.expected_tokens(k) / controller.round_ms(k, costless=False) for k in range(9)]
     assert costly == max(range(9), key=lambda k: (scores[k], -k))
+
+
+def test_a_draft_must_beat_a_plain_step_by_the_margin():
+    flat = {1: 30.0, 2: 30.0}  # verifying one draft costs nothing extra, so E_1 = 1 + a_1 is the whole gain
+    for accept, drafts in [(DRAFT_MARGIN / 2, False), (DRAFT_MARGIN * 2, True)]:
+        controller = _controller([accept], flat, rounds=400, max_gamma=1)
+        assert controller.expected_tokens(1) / controller.round_ms(1, True) > 1 / controller.round_ms(0, True)
+        assert (controller.choose(1, costless=True) == 1) == drafts
 
 
 def test_flat_verify_cost_like_a_gpu_drafts_more_than_a_steep_cpu():
