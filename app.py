@@ -1,15 +1,22 @@
-"""specviz web app: `python app.py` serves on 0.0.0.0:7860 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT override)."""
+"""specviz web app: `python app.py` serves on 0.0.0.0:7860 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT override).
+
+Queue: SPECVIZ_CONCURRENCY runs at once (default 2; all model work shares one thread, so more only interleaves
+rounds), SPECVIZ_QUEUE_SIZE waiting at most (default 64; beyond it a visitor is told the queue is full).
+SPECVIZ_HOSTED=1 turns on hosted mode (specviz/hosting.py). Uploads over 20 MB are refused by Gradio itself.
+"""
 
 import os
 
 from specviz.ui import build_app, css
 
 QUEUE_POLL_S = 0.02  # see below
+MAX_UPLOAD = "20mb"  # a trace is far smaller; ui.MAX_TRACE_BYTES checks again
 
 demo = build_app()
 
 if __name__ == "__main__":
-    demo.queue(default_concurrency_limit=int(os.environ.get("SPECVIZ_CONCURRENCY", "2")), max_size=64)
+    demo.queue(default_concurrency_limit=int(os.environ.get("SPECVIZ_CONCURRENCY", "2")),
+               max_size=int(os.environ.get("SPECVIZ_QUEUE_SIZE", "64")))
     # Gradio's queue looks for new work every 1 ms and for progress every 10 ms. On a 2-core CPU those wake-ups slowed
     # the model's two OpenMP threads by ~10% during every run (python -m specviz.uibench: engine 8.1 s in the server
     # against 7.3 s alone). Every 20 ms is still instant to a person and removes the slowdown.
@@ -20,4 +27,5 @@ if __name__ == "__main__":
         server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
         server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
         css=css(),
+        max_file_size=MAX_UPLOAD,
     )

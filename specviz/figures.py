@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from functools import lru_cache
 
 import plotly.graph_objects as go
@@ -85,7 +86,7 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
         if drafted.overlap is not None:
             title += f", β = {drafted.overlap:.3f}"
     if closing is not None:
-        title += f"<br><sup>{closing.kind}: {closing.text!r}</sup>"
+        title += f"<br><sup>{closing.kind}: {plot_text(repr(closing.text))}</sup>"
     figure.update_layout(**LAYOUT, title=dict(text=title, font=dict(size=13)), barmode="overlay",
                          yaxis=dict(title="probability", range=[0, 1.05]), xaxis=dict(tickangle=-30))
     return figure
@@ -140,4 +141,9 @@ def _as_map(entries: list[TopToken]) -> dict[int, tuple[float, str]]:
 
 def _label(entry, token_id: int) -> str:
     text = entry[1] if entry else str(token_id)
-    return repr(text)[1:-1] or f"#{token_id}"
+    return plot_text(repr(text)[1:-1]) or f"#{token_id}"
+
+
+def plot_text(text: str) -> str:
+    """Text shown literally by plotly, which reads a few HTML tags and entities in labels and titles."""
+    return html.escape(text, quote=False)

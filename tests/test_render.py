@@ -44,3 +44,31 @@ def test_empty_and_real_traces_render():
     assert page.count('<div class="sv-row">') == len(trace.rounds)
     assert page.count("sv-tok sv-") - 4 >= sum(len(r.tokens) for r in trace.rounds)  # 4 legend chips
     assert render.rows_html(trace, last=2).count('<div class="sv-row">') == min(2, len(trace.rounds))
+
+
+def test_plots_and_stats_show_hostile_text_literally():
+    """plotly reads some HTML in labels and titles, and Markdown reads both HTML and its own marks."""
+    from specviz import figures, ui
+    from specviz.labs import rejection_figures
+    from specviz.metrics import summarize
+
+    trace = _trace_with(HOSTILE)
+    trace.rounds[0].tokens[2].text = HOSTILE  # the correction, named in the p-vs-q title
+    trace.rounds[0].tokens[2].target_top = [TopToken(9, HOSTILE, 0.5)]
+    figure = figures.p_vs_q_figure(trace.rounds[0], 1).to_json() + figures.p_vs_q_figure(trace.rounds[0], 2).to_json()
+    assert "<img" not in figure and "&lt;img src=x onerror=alert(1)&gt;" in figure
+    vocab = [HOSTILE, "<b>bold</b>", "ok"]
+    lab = (rejection_figures.overlap_figure(vocab, [0.5, 0.3, 0.2], [0.2, 0.3, 0.5]).to_json()
+           + rejection_figures.step_figure(_rejected_step(), vocab).to_json())
+    assert "<img" not in lab and "<b>bold" not in lab and "&lt;b&gt;bold" in lab
+    trace.draft_name = "[click](javascript:alert(1))"
+    stats = ui.stats_markdown(trace, summarize(trace))
+    assert "<img" not in stats and "](javascript" not in stats and "&lt;img" in stats
+
+
+def _rejected_step() -> dict:
+    from specviz.labs.rejection import speculative_step
+
+    step = speculative_step([0.2, 0.4, 0.4], [0.6, 0.2, 0.2], uniforms=[0.1, 0.9, 0.75])  # x = 0 drawn, then rejected
+    assert not step["accepted"]
+    return step

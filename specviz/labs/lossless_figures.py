@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREY, LAYOUT, ORANGE, RED, base_figure
+from ..figures import BLUE, GREY, LAYOUT, ORANGE, RED, base_figure, plot_text
 from .lossless import DistributionCheck, first_token_counts, noise_band, total_variation, tvd_to_exact
 
 SHOWN_TOKENS = 12
@@ -17,7 +17,7 @@ def distribution_figure(check: DistributionCheck) -> go.Figure:
     ranked = sorted(set(check.exact_first) | set(speculative) | set(plain),
                     key=lambda token: -max(check.exact_first.get(token, 0), speculative[token] / runs, plain[token] / runs))
     shown = ranked[:SHOWN_TOKENS]
-    labels = [f"{repr(check.texts.get(token, str(token)))[1:-1] or '∅'} ({token})" for token in shown]
+    labels = [f"{plot_text(repr(check.texts.get(token, str(token)))[1:-1]) or '∅'} ({token})" for token in shown]
     figure = base_figure()
     figure.add_bar(x=labels, y=[check.exact_first.get(token, 0) for token in shown], name="p (exact, target)",
                    marker_color=BLUE, opacity=0.45)

@@ -6,7 +6,7 @@ import math
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, RED, base_figure
+from ..figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, RED, base_figure, plot_text
 from .rejection import MISTAKES, chi_square_test, classical_rejection, overlap, total_variation, tvd_noise
 
 
@@ -16,6 +16,7 @@ def overlap_figure(vocab: list[str], target_probs: list[float], draft_probs: lis
     Japan preset: title "β = Σ min(p, q) = 0.900 · classical 1/M = 0.750 (M = 1.333)".
     """
     facts, classical = overlap(target_probs, draft_probs), classical_rejection(target_probs, draft_probs, vocab)
+    vocab = [plot_text(word) for word in vocab]  # the user's words, shown literally
     figure = base_figure()
     figure.add_bar(x=vocab, y=list(target_probs), name="p (target)", marker_color=BLUE, opacity=0.55)
     figure.add_bar(x=vocab, y=list(draft_probs), name="q (draft)", marker_color=ORANGE, opacity=0.55)
@@ -40,6 +41,7 @@ def step_figure(step_record: dict, vocab: list[str]) -> go.Figure:
     Left axes: q with x highlighted, p as ticks; right axes: the accept test on [0, 1], green when r < min(1, p/q), red otherwise.
     """
     step = step_record
+    vocab = [plot_text(word) for word in vocab]  # the user's words, shown literally
     drafted = vocab[step["draft_token"]]
     figure = base_figure()
     figure.add_bar(x=vocab, y=step["draft_probs"], name="q (draft): x is drawn from it", marker_color=ORANGE,

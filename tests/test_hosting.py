@@ -1,0 +1,103 @@
+"""Hosted mode and allowed folders (specviz/hosting.py), and the app refusing what they forbid."""
+
+import sys
+import types
+
+import gradio as gr
+import pytest
+
+from specviz import hosting, ui
+from specviz.config import OFFLINE_MODEL, DecodeConfig
+
+OFFLINE = list(ui.PAIRS)[0]
+
+
+def _config(**fields):
+    return DecodeConfig(**fields).validate()
+
+
+def test_local_use_allows_any_model_and_any_folder(tmp_path, monkeypatch):
+    for name in ("SPECVIZ_HOSTED", "SPECVIZ_MODEL_DIRS"):
+        monkeypatch.delenv(name, raising=False)
+    policy = hosting.current_policy()
+    assert not policy.hosted
+    policy.check(_config(target="someone/any-model", draft=str(tmp_path), gamma=64, max_new_tokens=8192), "hi")
+
+
+def test_folders_outside_the_allowed_ones_are_refused(tmp_path, monkeypatch):
+    allowed, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
+    (allowed / "tiny").mkdir(parents=True)
+    elsewhere.mkdir()
+    (allowed / "link").symlink_to(elsewhere)  # a link out of the allowed folder is judged by where it points
+    monkeypatch.setenv("SPECVIZ_MODEL_DIRS", str(allowed))
+    policy = hosting.current_policy()
+    policy.check(_config(target=str(allowed / "tiny")), "hi")
+    for outside in (elsewhere, allowed / "link", allowed / "tiny" / ".." / ".." / "elsewhere", "/etc"):
+        with pytest.raises(ValueError, match="outside the allowed folders"):
+            policy.check(_config(target=str(outside)), "hi")
+
+
+@pytest.fixture
+def hosted(monkeypatch):
+    monkeypatch.setenv("SPECVIZ_HOSTED", "1")
+    for name in ("SPECVIZ_MODEL_DIRS", "SPECVIZ_ALLOWED_MODELS", "SPECVIZ_MAX_NEW_TOKENS", "SPECVIZ_MAX_GAMMA",
+                 "SPECVIZ_MAX_PROMPT_CHARS"):
+        monkeypatch.delenv(name, raising=False)
+    return hosting.current_policy()
+
+
+def test_hosted_mode_allows_the_listed_models_only(hosted, monkeypatch):
+    hosted.check(_config(target=OFFLINE_MODEL), "hi")
+    hosted.check(_config(target="openai-community/gpt2-xl", draft="openai-community/gpt2"), "hi")
+    with pytest.raises(ValueError, match="not offered here"):
+        hosted.check(_config(target="someone/huge-model"), "hi")
+    monkeypatch.setenv("SPECVIZ_ALLOWED_MODELS", "someone/huge-model, other/one")
+    hosting.current_policy().check(_config(target="someone/huge-model"), "hi")
+
+
+@pytest.mark.parametrize("path", ["/tmp", "./models/x", "~/models", "a/b/c"])
+def test_hosted_mode_loads_no_local_paths(hosted, path):
+    with pytest.raises(ValueError, match="local path"):
+        hosted.check(_config(target=path), "hi")
+
+
+@pytest.mark.parametrize("fields,prompt,message", [
+    (dict(max_new_tokens=257), "hi", "max new tokens is capped at 256"),
+    (dict(gamma=9), "hi", "γ is capped at 8"),
+    ({}, "x" * 4001, "the limit is 4,000"),
+])
+def test_hosted_mode_caps_prompt_tokens_and_gamma(hosted, fields, prompt, message):
+    with pytest.raises(ValueError, match=message):
+        hosted.check(_config(**fields), prompt)
+
+
+def test_caps_come_from_the_environment_and_bad_values_are_named(hosted, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_MAX_GAMMA", "2")
+    assert hosting.current_policy().max_gamma == 2
+    monkeypatch.setenv("SPECVIZ_MAX_GAMMA", "lots")
+    with pytest.raises(ValueError, match="SPECVIZ_MAX_GAMMA must be a whole number"):
+        hosting.current_policy()
+
+
+def test_the_app_refuses_what_hosted_mode_forbids_before_loading_anything(hosted):
+    settings = dict(pair="Custom", target="/etc", draft="ngram", drafter=ui.PROMPT_LOOKUP, prompt="hi", gamma=4,
+                    max_new_tokens=8, temperature=0.0, top_k=0, top_p=1.0, seed=0)
+    with pytest.raises(gr.Error, match="loads no local paths"):
+        ui.make_config(**settings)
+    with pytest.raises(gr.Error, match="capped at 8"):
+        ui.make_config(**{**settings, "target": "", "pair": OFFLINE, "gamma": 12})
+
+
+def test_hosted_app_shows_its_caps_on_the_sliders(hosted):
+    demo = ui.build_app()
+    sliders = {block.label: block for block in demo.blocks.values() if isinstance(block, gr.Slider)}
+    assert sliders["γ: tokens drafted per round"].maximum == 8
+    assert sliders["Max new tokens"].maximum == 256
+
+
+def test_zero_gpu_decorator_is_used_only_when_the_spaces_package_is_there(monkeypatch):
+    function = lambda: 1  # noqa: E731
+    monkeypatch.setitem(sys.modules, "spaces", None)  # import spaces now fails, as off a Space
+    assert hosting.gpu_decorator()(function) is function
+    monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=lambda f: ("on a GPU", f)))
+    assert hosting.gpu_decorator()(function) == ("on a GPU", function)

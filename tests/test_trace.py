@@ -1,0 +1,77 @@
+"""Imported traces are checked against the schema before anything renders (trace.py), and refused clearly (ui.py)."""
+
+import json
+
+import gradio as gr
+import pytest
+
+from specviz import engine, ui
+from specviz.config import DecodeConfig
+from specviz.trace import Trace
+from tests.fakes import fake_pipeline
+
+
+@pytest.fixture(scope="module")
+def good() -> dict:
+    trace = engine.run_speculative(fake_pipeline(vocab_size=5), "a b", DecodeConfig(gamma=3, max_new_tokens=12, chat=False,
+                                                                                    temperature=1.0, seed=4))
+    return json.loads(trace.to_json())
+
+
+def _edit(data: dict, path: str, value) -> dict:
+    """A deep copy of data with the item at a dotted path ('rounds.0.tokens.1.kind') set, or deleted if value is ..."""
+    data = json.loads(json.dumps(data))
+    *parents, last = path.split(".")
+    node = data
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if value is ...:
+        del node[last]
+    else:
+        node[int(last) if isinstance(node, list) else last] = value
+    return data
+
+
+def test_a_real_trace_passes(good):
+    assert Trace.from_dict(good).to_json() == json.dumps(good, ensure_ascii=False)
+
+
+@pytest.mark.parametrize("path,value,message", [
+    ("rounds", "x", "trace.rounds must be a list"),
+    ("rounds.0.tokens.0.text", 5, r"trace.rounds\[0\].tokens\[0\].text must be str"),
+    ("rounds.0.tokens.0.kind", "mystery", "kind must be one of"),
+    ("rounds.0.tokens.0.target_prob", float("nan"), "target_prob must be float"),
+    ("rounds.0.tokens.0.position", True, "position must be int"),
+    ("rounds.0.accepted", ..., "lacks the field 'accepted'"),
+    ("rounds.0.surprise", 1, "unknown fields: surprise"),
+    ("token_ids", [1, "2"], r"token_ids\[1\] must be int"),
+    ("config.gamma", 0, "trace.config: gamma must be between 1 and 64"),
+    ("config", [], "trace.config must be dict"),
+    ("baseline", {"text": "x"}, "trace.baseline lacks the field"),
+    ("schema", 2, "unsupported trace schema"),
+])
+def test_wrong_schema_is_refused_naming_the_field(good, path, value, message):
+    with pytest.raises(ValueError, match=message):
+        Trace.from_dict(_edit(good, path, value))
+
+
+@pytest.mark.parametrize("content,message", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "not a specviz trace"),
+    ('{"schema": 1, "rounds": "x"}', "not a specviz trace"),
+    ("[" * 100_000 + "]" * 100_000, "not valid JSON"),  # nesting deeper than the parser goes
+    (b"\xff\xfe\x00junk", "not valid JSON"),
+])
+def test_the_app_refuses_a_bad_trace_file_with_a_reason(tmp_path, content, message):
+    path = tmp_path / "trace.json"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    with pytest.raises(gr.Error, match=message):
+        ui.import_trace(str(path))
+
+
+def test_the_app_refuses_a_huge_trace_file_before_reading_it(tmp_path, monkeypatch):
+    path = tmp_path / "huge.json"
+    with open(path, "wb") as handle:
+        handle.truncate(ui.MAX_TRACE_BYTES + 1)  # sparse: 20 MB that take no disk
+    with pytest.raises(gr.Error, match="larger than 20 MB"):
+        ui.import_trace(str(path))
