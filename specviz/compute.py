@@ -9,14 +9,29 @@ over the cores. The CLI and the benchmarks run on their own main thread and do n
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
-_MODEL_THREAD = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specviz-model")  # starts on first use
 _DONE = object()
+
+
+def _new_model_thread() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="specviz-model")  # its thread starts on first use
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (ZeroGPU runs each GPU call in one) inherits the executor but not its thread, so the first
+    submit would wait forever: give the child an executor of its own."""
+    global _MODEL_THREAD
+    _MODEL_THREAD = _new_model_thread()
+
+
+_MODEL_THREAD = _new_model_thread()
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def call(function: Callable[..., T], *args, **kwargs) -> T:

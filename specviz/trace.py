@@ -140,8 +140,10 @@ def _checked(hint, value, where: str):
         return [_checked(item_hint, item, f"{where}[{index}]") for index, item in enumerate(value)]
     if dataclasses.is_dataclass(hint):
         return _build(hint, value, where)
-    if hint is float and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
+    if hint is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        raise ValueError(f"{where} must be a finite number, got {value!r}"[:200])
     if hint is int and isinstance(value, int) and not isinstance(value, bool):
         return value
     if hint in (str, dict) and isinstance(value, hint):

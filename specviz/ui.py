@@ -43,6 +43,7 @@ EXAMPLES = [
 ROWS_INTERVAL_S = 0.4  # send the newest rows at most this often (Step shows every round); at 0.2 s streaming measured 10-13%, at 0.4 s 2-9%
 PLOT_INTERVAL_S = 2.0  # and redraw the four plots at most this often (~25 ms of CPU each time)
 MAX_TRACE_BYTES = 20 * 1024 * 1024
+TRACE_FILE_TTL_S = 3600  # downloadable trace files are kept this long
 
 @dataclass
 class StepSession:
@@ -186,7 +187,19 @@ def _plain(text) -> str:
 
 
 def write_trace_file(trace: Trace) -> str:
-    handle = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="specviz-trace-", delete=False, encoding="utf-8")
+    """The trace as a JSON file to download. Files older than TRACE_FILE_TTL_S are removed on the way, so a
+    server that runs for weeks does not fill its disk (Gradio serves its own copy, pruned by delete_cache)."""
+    folder = Path(tempfile.gettempdir()) / "specviz-traces"
+    folder.mkdir(exist_ok=True)
+    expired = time.time() - TRACE_FILE_TTL_S
+    for old in folder.glob("specviz-trace-*.json"):
+        try:
+            if old.stat().st_mtime < expired:
+                old.unlink()
+        except OSError:  # another worker removed it first
+            pass
+    handle = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="specviz-trace-", dir=folder, delete=False,
+                                         encoding="utf-8")
     with handle:
         handle.write(trace.to_json())
     return handle.name
@@ -313,7 +326,8 @@ def reset():
 def build_app() -> gr.Blocks:
     policy = hosting.current_policy()
     gpu = hosting.gpu_decorator()  # ZeroGPU on a Space, else nothing
-    with gr.Blocks(title="specviz: speculative decoding, round by round") as demo:
+    with gr.Blocks(title="specviz: speculative decoding, round by round",
+                   delete_cache=(TRACE_FILE_TTL_S, TRACE_FILE_TTL_S)) as demo:  # Gradio's copies of files, hourly
         gr.Markdown(
             "# specviz\nA small drafter proposes γ tokens; the target scores them all in **one** forward pass; "
             "modified rejection sampling keeps a prefix and draws a correction from norm(max(0, p − q)), or a bonus "

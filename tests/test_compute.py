@@ -75,3 +75,26 @@ def test_two_runs_interleave_item_by_item():
     # Each run's items are queued one task at a time, so neither waits for the other to finish.
     order = [i for name, i in log if name != "closed"]
     assert order.index(19) < len(order) - 1 and order[:4] == [0, 0, 1, 1]
+
+
+def test_a_forked_child_gets_a_model_thread_of_its_own():
+    """ZeroGPU runs GPU calls in a forked process; the parent's worker thread does not exist there."""
+    import os
+
+    assert compute.call(lambda: 1) == 1  # the parent's worker thread is running now
+    child = os.fork()
+    if child == 0:  # in the child: exit 0 only if model work still runs
+        code = 1
+        try:
+            code = 0 if compute.call(lambda: 42) == 42 else 1
+        finally:
+            os._exit(code)
+    deadline = time.time() + 20
+    while time.time() < deadline:
+        done, status = os.waitpid(child, os.WNOHANG)
+        if done:
+            assert os.waitstatus_to_exitcode(status) == 0
+            return
+        time.sleep(0.05)
+    os.kill(child, 9)
+    pytest.fail("the forked child's model call never returned")

@@ -40,7 +40,7 @@ def test_a_real_trace_passes(good):
     ("rounds", "x", "trace.rounds must be a list"),
     ("rounds.0.tokens.0.text", 5, r"trace.rounds\[0\].tokens\[0\].text must be str"),
     ("rounds.0.tokens.0.kind", "mystery", "kind must be one of"),
-    ("rounds.0.tokens.0.target_prob", float("nan"), "target_prob must be float"),
+    ("rounds.0.tokens.0.target_prob", float("nan"), "target_prob must be a finite number"),
     ("rounds.0.tokens.0.position", True, "position must be int"),
     ("rounds.0.accepted", ..., "lacks the field 'accepted'"),
     ("rounds.0.surprise", 1, "unknown fields: surprise"),
@@ -75,3 +75,17 @@ def test_the_app_refuses_a_huge_trace_file_before_reading_it(tmp_path, monkeypat
         handle.truncate(ui.MAX_TRACE_BYTES + 1)  # sparse: 20 MB that take no disk
     with pytest.raises(gr.Error, match="larger than 20 MB"):
         ui.import_trace(str(path))
+
+
+def test_downloadable_trace_files_expire_so_a_long_running_server_keeps_its_disk(good, tmp_path, monkeypatch):
+    import os
+    import tempfile
+    import time
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    trace = Trace.from_dict(good)
+    first = ui.write_trace_file(trace)
+    stale = time.time() - ui.TRACE_FILE_TTL_S - 60
+    os.utime(first, (stale, stale))
+    second = ui.write_trace_file(trace)
+    assert not os.path.exists(first) and Trace.from_json(open(second, encoding="utf-8").read()) == trace
