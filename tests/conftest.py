@@ -35,34 +35,15 @@ def tiny_draft_folder(tmp_path_factory, offline_target):
 def app_server(offline_target, tmp_path_factory):
     """`python app.py` started as a user would, on a free port of 127.0.0.1; its log is shown if it dies.
     Yields (url, process)."""
-    import os
-    import socket
     import subprocess
-    import sys
-    import time
-    import urllib.request
-    from pathlib import Path
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    from specviz.loadtest import start_server
+
     log_path = tmp_path_factory.mktemp("app") / "app.log"
-    env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1",
-           "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
-    root = Path(__file__).resolve().parent.parent
-    with open(log_path, "w") as log:
-        process = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.time() + 120
-    while True:
-        try:
-            urllib.request.urlopen(url, timeout=2)
-            break
-        except OSError:
-            if process.poll() is not None or time.time() > deadline:
-                process.kill()
-                pytest.fail(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.5)
+    try:
+        url, process = start_server(log_path)
+    except RuntimeError:
+        pytest.fail(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
     yield url, process
     process.terminate()
     try:

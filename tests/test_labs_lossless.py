@@ -49,3 +49,18 @@ def test_noise_band_shrinks_with_more_runs_and_bad_sizes_are_refused():
     assert lossless.noise_band(exact, 4000) < lossless.noise_band(exact, 100) / 3
     with pytest.raises(ValueError):
         next(lossless.check_distribution(fake_pipeline(), PROMPT, CONFIG, runs=0))
+
+
+@pytest.mark.parametrize("prefix,message", [("  ", "prefix is empty"), ("a\x00b", "control character"),
+                                            ("x" * 60_000, "the limit is 50,000")])
+def test_bad_prefixes_are_refused_before_any_model_loads(prefix, message):
+    import gradio as gr
+
+    from specviz.labs import tabs
+
+    with pytest.raises(gr.Error, match=message):
+        tabs.greedy_run(prefix)
+    with pytest.raises(gr.Error, match=message):
+        next(tabs.lossless_run(prefix, 20, 1, 1.0, 1.0))
+    with pytest.raises(gr.Error, match=message):
+        next(tabs.lenience_sweep(prefix, 20, 1.0))

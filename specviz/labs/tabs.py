@@ -8,8 +8,8 @@ import functools
 import gradio as gr
 import torch
 
-from .. import compute, engine
-from ..config import DecodeConfig
+from .. import compute, engine, hosting
+from ..config import DecodeConfig, check_prompt
 from ..metrics import estimate_verify_cost, summarize
 from . import bandwidth, bandwidth_figures, calculator, calculator_figures, glossary, lossless, lossless_figures
 from . import rejection, rejection_figures
@@ -273,9 +273,18 @@ def _check_text(check: lossless.DistributionCheck) -> str:
             + warning)
 
 
-def lossless_run(prompt, runs, tokens, temperature, lenience):
-    if not str(prompt).strip():
+def _check_prefix(prompt) -> None:
+    """The same checks as the live tab's prompt (and hosted mode's length cap), as a gr.Error."""
+    if not isinstance(prompt, str) or not prompt.strip():
         raise gr.Error("The prefix is empty.")
+    try:
+        check_prompt(prompt, hosting.current_policy().max_prompt_chars)
+    except ValueError as error:
+        raise gr.Error(f"{str(error)[:1].upper()}{str(error)[1:]}.") from error
+
+
+def lossless_run(prompt, runs, tokens, temperature, lenience):
+    _check_prefix(prompt)
     config = _lossless_config(temperature, lenience)
     if config.greedy:
         raise gr.Error("At temperature 0 there is no distribution to compare: use the greedy check, or raise it.")
@@ -294,8 +303,7 @@ def lossless_run(prompt, runs, tokens, temperature, lenience):
 
 
 def greedy_run(prompt):
-    if not str(prompt).strip():
-        raise gr.Error("The prefix is empty.")
+    _check_prefix(prompt)
     config = dataclasses.replace(_lossless_config(0, 1), max_new_tokens=48)
     pipeline = _lossless_pipeline(config)
     result = compute.call(lossless.check_greedy, pipeline, prompt, config)
@@ -303,6 +311,7 @@ def greedy_run(prompt):
 
 
 def lenience_sweep(prompt, runs, temperature):
+    _check_prefix(prompt)
     rows, checks = [], []
     for value in (1.0, 0.8, 0.5, 0.3):
         config = _lossless_config(temperature, value)
