@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from . import engine, hf_baselines, models, profiling
-from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .config import DISTILLED_DRAFTER, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
 from .metrics import summarize
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "assets" / "bench_prompts.jsonl"
@@ -83,8 +83,8 @@ def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = 
                 plan.append(Method(kind, drafter))
                 if kind == "specviz":
                     plan += [Method(kind, drafter, gamma) for gamma in extra_gammas]
-        elif kind == "hf_assisted":
-            plan += [Method(kind, draft) for draft in drafts]
+        elif kind == "hf_assisted":  # the distilled draft reads the target's hidden states: generate() cannot drive it
+            plan += [Method(kind, draft) for draft in drafts if draft != DISTILLED_DRAFTER]
     return plan
 
 
@@ -99,7 +99,8 @@ class Runner:
 
     def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3):
         self.target = models.load_model(target)
-        self.assistants = {draft: models.load_model(draft, self.target.device, self.target.dtype) for draft in drafts}
+        self.assistants = {draft: models.load_model(draft, self.target.device, self.target.dtype)
+                           for draft in drafts if draft != DISTILLED_DRAFTER}
         self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size).validate()
         self.pipelines = {NGRAM_DRAFTER: engine.build_pipeline(self.base)}
         for draft in drafts:
@@ -194,7 +195,8 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, help="at most this many prompts per category")
     parser.add_argument("--methods", nargs="*", choices=METHODS, default=list(METHODS))
     parser.add_argument("--target", default=OFFLINE_MODEL)
-    parser.add_argument("--draft", nargs="*", default=[], help="draft model ids or folders (prompt lookup always runs)")
+    parser.add_argument("--draft", nargs="*", default=[], help="draft model ids or folders, or 'distilled' for the shipped draft of the offline target "
+                        "(prompt lookup always runs)")
     parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")
     parser.add_argument("--also-gammas", type=int, nargs="*", default=[],
                         help="also run specviz at these fixed γ (to compare adaptive γ with the best fixed one)")

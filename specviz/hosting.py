@@ -17,7 +17,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig, check_prompt
+from .config import (DISTILLED_DRAFTER, MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig,
+                     check_prompt)
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive
 
@@ -42,7 +43,7 @@ class Policy:
             self.check_model(role, model_id)
 
     def check_model(self, role: str, model_id: str) -> None:
-        if model_id in (OFFLINE_MODEL, NGRAM_DRAFTER):
+        if model_id in (OFFLINE_MODEL, NGRAM_DRAFTER, DISTILLED_DRAFTER):  # shipped with specviz
             return
         if looks_like_path(model_id):
             self._check_folder(role, model_id)

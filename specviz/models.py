@@ -83,7 +83,7 @@ class LanguageModel:
     spent in forwards, which lets tests prove the prefix is never re-encoded.
     """
 
-    def __init__(self, hf_model, vocab_size: int, device: torch.device, name: str = ""):
+    def __init__(self, hf_model, vocab_size: int, device: torch.device, name: str = "", keep_features: bool = False):
         self.hf_model = hf_model
         self.vocab_size = vocab_size
         self.device = device
@@ -94,6 +94,9 @@ class LanguageModel:
         self.tokens_fed = 0
         self.forward_calls = 0
         self.forward_seconds = 0.0
+        # keep_features: also keep the final-norm hidden state of every cached token (a feature drafter reads them)
+        self.keep_features = keep_features
+        self.features: torch.Tensor | None = None  # [cached_length, H] when keep_features
 
     def reset(self) -> None:
         from transformers import DynamicCache
@@ -102,6 +105,7 @@ class LanguageModel:
         if hasattr(self.cache, "activate_past_recording"):
             self.cache.activate_past_recording()  # sliding-window layers can then be rolled back after a rejection
         self.cached_length = 0
+        self.features = None
 
     def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1, sync: bool = True) -> torch.Tensor:
         """Append token_ids [k] to the cache; return logits [logits_to_keep, vocab_size] for the last positions.
@@ -112,27 +116,37 @@ class LanguageModel:
         if self.cache is None:
             self.reset()
         started = time.perf_counter()
+        input_ids = token_ids.view(1, -1).to(self.device)
         with torch.inference_mode():
-            output = self.hf_model(
-                input_ids=token_ids.view(1, -1).to(self.device),
-                past_key_values=self.cache,
-                use_cache=True,
-                logits_to_keep=logits_to_keep,
-            )
+            if self.keep_features:
+                logits = self._feed_keeping_features(input_ids, logits_to_keep)
+            else:
+                output = self.hf_model(
+                    input_ids=input_ids, past_key_values=self.cache, use_cache=True, logits_to_keep=logits_to_keep
+                )
+                self.cache, logits = output.past_key_values, output.logits
         if sync:
             synchronize(self.device)  # so forward_seconds is device time, not kernel-launch time
         self.forward_seconds += time.perf_counter() - started
-        self.cache = output.past_key_values
         self.cached_length += token_ids.numel()
         self.tokens_fed += token_ids.numel()
         self.forward_calls += 1
-        return output.logits[0, -logits_to_keep:, : self.vocab_size]  # [logits_to_keep, V]
+        return logits[0, -logits_to_keep:, : self.vocab_size]  # [logits_to_keep, V]
+
+    def _feed_keeping_features(self, input_ids: torch.Tensor, logits_to_keep: int):
+        """The causal LM's forward in its two halves: the decoder (whose last hidden state we keep), then the head."""
+        output = self.hf_model.get_decoder()(input_ids=input_ids, past_key_values=self.cache, use_cache=True)
+        self.cache, hidden = output.past_key_values, output.last_hidden_state  # hidden: [1, k, H]
+        self.features = hidden[0] if self.features is None else torch.cat([self.features, hidden[0]])
+        return self.hf_model.get_output_embeddings()(hidden[:, -logits_to_keep:])  # [1, logits_to_keep, V]
 
     def crop(self, length: int) -> None:
         """Roll the cache back to its first `length` tokens (transformers 5 takes a negative count to remove)."""
         if length < self.cached_length:
             self.cache.crop(length - self.cached_length)
             self.cached_length = length
+            if self.features is not None:
+                self.features = self.features[:length]
 
 
 @dataclass
@@ -148,8 +162,8 @@ class LoadedModel:
     def logits_width(self) -> int:
         return int(self.hf_model.get_output_embeddings().weight.shape[0])
 
-    def language_model(self, vocab_size: int) -> LanguageModel:
-        return LanguageModel(self.hf_model, vocab_size, self.device, self.model_id)
+    def language_model(self, vocab_size: int, keep_features: bool = False) -> LanguageModel:
+        return LanguageModel(self.hf_model, vocab_size, self.device, self.model_id, keep_features)
 
 
 # ---------------------------------------------------------------- loading

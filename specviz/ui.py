@@ -18,14 +18,14 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from . import compute, engine, figures, hosting, models, render
-from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .config import DISTILLED_DRAFTER, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
 from .metrics import estimate_verify_cost, summarize
 from .labs.tabs import build_lab_tabs
 from .trace import Trace
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PAIRS = {
-    "Offline: SmolLM2-135M-Instruct (embedded)": (OFFLINE_MODEL, None),
+    "Offline: SmolLM2-135M-Instruct (embedded)": (OFFLINE_MODEL, DISTILLED_DRAFTER),
     "gpt2-xl ← gpt2": models.PRESETS["gpt2-xl"],
     "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": models.PRESETS["smollm2-1.7b"],
     "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": models.PRESETS["qwen2.5-1.5b"],
@@ -73,8 +73,6 @@ def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, tem
         draft_id = NGRAM_DRAFTER
     else:
         draft_id = pair_draft or (draft or "").strip()
-        if target_id == OFFLINE_MODEL:
-            raise gr.Error("The offline pair has no draft model: choose prompt lookup, or a hub pair when online.")
     if not target_id or not draft_id:
         raise gr.Error("Give both a target and a draft model id (or choose prompt lookup).")
     try:
@@ -345,7 +343,9 @@ def build_app() -> gr.Blocks:
                     with gr.Row(visible=False) as custom_row:
                         target = gr.Textbox(label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
                         draft = gr.Textbox(label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")
-                    drafter = gr.Radio([PROMPT_LOOKUP, DRAFT_MODEL], value=PROMPT_LOOKUP, label="Drafter")
+                    drafter = gr.Radio([PROMPT_LOOKUP, DRAFT_MODEL], value=PROMPT_LOOKUP, label="Drafter",
+                                       info="On the offline pair the draft model is the head distilled from "
+                                            "SmolLM2 (assets/); its p vs q bars show a real q")
                     prompt = gr.Textbox(EXAMPLES[0], label="Prompt", lines=3, max_lines=12)
                     gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
                     gamma = gr.Slider(1, min(16, policy.max_gamma), value=4, step=1, label="γ: tokens drafted per round")

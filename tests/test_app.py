@@ -83,7 +83,7 @@ def _cpu_seconds(process, over: float) -> float:
     (dict(max_new=100000), "greater than maximum value 512"),
     (dict(seed=-3), "less than minimum value 0"),
     (dict(pair="Custom", target="", draft=""), "Give both a target and a draft"),
-    (dict(drafter=ui.DRAFT_MODEL), "offline pair has no draft model"),
+    (dict(pair="Custom", target="distilled", draft="ngram"), "can only be the drafter"),
     (dict(pair="Custom", target="no-such-org/no-such-model", draft="ngram"), "cannot be reached"),
     (dict(prompt="word " * 9000), "context holds"),
     (dict(prompt="x" * 100_000), "the limit is 50,000"),
@@ -172,6 +172,17 @@ def test_a_corrupt_model_file_is_a_clear_error_and_the_app_goes_on(client, tmp_p
     (tmp_path / "corrupt" / "model.safetensors").write_bytes(b"not weights" * 50)
     with pytest.raises(Exception, match="holds no usable checkpoint"):
         _run(client, pair="Custom", target=folder, draft="ngram")
+    assert _run(client, max_new=4)[0].count('<div class="sv-row">') >= 1
+
+
+def test_the_offline_pair_drafts_with_the_distilled_draft(client):
+    kinds = _kinds(_run(client, prompt="Explain what a rainbow is.", drafter=ui.DRAFT_MODEL, max_new=24)[0])
+    assert kinds["accepted"] > 0 and kinds["corrected"] + kinds["bonus"] > 0
+
+
+def test_the_distilled_draft_with_another_target_is_a_clear_error(client, tiny_draft_folder):
+    with pytest.raises(Exception, match="works with that target only"):
+        _run(client, pair="Custom", target=tiny_draft_folder, draft="distilled", drafter=ui.DRAFT_MODEL)
     assert _run(client, max_new=4)[0].count('<div class="sv-row">') >= 1
 
 

@@ -1,0 +1,284 @@
+"""Distil the shipped draft (feature_draft.py) from the offline target. Seeded and reproducible.
+
+    python -m specviz.distill                      # the shipped recipe: about 25 min of data, 25 min of training on 2 CPU cores
+    python -m specviz.distill --prompts 16 --passages 8 --max-new-tokens 24 --steps 3 --out /tmp/d.safetensors
+
+1. Data (distill_data.py): the target answers the project's own prompts; we keep every token and the target's
+   final-norm hidden state h_j there. Cached under $SPECVIZ_CACHE/distill/, keyed by the data arguments.
+2. Head support S: the most frequent tokens the target generated (frequency-ranked drafting).
+3. Training, with training-time test (HASS / EAGLE-3): block 1 reads the true states h_j; block k reads the
+   states predicted by block k-1 and attends to true pairs only up to where drafting would have started, so
+   training sees exactly the inputs that drafting step k sees. Loss per block:
+       KL(p̃ ‖ q) + λ·SmoothL1(ĥ_{j+1}, h_{j+1}),   p̃ = softmax(W_S h_{j+1}),  q = softmax(W_S ĥ_{j+1})
+   p̃ is the target's own next-token distribution renormalised over S: the teacher is recomputed from h.
+4. Save the FC and the layer in float16 with the head's token ids, and print the file's sha256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from . import feature_draft, models
+from .config import OFFLINE_MODEL
+from .distill_data import Corpus, build_corpus
+from .offline_model import cache_root
+
+VALIDATION_EVERY = 40  # every 40th sequence is held out
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=str(feature_draft.ASSET), help="where to write the draft (.safetensors)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompts", type=int, default=1200, help="first-stage prompts")
+    parser.add_argument("--passages", type=int, default=600, help="second-stage prompts quoting first-stage answers")
+    parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser.add_argument("--gen-batch", type=int, default=64, help="sequences generated at once")
+    parser.add_argument("--head-size", type=int, default=4096, help="S, the tokens the draft can propose")
+    parser.add_argument("--epochs", type=float, default=3.0)
+    parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run all epochs)")
+    parser.add_argument("--batch", type=int, default=8, help="sequences per training step")
+    parser.add_argument("--max-length", type=int, default=384, help="tokens of a sequence used in training")
+    parser.add_argument("--unroll", type=int, default=2, help="drafting steps simulated in training (training-time test)")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--regression", type=float, default=0.2, help="λ, weight of the hidden-state regression")
+    parser.add_argument("--noise", type=float, default=0.05, help="uniform noise on input states, times their RMS")
+    parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--score", choices=("all", "generated"), default="all",
+                        help="positions whose predictions are scored: all, or only those of generated tokens")
+    parser.add_argument("--data-only", action="store_true", help="build (or find) the data, then stop")
+    parser.add_argument("--without-states", action="store_true",
+                        help="ablation: the head sees tokens only (a 1-layer LM on frozen embeddings), for comparison")
+    parser.add_argument("--cache-dir", default=None, help="where generated data is kept (default $SPECVIZ_CACHE/distill)")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    torch.set_num_threads(max(1, torch.get_num_threads()))
+    target = models.load_model(OFFLINE_MODEL)
+    corpus = load_or_build_corpus(target, args)
+    print(f"data: {len(corpus.sequences)} sequences, {corpus.token_count:,} tokens ({corpus.generated_count:,} generated), "
+          f"built in {corpus.seconds / 60:.1f} min")
+    if args.data_only:
+        return 0
+    started = time.perf_counter()
+    draft, report = train(target.hf_model, corpus, args)
+    report.update(sequences=len(corpus.sequences), tokens=corpus.token_count, generated_tokens=corpus.generated_count,
+                  args={k: v for k, v in vars(args).items() if k not in ("out", "cache_dir", "data_only")})
+    digest = feature_draft.save(draft, args.out, report)  # no timings inside: a rerun writes the same bytes
+    print(json.dumps(report, indent=1))
+    print(f"data {corpus.seconds / 60:.1f} min, training {(time.perf_counter() - started) / 60:.1f} min")
+    print(f"wrote {args.out} ({Path(args.out).stat().st_size / 1e6:.1f} MB), sha256 {digest}")
+    return 0
+
+
+def load_or_build_corpus(target, args) -> Corpus:
+    key = json.dumps([args.seed, args.prompts, args.passages, args.max_new_tokens, args.gen_batch, str(target.dtype)])
+    folder = Path(args.cache_dir) if args.cache_dir else cache_root() / "distill"
+    path = folder / f"corpus-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
+    if path.exists():
+        return Corpus.load(path)
+    from .engine import _eos_ids
+
+    print(f"generating data with {OFFLINE_MODEL} on {target.device} ...")
+    corpus = build_corpus(target.hf_model, target.tokenizer, _eos_ids(target), args.prompts, args.passages,
+                          args.max_new_tokens, args.gen_batch, args.seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    corpus.save(path)
+    return corpus
+
+
+def frequent_tokens(corpus: Corpus, size: int, always: list[int]) -> torch.Tensor:
+    """The `size` ids the target generated most often (ties by id), with the `always` ids (EOS) included."""
+    counts = torch.zeros(max(max(s.token_ids) for s in corpus.sequences) + 1, dtype=torch.long)
+    for s in corpus.sequences:
+        counts += torch.bincount(torch.tensor(s.token_ids[s.prompt_length:], dtype=torch.long), minlength=counts.numel())
+    ranked = sorted(range(counts.numel()), key=lambda i: (-int(counts[i]), i))
+    chosen = list(dict.fromkeys(always + ranked))[:size]
+    return torch.tensor(sorted(chosen))
+
+
+# ---------------------------------------------------------------- training
+
+
+def train(hf_model, corpus: Corpus, args) -> tuple[feature_draft.FeatureDraft, dict]:
+    generator = torch.Generator().manual_seed(args.seed)
+    eos = [i for i in [hf_model.generation_config.eos_token_id] if isinstance(i, int)]
+    head_ids = frequent_tokens(corpus, args.head_size, eos)
+    embedding = hf_model.get_input_embeddings().weight.detach().float()
+    head_weight = hf_model.get_output_embeddings().weight.detach().float()[head_ids.to(embedding.device)]
+    draft = feature_draft.FeatureDraft(hf_model.config, head_ids, embedding, head_weight.clone())
+    _initialise(draft, generator)
+    draft.to(embedding.device).train()  # trained in float32 on the target's device (a GPU when there is one)
+
+    train_set = [s for i, s in enumerate(corpus.sequences) if i % VALIDATION_EVERY != VALIDATION_EVERY - 1]
+    valid_set = [s for i, s in enumerate(corpus.sequences) if i % VALIDATION_EVERY == VALIDATION_EVERY - 1]
+    coverage = _coverage(valid_set, head_ids)
+    feature_rms = float(torch.cat([s.features[:64].float() for s in train_set[:200]]).pow(2).mean().sqrt()) if train_set else 1.0
+    steps_per_epoch = math.ceil(len(train_set) / args.batch)
+    total = args.steps or max(1, int(args.epochs * steps_per_epoch))
+    trainable = [p for p in draft.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(trainable, lr=args.lr, betas=(0.9, 0.95), weight_decay=args.weight_decay)
+    warmup = min(100, total // 10 + 1)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / warmup) * (
+        0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(step, total) / total))))
+    print(f"training {sum(p.numel() for p in trainable):,} parameters for {total} steps ({steps_per_epoch} per epoch); "
+          f"head covers {coverage:.1%} of held-out generated tokens")
+    step, started, order = 0, time.perf_counter(), []
+    while step < total:
+        if not order:
+            order = torch.randperm(len(train_set), generator=generator).tolist()
+        batch = [train_set[i] for i in order[: args.batch]]
+        order = order[args.batch:]
+        losses = _losses(draft, batch, args, feature_rms, generator)
+        loss = sum(losses)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        optimizer.step()
+        schedule.step()
+        step += 1
+        if step % 25 == 0 or step == total:
+            print(f"  step {step}/{total}  loss {loss.item():.3f} ({' '.join(f'{x.item():.3f}' for x in losses)})  "
+                  f"{(time.perf_counter() - started) / 60:.1f} min", flush=True)
+    draft.eval()
+    report = {"head_size": args.head_size, "head_coverage": round(coverage, 4), "steps": total}
+    report.update(evaluate(draft, hf_model, valid_set, args))
+    return draft, report
+
+
+def _initialise(draft, generator) -> None:
+    """Normal(0, 0.02) weights drawn from the run's generator (no global seeding); norms at 1, biases at 0."""
+    for name, parameter in draft.named_parameters():
+        if not parameter.requires_grad:
+            continue
+        with torch.no_grad():
+            if name.endswith("norm.weight"):
+                parameter.fill_(1.0)
+            elif name.endswith("bias"):
+                parameter.zero_()
+            else:
+                parameter.normal_(0.0, 0.02, generator=generator)
+
+
+def _batch(sequences, max_length, generated_only=False):
+    """Right-padded pairs: features h_j [B, n, H], next ids x_{j+1} [B, n], targets h_{j+1} [B, n, H], and
+    valid [B, n]. generated_only keeps only pairs j ≥ P - 1 (P prompt tokens), whose predictions are generated
+    tokens, the ones a drafter proposes; the prompt's pairs are still read (attended to), just not scored."""
+    lengths = [min(len(s.token_ids), max_length) - 1 for s in sequences]
+    n, hidden = max(lengths), sequences[0].features.shape[-1]
+    features = torch.zeros(len(sequences), n, hidden)
+    targets = torch.zeros(len(sequences), n, hidden)
+    next_ids = torch.zeros(len(sequences), n, dtype=torch.long)
+    valid = torch.zeros(len(sequences), n, dtype=torch.bool)
+    for row, (s, length) in enumerate(zip(sequences, lengths)):
+        f = s.features[: length + 1].float()
+        features[row, :length], targets[row, :length] = f[:-1], f[1:]
+        next_ids[row, :length] = torch.tensor(s.token_ids[1: length + 1])
+        valid[row, max(0, s.prompt_length - 1) if generated_only else 0: length] = True
+    return features, next_ids, targets, valid
+
+
+def unrolled_mask(n: int, blocks: int) -> torch.Tensor:
+    """[1, 1, K·n, K·n] bool for K stacked blocks of n pairs (training-time test).
+
+    Block k at position m stands for drafting step k at pair m: drafting began after the true pair m-k+1, so it
+    attends block 1 (true states) at positions ≤ m-k+1, and block b (2 ≤ b ≤ k) only at position m-(k-b).
+    """
+    m = torch.arange(n)
+    mask = torch.zeros(blocks * n, blocks * n, dtype=torch.bool)
+    for k in range(1, blocks + 1):
+        rows = slice((k - 1) * n, k * n)
+        mask[rows, :n] = m.view(1, -1) <= (m.view(-1, 1) - k + 1)
+        for b in range(2, k + 1):
+            mask[rows, (b - 1) * n: b * n] = m.view(1, -1) == (m.view(-1, 1) - (k - b))
+    return mask.view(1, 1, blocks * n, blocks * n)
+
+
+def _losses(draft, sequences, args, feature_rms, generator) -> list[torch.Tensor]:
+    device = draft.fc.weight.device
+    batch = _batch(sequences, args.max_length, generated_only=args.score == "generated")
+    features, next_ids, targets, valid = (t.to(device) for t in batch)
+    n = features.shape[1]
+    noise = (torch.rand(features.shape, generator=generator) - 0.5).to(device) * (2 * args.noise * feature_rms)
+    inputs = [features + noise]  # block 1: the true states
+    if args.without_states:
+        inputs = [torch.zeros_like(features)]
+    positions = torch.arange(n, device=device).view(1, -1).expand(features.shape[0], -1)
+    predicted = None
+    for k in range(1, args.unroll + 1):  # blocks k < K only supply the inputs of block k + 1: no gradient
+        grad = k == args.unroll
+        with torch.set_grad_enabled(grad):
+            blocks = torch.cat(inputs, dim=1)
+            ids, pos = next_ids.repeat(1, k), positions.repeat(1, k)
+            predicted = draft(blocks, ids, pos, attention_mask=unrolled_mask(n, k).to(device))  # [B, k·n, H]
+        if not grad:
+            last = predicted[:, (k - 1) * n:].detach()  # block k's predictions of h_{m+1}, read at pair m + 1
+            inputs.append(torch.cat([features[:, :1], last[:, :-1]], dim=1))
+    with torch.no_grad():
+        teacher = F.softmax(draft.head_logits(targets), dim=-1)  # [B, n, S], p renormalised over S
+    losses = []
+    for k in range(args.unroll):
+        block = predicted[:, k * n: (k + 1) * n]
+        usable = valid.clone()
+        usable[:, :k] = False  # block k+1 at the first k positions has no drafting context
+        log_q = F.log_softmax(draft.head_logits(block), dim=-1)
+        kl = (teacher * (torch.log(teacher.clamp_min(1e-12)) - log_q)).sum(-1)
+        regression = F.smooth_l1_loss(block, targets, reduction="none").mean(-1)
+        losses.append(((kl + args.regression * regression) * usable).sum() / usable.sum().clamp_min(1))
+    return losses
+
+
+@torch.no_grad()
+def evaluate(draft, hf_model, sequences, args) -> dict:
+    """Held-out agreement at generated tokens: is the draft's top token the target's top token (full vocabulary)?
+
+    step1: reading true states (the first drafted token); step2: reading its own prediction (the second).
+    """
+    if not sequences:
+        return {}
+    head, device = hf_model.get_output_embeddings(), draft.fc.weight.device
+    agree = [0, 0]
+    counted = [0, 0]
+    for start in range(0, len(sequences), args.batch):
+        batch = _batch(sequences[start: start + args.batch], args.max_length, generated_only=True)
+        features, next_ids, targets, valid = (t.to(device) for t in batch)
+        n = features.shape[1]
+        positions = torch.arange(n, device=device).view(1, -1).expand(features.shape[0], -1)
+        target_top = head(targets.to(head.weight.dtype)).argmax(-1)  # [B, n] over the full vocabulary
+        inputs = [torch.zeros_like(features) if args.without_states else features]
+        for k in (1, 2):
+            predicted = draft(torch.cat(inputs, 1), next_ids.repeat(1, k), positions.repeat(1, k),
+                              attention_mask=unrolled_mask(n, k).to(device))[:, (k - 1) * n:]
+            draft_top = draft.head_ids[draft.head_logits(predicted).argmax(-1)]
+            usable = valid.clone()
+            usable[:, : k - 1] = False
+            agree[k - 1] += int(((draft_top == target_top) & usable).sum())
+            counted[k - 1] += int(usable.sum())
+            inputs.append(torch.cat([inputs[0][:, :1], predicted[:, :-1]], dim=1))
+    result = {f"valid_top1_step{k + 1}": round(agree[k] / max(1, counted[k]), 4) for k in range(2)}
+    print(f"held-out top-1 agreement with the target: {result}")
+    return result
+
+
+def _coverage(sequences, head_ids: torch.Tensor) -> float:
+    generated = torch.tensor([t for s in sequences for t in s.token_ids[s.prompt_length:]], dtype=torch.long)
+    return float(torch.isin(generated, head_ids).float().mean()) if generated.numel() else 0.0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (ValueError, OSError) as error:
+        print(f"specviz.distill: {error}", file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,119 @@
+"""The distilled draft: the shipped file, exact decoding with it, and the training script end to end."""
+
+import pytest
+import torch
+
+from specviz import distill, engine, feature_draft
+from specviz.config import DISTILLED_DRAFTER, DecodeConfig
+from specviz.distill_prompts import first_stage_prompts, passage_prompts
+from specviz.trace import ACCEPTED, REJECTED
+
+PROMPTS = ["Write a haiku about autumn leaves.", "What is the boiling point of water at sea level?",
+           "Give three tips for learning to play the guitar."]
+
+
+def test_one_unrolled_block_is_plain_causal_attention():
+    mask = distill.unrolled_mask(4, 1)[0, 0]
+    assert torch.equal(mask, torch.tril(torch.ones(4, 4, dtype=torch.bool)))
+
+
+def test_second_block_sees_true_pairs_before_drafting_began_and_itself():
+    mask = distill.unrolled_mask(4, 2)[0, 0]
+    # Block 2 at pair 2 is drafting step 2: step 1 read the true pair 1, so it sees true pairs 0..1 and itself.
+    assert mask[4 + 2, :4].tolist() == [True, True, False, False]
+    assert mask[4 + 2, 4:].tolist() == [False, False, True, False]
+    assert not mask[:4, 4:].any()  # the true block never sees predictions
+
+
+def test_third_block_sees_its_own_chain_of_predictions():
+    mask = distill.unrolled_mask(5, 3)[0, 0]
+    row = mask[10 + 4]  # block 3, pair 4: true pairs 0..2, block 2 at pair 3, itself
+    assert row[:5].tolist() == [True, True, True, False, False]
+    assert row[5:10].tolist() == [False, False, False, True, False]
+    assert row[10:].tolist() == [False, False, False, False, True]
+
+
+def test_new_pairs_after_a_cache_see_the_cache_and_earlier_new_pairs():
+    assert feature_draft.causal_mask(2, 5)[0, 0].tolist() == [[True] * 4 + [False], [True] * 5]
+
+
+def test_training_prompts_are_seeded_and_varied():
+    assert first_stage_prompts(40, 3) == first_stage_prompts(40, 3)
+    assert first_stage_prompts(40, 3) != first_stage_prompts(40, 4)
+    assert len(set(first_stage_prompts(200, 0))) >= 180  # few repeats among 200
+    assert "PASSAGE" in passage_prompts(["PASSAGE"], 0)[0]
+
+
+def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
+    kept = offline_target.language_model(offline_target.logits_width, keep_features=True)
+    plain = offline_target.language_model(offline_target.logits_width)
+    ids = torch.tensor(offline_target.tokenizer("The cat sat on the mat")["input_ids"])
+    kept.reset(), plain.reset()
+    assert torch.allclose(kept.feed(ids, logits_to_keep=2), plain.feed(ids, logits_to_keep=2), atol=1e-4)
+    kept.feed(torch.tensor([13, 14]))
+    assert kept.features.shape == (len(ids) + 2, offline_target.hf_model.config.hidden_size)
+    kept.crop(3)
+    assert kept.features.shape[0] == 3 and kept.cached_length == 3
+    with torch.inference_mode():
+        states = offline_target.hf_model.get_decoder()(input_ids=ids[:3].view(1, -1)).last_hidden_state[0]
+    assert torch.allclose(kept.features, states, atol=1e-4)
+
+
+def test_shipped_draft_loads_offline_and_its_hash_matches(offline_target):
+    assert feature_draft.ASSET.stat().st_size <= 25 * 1024 * 1024
+    assert feature_draft.sha256(feature_draft.ASSET) == feature_draft.ASSET_SHA256
+    draft = feature_draft.load_for_target(offline_target)
+    assert draft.head_ids.numel() == feature_draft.metadata(feature_draft.ASSET)["head_size"]
+    assert bool((draft.head_ids < offline_target.logits_width).all())
+
+
+def test_a_draft_file_that_does_not_match_the_pinned_hash_is_refused(tmp_path, offline_target):
+    damaged = tmp_path / "draft.safetensors"
+    damaged.write_bytes(feature_draft.ASSET.read_bytes()[:-1] + b" ")
+    with pytest.raises(ValueError, match="sha256"):
+        feature_draft.load(damaged, offline_target.hf_model, feature_draft.ASSET_SHA256)
+
+
+def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, tiny_draft_folder):
+    from specviz import models
+
+    other = models.load_model(tiny_draft_folder, torch.device("cpu"), torch.float32)
+    with pytest.raises(ValueError, match="works with that target only"):
+        feature_draft.load_for_target(other)
+
+
+@pytest.mark.parametrize("adaptive", [False, True])
+def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(offline_target, adaptive):
+    config = DecodeConfig(draft=DISTILLED_DRAFTER, gamma=4, max_new_tokens=40, adaptive=adaptive).validate()
+    pipeline = engine.build_pipeline(config)
+    accepted = drafted = 0
+    for prompt in PROMPTS:
+        trace = engine.run_speculative(pipeline, prompt, config)
+        assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
+        accepted += sum(r.accepted for r in trace.rounds)
+        drafted += sum(r.drafted for r in trace.rounds)
+    assert drafted > 0 and accepted / drafted > 0.1  # a trained draft (a random one is accepted ~never)
+
+
+def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target):
+    config = DecodeConfig(draft=DISTILLED_DRAFTER, gamma=3, max_new_tokens=12, temperature=1.0, seed=5).validate()
+    trace = engine.run_speculative(engine.build_pipeline(config), PROMPTS[0], config)
+    tops = [t.draft_top for r in trace.rounds for t in r.tokens if t.draft_top]
+    assert tops and all(len(top) > 1 for top in tops)  # q is a real distribution, not one-hot as in prompt lookup
+    head = set(engine._shared_draft(offline_target).head_ids.tolist())
+    drafted = [t for r in trace.rounds for t in r.tokens if t.kind in (ACCEPTED, REJECTED)]
+    assert drafted and all(t.token_id in head for t in drafted)
+    assert all(e.token_id in head for top in tops for e in top)  # q is 0 outside the head's support
+
+
+def test_a_few_training_steps_run_end_to_end(tmp_path, offline_target):
+    out = tmp_path / "draft.safetensors"
+    args = ["--prompts", "8", "--passages", "2", "--max-new-tokens", "64", "--gen-batch", "4", "--steps", "2",
+            "--batch", "2", "--head-size", "256", "--cache-dir", str(tmp_path / "data"), "--out", str(out)]
+    assert distill.main(args) == 0
+    draft = feature_draft.load(out, offline_target.hf_model)
+    assert draft.head_ids.numel() == 256
+    meta = feature_draft.metadata(out)
+    assert meta["steps"] == 2 and meta["tokens"] > 8 * 20
+    assert list((tmp_path / "data").glob("corpus-*.pt"))  # the data is cached for the next run
+    assert distill.main(args) == 0  # and reused
