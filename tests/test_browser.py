@@ -98,3 +98,19 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
     if shots:
         page.wait_for_timeout(1500)  # let the last update settle (Gradio fades a component while it updates)
         page.screenshot(path=str(Path(shots) / f"lab-{tab.lower().replace(' ', '-')}.png"), full_page=True)
+
+
+def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
+    page.get_by_role("tab", name="Live decoding", exact=True).click()  # the lab tests leave another tab open
+    page.get_by_role("button", name="Reset", exact=True).click()
+    page.locator("textarea").first.fill("Explain what a rainbow is.")
+    page.get_by_label("draft model", exact=True).check()
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
+                           " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
+                           timeout=120_000)
+    assert "← distilled" in page.locator("#sv-stats").inner_text()
+    assert page.locator(".sv-row .sv-accepted").count() > 0  # drafts from the distilled head were accepted
+    shot = Path(os.environ.get("SPECVIZ_SCREENSHOT_DISTILLED", tmp_path / "distilled.png"))
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 50_000
