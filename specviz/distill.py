@@ -1,6 +1,6 @@
 """Distil the shipped draft (feature_draft.py) from the offline target. Seeded and reproducible.
 
-    python -m specviz.distill                      # the shipped recipe: about 25 min of data, 25 min of training on 2 CPU cores
+    python -m specviz.distill                      # the shipped recipe: about 27 min of data, 23 min of training on 2 CPU cores
     python -m specviz.distill --prompts 16 --passages 8 --max-new-tokens 24 --steps 3 --out /tmp/d.safetensors
 
 1. Data (distill_data.py): the target answers the project's own prompts; we keep every token and the target's
@@ -44,7 +44,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--max-new-tokens", type=int, default=160)
     parser.add_argument("--gen-batch", type=int, default=64, help="sequences generated at once")
     parser.add_argument("--head-size", type=int, default=4096, help="S, the tokens the draft can propose")
-    parser.add_argument("--epochs", type=float, default=3.0)
+    parser.add_argument("--epochs", type=float, default=6.0)
     parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run all epochs)")
     parser.add_argument("--batch", type=int, default=8, help="sequences per training step")
     parser.add_argument("--max-length", type=int, default=384, help="tokens of a sequence used in training")
@@ -53,6 +53,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--regression", type=float, default=0.2, help="λ, weight of the hidden-state regression")
     parser.add_argument("--noise", type=float, default=0.05, help="uniform noise on input states, times their RMS")
     parser.add_argument("--weight-decay", type=float, default=0.0)
+    parser.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=True,
+                        help="train under bfloat16 autocast, weights kept in float32 (1.5x faster on this CPU)")
     parser.add_argument("--score", choices=("all", "generated"), default="all",
                         help="positions whose predictions are scored: all, or only those of generated tokens")
     parser.add_argument("--data-only", action="store_true", help="build (or find) the data, then stop")
@@ -140,7 +142,8 @@ def train(hf_model, corpus: Corpus, args) -> tuple[feature_draft.FeatureDraft, d
             order = torch.randperm(len(train_set), generator=generator).tolist()
         batch = [train_set[i] for i in order[: args.batch]]
         order = order[args.batch:]
-        losses = _losses(draft, batch, args, feature_rms, generator)
+        with torch.autocast(draft.fc.weight.device.type, dtype=torch.bfloat16, enabled=args.bf16):
+            losses = _losses(draft, batch, args, feature_rms, generator)
         loss = sum(losses)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()

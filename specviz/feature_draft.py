@@ -25,7 +25,7 @@ from torch import nn
 
 ASSET = Path(__file__).resolve().parent.parent / "assets" / "smollm2-135m-draft.safetensors"
 # Printed by `python -m specviz.distill` (two runs wrote identical weights); a damaged or swapped file is refused.
-ASSET_SHA256 = "9deeb9e59487158b5024e82b0a70f5803050aaf1c200c74f46bdd016bf91bad7"
+ASSET_SHA256 = "f245ba7ea5b6fd0efe00b71390785912bdf3cc43f2e73f72fb163e83d87ada64"
 
 
 class FeatureDraft(nn.Module):
