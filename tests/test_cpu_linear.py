@@ -1,4 +1,4 @@
-"""The few-row CPU linear kernel computes the same product as nn.Linear, and the choice between them is applied."""
+"""The few-row and packed CPU linear kernels compute the same product as nn.Linear, and the choice is applied."""
 
 import pytest
 import torch
@@ -17,6 +17,33 @@ def test_few_row_linear_equals_nn_linear(rows, bias):
     got = stock(x)
     assert got.shape == expected.shape == (1, rows, 300)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 16, 17, 40])
+@pytest.mark.parametrize("bias", [False, True])
+def test_packed_linear_equals_nn_linear(rows, bias):
+    generator = torch.Generator().manual_seed(rows)
+    holder = torch.nn.Sequential(torch.nn.Linear(64, 300, bias=bias))
+    x = torch.randn(1, rows, 64, generator=generator)  # [batch, rows, in]
+    with torch.inference_mode():
+        expected = holder(x)
+        cpu_linear.use_kernel(holder, cpu_linear.PACKED)
+        assert type(holder[0]) is cpu_linear.PackedLinear and holder[0].packed_weight is not None
+        got = holder(x)
+    assert got.shape == expected.shape == (1, rows, 300)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_packed_linear_takes_the_stock_path_when_gradients_may_flow():
+    """The packed copy is a snapshot of W: training (which changes W) must not read it."""
+    holder = torch.nn.Sequential(torch.nn.Linear(8, 4))
+    cpu_linear.use_kernel(holder, cpu_linear.PACKED)
+    with torch.no_grad():
+        holder[0].weight.add_(1.0)  # W changes after packing
+    x = torch.randn(3, 8)
+    expected = torch.nn.functional.linear(x, holder[0].weight, holder[0].bias)
+    torch.testing.assert_close(holder(x), expected)  # grad enabled and W requires grad: the live W is used
 
 
 class _Tiny(torch.nn.Module):
@@ -44,20 +71,25 @@ def test_switching_kernels_keeps_the_weights_and_ties():
     assert type(model.inner) is torch.nn.Linear
 
 
-@pytest.mark.parametrize("forced", [cpu_linear.STOCK, cpu_linear.FEW_ROW])
+CLASSES = {cpu_linear.STOCK: torch.nn.Linear, cpu_linear.FEW_ROW: cpu_linear.FewRowLinear,
+           cpu_linear.PACKED: cpu_linear.PackedLinear}
+
+
+@pytest.mark.parametrize("forced", list(CLASSES))
 def test_the_environment_forces_a_kernel(monkeypatch, forced):
     monkeypatch.setenv("SPECVIZ_CPU_LINEAR", forced)
     model = _Tiny()
-    assert cpu_linear.choose_kernel(model) == forced
-    assert (type(model.inner) is cpu_linear.FewRowLinear) == (forced == cpu_linear.FEW_ROW)
+    chosen = cpu_linear.choose_kernel(model)
+    assert chosen == forced or (forced == cpu_linear.PACKED and not cpu_linear.packing_available())
+    assert type(model.inner) is CLASSES[chosen]
 
 
 def test_the_timed_choice_is_applied(monkeypatch):
     monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
     model = _Tiny()
     chosen = cpu_linear.choose_kernel(model, repeats=1)
-    assert chosen in (cpu_linear.STOCK, cpu_linear.FEW_ROW)
-    assert (type(model.inner) is cpu_linear.FewRowLinear) == (chosen == cpu_linear.FEW_ROW)
+    assert type(model.inner) is CLASSES[chosen]
+    assert (model.inner.packed_weight is not None) == (chosen == cpu_linear.PACKED)  # no unused copies kept
 
 
 def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
@@ -66,12 +98,13 @@ def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
     input_ids = torch.tensor([[1, 504, 3458, 314, 253, 2284]])
     results = {}
     try:
-        for kernel in (cpu_linear.STOCK, cpu_linear.FEW_ROW):
+        for kernel in CLASSES:
             cpu_linear.use_kernel(model, kernel)
             with torch.inference_mode():
                 results[kernel] = model(input_ids=input_ids, use_cache=False, logits_to_keep=3).logits
     finally:
         cpu_linear.use_kernel(model, offline_target.linear_kernel)
-    assert offline_target.linear_kernel in (cpu_linear.STOCK, cpu_linear.FEW_ROW)
-    torch.testing.assert_close(results[cpu_linear.FEW_ROW], results[cpu_linear.STOCK], rtol=1e-4, atol=1e-4)
-    assert results[cpu_linear.FEW_ROW][0, -1].argmax() == results[cpu_linear.STOCK][0, -1].argmax()
+    assert offline_target.linear_kernel in CLASSES
+    for kernel in (cpu_linear.FEW_ROW, cpu_linear.PACKED):
+        torch.testing.assert_close(results[kernel], results[cpu_linear.STOCK], rtol=1e-4, atol=1e-4)
+        assert results[kernel][0, -1].argmax() == results[cpu_linear.STOCK][0, -1].argmax()
