@@ -41,6 +41,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prompts", type=int, default=1200, help="first-stage prompts")
     parser.add_argument("--passages", type=int, default=600, help="second-stage prompts quoting first-stage answers")
+    parser.add_argument("--word-prompts", action="store_true",
+                        help="build half the first-stage prompts around random words of the target's vocabulary")
     parser.add_argument("--max-new-tokens", type=int, default=160)
     parser.add_argument("--gen-batch", type=int, default=64, help="sequences generated at once")
     parser.add_argument("--head-size", type=int, default=4096, help="S, the tokens the draft can propose")
@@ -85,7 +87,8 @@ def main(argv=None) -> int:
 
 
 def load_or_build_corpus(target, args) -> Corpus:
-    key = json.dumps([args.seed, args.prompts, args.passages, args.max_new_tokens, args.gen_batch, str(target.dtype)])
+    key = [args.seed, args.prompts, args.passages, args.max_new_tokens, args.gen_batch, str(target.dtype)]
+    key = json.dumps(key + ["words"] if args.word_prompts else key)  # runs without words keep their old cache
     folder = Path(args.cache_dir) if args.cache_dir else cache_root() / "distill"
     path = folder / f"corpus-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
     if path.exists():
@@ -94,7 +97,7 @@ def load_or_build_corpus(target, args) -> Corpus:
 
     print(f"generating data with {OFFLINE_MODEL} on {target.device} ...")
     corpus = build_corpus(target.hf_model, target.tokenizer, _eos_ids(target), args.prompts, args.passages,
-                          args.max_new_tokens, args.gen_batch, args.seed)
+                          args.max_new_tokens, args.gen_batch, args.seed, word_prompts=args.word_prompts)
     path.parent.mkdir(parents=True, exist_ok=True)
     corpus.save(path)
     return corpus

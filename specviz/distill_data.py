@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .distill_prompts import first_stage_prompts, passage_prompts
+from .distill_prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from .engine import encode_prompt
 
 TEMPERATURES = (0.0, 1.0, 0.7)  # batches cycle through these: greedy text for T = 0 decoding, samples for T > 0
@@ -51,13 +51,15 @@ class Corpus:
 
 
 def build_corpus(hf_model, tokenizer, eos_ids: list[int], prompt_count: int, passage_count: int, max_new_tokens: int,
-                 batch_size: int, seed: int, log=print) -> Corpus:
-    """Stage 1: answers to `prompt_count` varied requests. Stage 2: `passage_count` requests that quote stage-1
-    answers (summarise, extract, answer from a document)."""
+                 batch_size: int, seed: int, log=print, word_prompts: bool = False) -> Corpus:
+    """Stage 1: answers to `prompt_count` varied requests (half of them built around random words of the
+    target's vocabulary with `word_prompts`). Stage 2: `passage_count` requests that quote stage-1 answers
+    (summarise, extract, answer from a document)."""
     started = time.perf_counter()
     generator = torch.Generator(device=hf_model.device).manual_seed(seed)
-    first = _generate_all(hf_model, tokenizer, eos_ids, first_stage_prompts(prompt_count, seed), max_new_tokens,
-                          batch_size, generator, log)
+    words = vocabulary_words(tokenizer.get_vocab()) if word_prompts else ()
+    first = _generate_all(hf_model, tokenizer, eos_ids, first_stage_prompts(prompt_count, seed, words),
+                          max_new_tokens, batch_size, generator, log)
     long_answers = [s for s in first if len(s.token_ids) - s.prompt_length >= PASSAGE_TOKENS // 2]
     passages = [tokenizer.decode(s.token_ids[s.prompt_length:][:PASSAGE_TOKENS], skip_special_tokens=True)
                 for s in long_answers[:passage_count]]

@@ -102,11 +102,39 @@ PASSAGE_TASKS = [
 ]
 
 
-def first_stage_prompts(count: int, seed: int) -> list[str]:
-    """`count` varied chat requests, drawn with Random(seed) round-robin over the kinds of request."""
+WORD_TASKS = [
+    "Write a short story that involves {w}.", "Explain what {w} means and give an example sentence.",
+    "What is the connection between {w} and {v}?", "Write a poem about {w} and {v}.",
+    "Give me five interesting facts about {w}.", "Describe {w} to someone who has never heard of it.",
+    "Write a dialogue between two friends about {w}.", "What are the pros and cons of {w}?",
+    "Write a news headline and a short article about {w}.", "How would you teach a child about {w}?",
+    "Write a product review that mentions {w}.", "Plan a one-day trip themed around {w}.",
+    "Write an email to a colleague about {w} and {v}.", "List some questions people often ask about {w}, with answers.",
+]
+
+
+def first_stage_prompts(count: int, seed: int, words: list[str] = ()) -> list[str]:
+    """`count` varied chat requests, drawn with Random(seed) round-robin over the kinds of request.
+
+    With `words` (say, the whole words of the target's vocabulary), every other request is built around random
+    words instead of the fixed topic lists, which makes the requests, and so the answers, far more varied.
+    """
     rng = random.Random(seed)
     makers = [_writing, _roleplay, _concept, _concept, _code, _reasoning, _math, _translation]
-    return [makers[i % len(makers)](rng) for i in range(count)]
+    prompts = []
+    for i in range(count):
+        if words and i % 2:
+            w, v = rng.sample(words, 2)
+            prompts.append(rng.choice(WORD_TASKS).format(w=w, v=v))
+        else:
+            prompts.append(makers[(i // (2 if words else 1)) % len(makers)](rng))
+    return prompts
+
+
+def vocabulary_words(vocabulary: dict[str, int], min_length: int = 5) -> list[str]:
+    """Whole lower-case English-looking words of a byte-level BPE vocabulary ('Ġword' tokens), sorted."""
+    return sorted({token[1:] for token in vocabulary if token.startswith("\u0120") and token[1:].isascii()
+                   and token[1:].isalpha() and token[1:].islower() and len(token) > min_length})
 
 
 def passage_prompts(passages: list[str], seed: int) -> list[str]:

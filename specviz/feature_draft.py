@@ -25,7 +25,7 @@ from torch import nn
 
 ASSET = Path(__file__).resolve().parent.parent / "assets" / "smollm2-135m-draft.safetensors"
 # Printed by `python -m specviz.distill` (two runs wrote identical weights); a damaged or swapped file is refused.
-ASSET_SHA256 = "f245ba7ea5b6fd0efe00b71390785912bdf3cc43f2e73f72fb163e83d87ada64"
+ASSET_SHA256 = "70030a6d1098195e6f707e3e91c7a9e69a57666fe0b24d1aff61a51c5dd16a79"
 
 
 class FeatureDraft(nn.Module):

@@ -5,7 +5,7 @@ import torch
 
 from specviz import distill, engine, feature_draft
 from specviz.config import DISTILLED_DRAFTER, DecodeConfig
-from specviz.distill_prompts import first_stage_prompts, passage_prompts
+from specviz.distill_prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from specviz.trace import ACCEPTED, REJECTED
 
 PROMPTS = ["Write a haiku about autumn leaves.", "What is the boiling point of water at sea level?",
@@ -42,6 +42,15 @@ def test_training_prompts_are_seeded_and_varied():
     assert first_stage_prompts(40, 3) != first_stage_prompts(40, 4)
     assert len(set(first_stage_prompts(200, 0))) >= 180  # few repeats among 200
     assert "PASSAGE" in passage_prompts(["PASSAGE"], 0)[0]
+
+
+def test_word_prompts_are_built_around_whole_vocabulary_words():
+    vocabulary = {"\u0120volcano": 1, "\u0120harbour": 2, "\u0120the": 3, "volcanic": 4, "\u0120Paris": 5, "\u0120x2": 6}
+    words = vocabulary_words(vocabulary, min_length=4)
+    assert words == ["harbour", "volcano"]  # a leading space (Ġ), lower-case letters only, long enough
+    prompts = first_stage_prompts(40, 0, words)
+    assert prompts == first_stage_prompts(40, 0, words) != first_stage_prompts(40, 0)
+    assert sum(("volcano" in p or "harbour" in p) for p in prompts[1::2]) == 20  # every other prompt
 
 
 def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
