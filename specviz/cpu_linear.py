@@ -24,7 +24,7 @@ one row still takes the padded W Xᵀ. Whole SmolLM2-135M forwards, interleaved 
     packed                       31    45    43    43    49  ms
 
 so verifying γ + 1 = 5 tokens costs 1.4 plain steps instead of 2.0. The packed copy doubles the memory of
-the linear weights (about 425 MB more for SmolLM2-135M in float32).
+the linear weights, LM head included (about 540 MB more for SmolLM2-135M in float32).
 
 Other CPUs and BLAS builds may differ, so `choose_kernel` times the kernels on the model itself and keeps the
 fastest. SPECVIZ_CPU_LINEAR=stock|few-row|packed skips the timing and forces one.
