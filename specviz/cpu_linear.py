@@ -86,8 +86,9 @@ def _needs_grad(x: torch.Tensor, weight: torch.Tensor) -> bool:
 _CLASSES = {STOCK: torch.nn.Linear, FEW_ROW: FewRowLinear, PACKED: PackedLinear}
 
 
-def use_kernel(hf_model: torch.nn.Module, kernel: str) -> None:
-    """Switch every nn.Linear of the model to the named kernel, in place (the weights are not touched).
+def use_kernel(hf_model: torch.nn.Module, kernel: str) -> str:
+    """Switch every nn.Linear of the model to the named kernel, in place (the weights are not touched), and
+    return the kernel applied: `packed` falls back to `few-row` where torch has no oneDNN.
 
     `packed` packs each float32 CPU weight once (kept for later switches); other weights keep the few-row path.
     """
@@ -100,6 +101,7 @@ def use_kernel(hf_model: torch.nn.Module, kernel: str) -> None:
             if kernel == PACKED and module.packed_weight is None and _packable(module.weight):
                 with torch.no_grad():
                     module.packed_weight = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), MAX_ROWS)
+    return kernel
 
 
 def _packable(weight: torch.Tensor) -> bool:
@@ -114,8 +116,7 @@ def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
     """
     forced = os.environ.get("SPECVIZ_CPU_LINEAR", "auto")
     if forced in _CLASSES:
-        use_kernel(hf_model, forced)
-        return forced if forced != PACKED or packing_available() else FEW_ROW
+        return use_kernel(hf_model, forced)
     samples: dict[str, list[float]] = {STOCK: [], FEW_ROW: []}
     if packing_available():
         samples[PACKED] = []

@@ -198,7 +198,7 @@ def _load_cached(model_id: str, device: torch.device, dtype: torch.dtype) -> Loa
     if device.type == "cpu":
         from . import cpu_linear
 
-        kernel = cpu_linear.choose_kernel(hf_model)  # times both kernels on this model (well under a second)
+        kernel = cpu_linear.choose_kernel(hf_model)  # times the kernels on this model (a second or two)
     return LoadedModel(hf_model, tokenizer, model_id, device, dtype, kernel)
 
 
