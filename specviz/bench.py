@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from . import engine, hf_baselines, models, profiling
-from .config import DISTILLED_DRAFTER, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .config import BUILT_IN_DRAFTERS, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
 from .metrics import summarize
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "assets" / "bench_prompts.jsonl"
@@ -48,7 +48,9 @@ class Method:
     def label(self) -> str:
         if self.drafter is None:
             return self.kind
-        label = f"{self.kind}[{'ngram' if self.drafter == NGRAM_DRAFTER else Path(self.drafter).name}]"
+        model = self.drafter.removeprefix(LOOKUP_FIRST)
+        name = model if model in BUILT_IN_DRAFTERS else Path(model).name  # a folder by its name
+        label = f"{self.kind}[{self.drafter[:len(self.drafter) - len(model)]}{name}]"
         return label if self.gamma is None else f"{label} γ={self.gamma}"
 
 
@@ -84,8 +86,13 @@ def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = 
                 if kind == "specviz":
                     plan += [Method(kind, drafter, gamma) for gamma in extra_gammas]
         elif kind == "hf_assisted":  # the distilled draft reads the target's hidden states: generate() cannot drive it
-            plan += [Method(kind, draft) for draft in drafts if draft != DISTILLED_DRAFTER]
+            plan += [Method(kind, draft) for draft in drafts if _assistant(draft)]
     return plan
+
+
+def _assistant(draft: str) -> bool:
+    """Whether generate(assistant_model=…) can use this draft: a plain model, not a built-in or lookup-first drafter."""
+    return draft not in BUILT_IN_DRAFTERS and not draft.startswith(LOOKUP_FIRST)
 
 
 def peak_rss_mb() -> float:
@@ -100,7 +107,7 @@ class Runner:
     def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3):
         self.target = models.load_model(target)
         self.assistants = {draft: models.load_model(draft, self.target.device, self.target.dtype)
-                           for draft in drafts if draft != DISTILLED_DRAFTER}
+                           for draft in drafts if _assistant(draft)}
         self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size).validate()
         self.pipelines = {NGRAM_DRAFTER: engine.build_pipeline(self.base)}
         for draft in drafts:
@@ -195,7 +202,8 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, help="at most this many prompts per category")
     parser.add_argument("--methods", nargs="*", choices=METHODS, default=list(METHODS))
     parser.add_argument("--target", default=OFFLINE_MODEL)
-    parser.add_argument("--draft", nargs="*", default=[], help="draft model ids or folders, or 'distilled' for the shipped draft of the offline target "
+    parser.add_argument("--draft", nargs="*", default=[], help="draft model ids or folders, 'distilled' for the shipped draft of the offline target; "
+                        "'ngram+' before any of them drafts by prompt lookup where it matches, with that draft elsewhere "
                         "(prompt lookup always runs)")
     parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")
     parser.add_argument("--also-gammas", type=int, nargs="*", default=[],

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .config import NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig, check_prompt
+from .config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_MODEL, DecodeConfig, check_prompt
 from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
@@ -30,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--prompt", required=True, help="the text to continue")
     gen.add_argument("--preset", help="offline, gpt2-xl, smollm2-1.7b or qwen2.5-1.5b")
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
-    gen.add_argument("--draft", help=f"draft model id or folder, or '{NGRAM_DRAFTER}' for prompt lookup")
+    gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup or '{DISTILLED_DRAFTER}' for "
+                                     f"the offline target's shipped draft; '{LOOKUP_FIRST}' before a draft tries prompt lookup "
+                                     f"first (default: '{OFFLINE_DRAFTER}' for the offline target, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
     gen.add_argument("--gamma", type=int, default=defaults.gamma, help="tokens drafted per round (γ)")
     gen.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens)
@@ -57,12 +59,13 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args) -> DecodeConfig:
     from .models import resolve_preset
 
-    target, draft = OFFLINE_MODEL, NGRAM_DRAFTER
+    target, draft = OFFLINE_MODEL, OFFLINE_DRAFTER
     if args.preset:
         if args.target or args.draft:
             raise ValueError("give either --preset or --target/--draft, not both")
         target, draft = resolve_preset(args.preset)
-    target, draft = args.target or target, args.draft or draft
+    target = args.target or target
+    draft = args.draft or (draft if target == OFFLINE_MODEL else NGRAM_DRAFTER)  # the shipped draft fits one target
     check_prompt(args.prompt)
     return DecodeConfig(
         target=target, draft=draft, gamma=args.gamma, max_new_tokens=args.max_new_tokens,

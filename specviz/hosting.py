@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import (DISTILLED_DRAFTER, MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig,
+from .config import (BUILT_IN_DRAFTERS, MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, OFFLINE_MODEL, DecodeConfig,
                      check_prompt)
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive
@@ -39,11 +39,11 @@ class Policy:
             raise ValueError(f"max new tokens is capped at {self.max_new_tokens} here, got {config.max_new_tokens}")
         if config.gamma > self.max_gamma:
             raise ValueError(f"γ is capped at {self.max_gamma} here, got {config.gamma}")
-        for role, model_id in (("target", config.target), ("draft", config.draft)):
+        for role, model_id in (("target", config.target), ("draft", config.drafting_model)):
             self.check_model(role, model_id)
 
     def check_model(self, role: str, model_id: str) -> None:
-        if model_id in (OFFLINE_MODEL, NGRAM_DRAFTER, DISTILLED_DRAFTER):  # shipped with specviz
+        if model_id == OFFLINE_MODEL or model_id in BUILT_IN_DRAFTERS:  # shipped with specviz
             return
         if looks_like_path(model_id):
             self._check_folder(role, model_id)

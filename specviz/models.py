@@ -17,13 +17,13 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import OFFLINE_MODEL
+from .config import OFFLINE_DRAFTER, OFFLINE_MODEL
 from .hosting import looks_like_path
 from .offline_model import ModelUnavailable, offline_checkpoint
 
 PRESETS: dict[str, tuple[str, str]] = {
     # name: (target, draft)
-    "offline": (OFFLINE_MODEL, "ngram"),
+    "offline": (OFFLINE_MODEL, OFFLINE_DRAFTER),
     "gpt2-xl": ("openai-community/gpt2-xl", "openai-community/gpt2"),
     "smollm2-1.7b": ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
     "qwen2.5-1.5b": ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"),

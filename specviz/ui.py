@@ -18,7 +18,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from . import compute, engine, figures, hosting, models, render
-from .config import DISTILLED_DRAFTER, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
 from .metrics import estimate_verify_cost, summarize
 from .labs.tabs import build_lab_tabs
 from .trace import Trace
@@ -31,7 +31,8 @@ PAIRS = {
     "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": models.PRESETS["qwen2.5-1.5b"],
     "Custom": (None, None),
 }
-DRAFT_MODEL, PROMPT_LOOKUP = "draft model", "prompt lookup (n-gram)"
+DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
+DRAFTERS = [LOOKUP_THEN_DRAFT, PROMPT_LOOKUP, DRAFT_MODEL]
 EXAMPLES = [
     "Alan Turing theorized that computers would one day become",
     "Repeat this sentence three times: the quick brown fox jumps over the lazy dog.",
@@ -73,6 +74,8 @@ def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, tem
         draft_id = NGRAM_DRAFTER
     else:
         draft_id = pair_draft or (draft or "").strip()
+        if drafter == LOOKUP_THEN_DRAFT and draft_id and draft_id != NGRAM_DRAFTER:
+            draft_id = LOOKUP_FIRST + draft_id.removeprefix(LOOKUP_FIRST)
     if not target_id or not draft_id:
         raise gr.Error("Give both a target and a draft model id (or choose prompt lookup).")
     try:
@@ -343,9 +346,10 @@ def build_app() -> gr.Blocks:
                     with gr.Row(visible=False) as custom_row:
                         target = gr.Textbox(label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
                         draft = gr.Textbox(label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")
-                    drafter = gr.Radio([PROMPT_LOOKUP, DRAFT_MODEL], value=PROMPT_LOOKUP, label="Drafter",
+                    drafter = gr.Radio(DRAFTERS, value=LOOKUP_THEN_DRAFT, label="Drafter",
                                        info="On the offline pair the draft model is the head distilled from "
-                                            "SmolLM2 (assets/); its p vs q bars show a real q")
+                                            "SmolLM2 (assets/); its p vs q bars show a real q. Lookup, else draft "
+                                            "model: copy from the context where it matches, draft elsewhere")
                     prompt = gr.Textbox(EXAMPLES[0], label="Prompt", lines=3, max_lines=12)
                     gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
                     gamma = gr.Slider(1, min(16, policy.max_gamma), value=4, step=1, label="γ: tokens drafted per round")
@@ -388,7 +392,7 @@ def build_app() -> gr.Blocks:
         controls = [pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare,
                     adaptive]
         pair.change(lambda choice: gr.update(visible=choice == "Custom"), pair, custom_row, queue=False)
-        pair.change(lambda choice: gr.update(value=PROMPT_LOOKUP) if choice == list(PAIRS)[0] else gr.update(value=DRAFT_MODEL),
+        pair.change(lambda choice: gr.update(value=LOOKUP_THEN_DRAFT if choice == list(PAIRS)[0] else DRAFT_MODEL),
                     pair, drafter, queue=False)
         run_event = run_button.click(gpu(run), controls, [*view_outputs, trace_state, download], api_name="run")
         run_event.then(follow_latest_position, trace_state, position_slider, queue=False)

@@ -7,7 +7,7 @@ changes the distributions and shows up in the statistical tests.
 import torch
 
 from specviz.engine import Pipeline
-from specviz.drafters import DraftModelDrafter, PromptLookupDrafter
+from specviz.drafters import DraftModelDrafter, LookupThenModelDrafter, PromptLookupDrafter
 
 
 class FakeLanguageModel:
@@ -59,10 +59,12 @@ class FakeTokenizer:
 
 def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft_sharpness=1.0):
     target = FakeLanguageModel(vocab_size, salt=1, name="target")
+    """drafter: "model" (a scripted draft model), "ngram" (prompt lookup) or "ngram+model" (lookup, else the model)."""
     draft_model = None
-    if drafter == "model":
+    if drafter in ("model", "ngram+model"):
         draft_model = FakeLanguageModel(vocab_size, salt=draft_salt, sharpness=draft_sharpness, name="draft")
         chosen = DraftModelDrafter(draft_model)
-    else:
-        chosen = PromptLookupDrafter(vocab_size, ngram_size=2, eos_token_ids=list(eos_ids))
+    if drafter in ("ngram", "ngram+model"):
+        lookup = PromptLookupDrafter(vocab_size, ngram_size=2, eos_token_ids=list(eos_ids))
+        chosen = lookup if drafter == "ngram" else LookupThenModelDrafter(lookup, chosen, drafter)
     return Pipeline(target, chosen, FakeTokenizer(vocab_size), list(eos_ids), torch.device("cpu"), torch.float32, draft_model)

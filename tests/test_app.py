@@ -180,6 +180,24 @@ def test_the_offline_pair_drafts_with_the_distilled_draft(client):
     assert kinds["accepted"] > 0 and kinds["corrected"] + kinds["bonus"] > 0
 
 
+@pytest.mark.parametrize("pair,draft,drafter,expected", [
+    (OFFLINE, "", ui.LOOKUP_THEN_DRAFT, "ngram+distilled"),
+    (OFFLINE, "", ui.DRAFT_MODEL, "distilled"),
+    (OFFLINE, "", ui.PROMPT_LOOKUP, "ngram"),
+    ("Custom", "some/draft", ui.LOOKUP_THEN_DRAFT, "ngram+some/draft"),
+    ("Custom", "ngram+some/draft", ui.LOOKUP_THEN_DRAFT, "ngram+some/draft"),
+    ("Custom", "ngram", ui.LOOKUP_THEN_DRAFT, "ngram"),
+])
+def test_the_drafter_choice_names_the_draft(pair, draft, drafter, expected):
+    target = "some/target" if pair == "Custom" else ""
+    assert ui.make_config(pair, target, draft, drafter, "hi", 4, 8, 0.0, 0, 1.0, 0).draft == expected
+
+
+def test_the_offline_pair_copies_then_drafts_by_default(client):
+    kinds = _kinds(_run(client, prompt=REPEAT, drafter=ui.LOOKUP_THEN_DRAFT, max_new=32)[0])
+    assert kinds["accepted"] > 0
+
+
 def test_the_distilled_draft_with_another_target_is_a_clear_error(client, tiny_draft_folder):
     with pytest.raises(Exception, match="works with that target only"):
         _run(client, pair="Custom", target=tiny_draft_folder, draft="distilled", drafter=ui.DRAFT_MODEL)

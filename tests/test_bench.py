@@ -57,6 +57,14 @@ def test_a_draft_model_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, of
     assert f"specviz[{name}]_over_hf_assisted[{name}]" in results["figures"]["T=0"]
 
 
+def test_lookup_first_drafters_are_labelled_by_folder_name_and_never_run_as_assistants():
+    assert bench.Method("specviz", "ngram+/models/tiny-draft/").label == "specviz[ngram+tiny-draft]"
+    assert bench.Method("specviz", "ngram+distilled").label == "specviz[ngram+distilled]"
+    assert bench.Method("specviz", "distilled").label == "specviz[distilled]"
+    plan = bench.plan_methods(["hf_assisted"], ["ngram+some/draft", "distilled", "some/draft"])
+    assert [m.label for m in plan] == ["hf_assisted[draft]"]
+
+
 def test_identity_flags_compare_with_plain_and_only_when_greedy():
     method = {kind: bench.Method(kind) for kind in ("plain", "hf_generate", "hf_prompt_lookup")}
     runs = {method["plain"]: [{"token_ids": [1, 2, 3], "wall_ms": 30.0, "step_ms": 10.0}],

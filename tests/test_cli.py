@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from specviz.cli import format_round
+from specviz.cli import build_parser, config_from_args, format_round
 from specviz.trace import Round, Token
 
 
@@ -41,6 +41,9 @@ def test_plain_output_marks_kinds_without_colour(offline_target):
     (["generate", "--prompt", "   "], "prompt is empty"),
     (["generate", "--prompt", "hi", "--preset", "nope"], "unknown preset"),
     (["generate", "--prompt", "hi", "--gamma", "two"], "invalid int value"),
+    (["generate", "--prompt", "hi", "--draft", "ngram+"], "must be followed by a draft model"),
+    (["generate", "--prompt", "hi", "--draft", "ngram+ngram"], "must be followed by a draft model"),
+    (["generate", "--prompt", "hi", "--target", "ngram+distilled"], "can only be the drafter"),
     (["generate"], "required: --prompt"),
 ])
 def test_bad_arguments_give_one_line_and_non_zero_exit(args, fragment):
@@ -49,6 +52,16 @@ def test_bad_arguments_give_one_line_and_non_zero_exit(args, fragment):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and fragment in lines[0], result.stderr
     assert result.stdout == ""
+
+
+def test_the_offline_target_drafts_with_lookup_then_the_distilled_draft_unless_told_otherwise():
+    parser = build_parser()
+    config = config_from_args(parser.parse_args(["generate", "--prompt", "hi"]))
+    assert config.draft == "ngram+distilled" and config.lookup_first and config.drafting_model == "distilled"
+    assert config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--preset", "offline"])).draft == "ngram+distilled"
+    assert config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--draft", "ngram"])).draft == "ngram"
+    other = config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--target", "some/model"]))
+    assert other.draft == "ngram" and not other.lookup_first  # the shipped draft only fits the offline target
 
 
 def test_format_round_uses_markers_and_shows_whitespace():

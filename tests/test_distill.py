@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from specviz import distill, engine, feature_draft
-from specviz.config import DISTILLED_DRAFTER, DecodeConfig
+from specviz.config import DISTILLED_DRAFTER, OFFLINE_DRAFTER, DecodeConfig
 from specviz.distill_prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from specviz.trace import ACCEPTED, REJECTED
 
@@ -91,9 +91,9 @@ def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, ti
         feature_draft.load_for_target(other)
 
 
-@pytest.mark.parametrize("adaptive", [False, True])
-def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(offline_target, adaptive):
-    config = DecodeConfig(draft=DISTILLED_DRAFTER, gamma=4, max_new_tokens=40, adaptive=adaptive).validate()
+@pytest.mark.parametrize("draft,adaptive", [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (OFFLINE_DRAFTER, False)])
+def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(offline_target, draft, adaptive):
+    config = DecodeConfig(draft=draft, gamma=4, max_new_tokens=40, adaptive=adaptive).validate()
     pipeline = engine.build_pipeline(config)
     accepted = drafted = 0
     for prompt in PROMPTS:
@@ -113,6 +113,18 @@ def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target)
     drafted = [t for r in trace.rounds for t in r.tokens if t.kind in (ACCEPTED, REJECTED)]
     assert drafted and all(t.token_id in head for t in drafted)
     assert all(e.token_id in head for top in tops for e in top)  # q is 0 outside the head's support
+
+
+def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere(offline_target):
+    config = DecodeConfig(draft=OFFLINE_DRAFTER, gamma=4, max_new_tokens=40, temperature=1.0, seed=3).validate()
+    prompt = "Repeat this sentence three times: the quick brown fox jumps over the lazy dog."
+    trace = engine.run_speculative(engine.build_pipeline(config), prompt, config)
+    rounds = [r for r in trace.rounds if r.drafted]
+    copied = [r for r in rounds if r.draft_forwards == 0]
+    drafted = [r for r in rounds if r.draft_forwards > 0]
+    assert copied and drafted
+    assert all(len(t.draft_top) == 1 for r in copied for t in r.tokens if t.kind in (ACCEPTED, REJECTED))  # one-hot q
+    assert any(len(t.draft_top) > 1 for r in drafted for t in r.tokens)  # the draft's real q
 
 
 def test_a_few_training_steps_run_end_to_end(tmp_path, offline_target):

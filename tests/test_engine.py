@@ -48,6 +48,28 @@ def test_speculative_sequences_follow_the_target_exactly(sampling):
     assert 0.5 * (observed / runs - expected).abs().sum() < 0.06  # total variation distance
 
 
+def test_lookup_then_model_rounds_mix_and_the_output_follows_the_target_exactly():
+    vocab, length, runs = 3, 4, 3000
+    # γ = 1 gives several rounds: the first has nothing to copy ("b" is new), later ones often do.
+    config = DecodeConfig(gamma=1, max_new_tokens=length, chat=False, temperature=1.0)
+    exact = _exact_sequence_probs(config, length, vocab)
+    pipeline = fake_pipeline(vocab, drafter="ngram+model")
+    counts = dict.fromkeys(exact, 0)
+    copied_rounds = modelled_rounds = 0
+    for seed in range(runs):
+        trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
+        counts[tuple(trace.token_ids)] += 1
+        copied_rounds += sum(r.drafted > 0 and r.draft_forwards == 0 for r in trace.rounds)
+        modelled_rounds += sum(r.draft_forwards > 0 for r in trace.rounds)
+    assert copied_rounds > 300 and modelled_rounds > 300  # both drafters had their turn
+    support = [seq for seq, p in exact.items() if p > 0]
+    assert sum(counts[seq] for seq in exact if exact[seq] == 0) == 0
+    observed = torch.tensor([counts[seq] for seq in support], dtype=torch.float)
+    expected = torch.tensor([exact[seq] for seq in support])
+    assert _chi_square_p_value(observed, expected / expected.sum()) > 0.001
+    assert 0.5 * (observed / runs - expected).abs().sum() < 0.08  # total variation distance over 81 sequences
+
+
 def test_negative_control_broken_rollback_is_caught(monkeypatch):
     """If the target cache were not cropped after a rejection, the output would leave the target's law."""
     vocab, length, runs = 3, 3, 2000
@@ -65,7 +87,7 @@ def test_negative_control_broken_rollback_is_caught(monkeypatch):
     assert 0.5 * (observed / runs - expected).abs().sum() > 0.1
 
 
-@pytest.mark.parametrize("drafter", ["model", "ngram"])
+@pytest.mark.parametrize("drafter", ["model", "ngram", "ngram+model"])
 @pytest.mark.parametrize("gamma", [1, 3, 8])
 def test_greedy_equals_target_greedy(drafter, gamma):
     pipeline = fake_pipeline(vocab_size=5, drafter=drafter)

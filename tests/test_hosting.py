@@ -49,8 +49,12 @@ def hosted(monkeypatch):
 def test_hosted_mode_allows_the_listed_models_only(hosted, monkeypatch):
     hosted.check(_config(target=OFFLINE_MODEL), "hi")
     hosted.check(_config(target="openai-community/gpt2-xl", draft="openai-community/gpt2"), "hi")
+    hosted.check(_config(target="openai-community/gpt2-xl", draft="ngram+openai-community/gpt2"), "hi")
+    hosted.check(_config(target=OFFLINE_MODEL, draft="ngram+distilled"), "hi")
     with pytest.raises(ValueError, match="not offered here"):
         hosted.check(_config(target="someone/huge-model"), "hi")
+    with pytest.raises(ValueError, match="draft model 'someone/huge-model' is not offered"):
+        hosted.check(_config(target=OFFLINE_MODEL, draft="ngram+someone/huge-model"), "hi")
     monkeypatch.setenv("SPECVIZ_ALLOWED_MODELS", "someone/huge-model, other/one")
     hosting.current_policy().check(_config(target="someone/huge-model"), "hi")
 
