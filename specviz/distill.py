@@ -29,11 +29,10 @@ import torch.nn.functional as F
 
 from . import feature_draft, models
 from .config import OFFLINE_MODEL
-from .distill_data import Corpus, build_corpus, build_documents
+from .distill_data import Corpus, build_corpus
 from .offline_model import cache_root
 
 VALIDATION_EVERY = 40  # every 40th sequence is held out
-SHORT_TOKENS = 384  # sequences up to this long train in batches of --batch; longer ones in proportionally fewer
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -42,8 +41,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prompts", type=int, default=1200, help="first-stage prompts")
     parser.add_argument("--passages", type=int, default=600, help="second-stage prompts quoting first-stage answers")
-    parser.add_argument("--documents", type=int, default=0,
-                        help="third-stage prompts over long documents joined from several first-stage answers")
     parser.add_argument("--word-prompts", action="store_true",
                         help="build half the first-stage prompts around random words of the target's vocabulary")
     parser.add_argument("--max-new-tokens", type=int, default=160)
@@ -52,7 +49,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--epochs", type=float, default=6.0)
     parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run all epochs)")
     parser.add_argument("--batch", type=int, default=8, help="sequences per training step")
-    parser.add_argument("--max-length", type=int, default=1024, help="tokens of a sequence used in training")
+    parser.add_argument("--max-length", type=int, default=384, help="tokens of a sequence used in training")
     parser.add_argument("--unroll", type=int, default=2, help="drafting steps simulated in training (training-time test)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--regression", type=float, default=0.2, help="λ, weight of the hidden-state regression")
@@ -90,26 +87,10 @@ def main(argv=None) -> int:
 
 
 def load_or_build_corpus(target, args) -> Corpus:
-    """Stages 1 and 2, then with --documents stage 3 on top, each cached on its own (so stage 3 reuses 1 and 2)."""
-    base = _load_or_build_base(target, args)
-    if not args.documents:
-        return base
-    key = json.dumps([_base_key(target, args), "documents", args.documents])
-    path = _cache_folder(args) / f"documents-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
-    if path.exists():
-        documents = Corpus.load(path)
-    else:
-        from .engine import _eos_ids
-
-        print(f"generating {args.documents} long-document answers ...")
-        documents = build_documents(target.hf_model, target.tokenizer, _eos_ids(target), base.sequences[:args.prompts],
-                                    args.documents, args.max_new_tokens, max(1, args.gen_batch // 2), args.seed)
-        documents.save(path)
-    return Corpus(base.sequences + documents.sequences, base.seconds + documents.seconds)
-
-
-def _load_or_build_base(target, args) -> Corpus:
-    path = _cache_folder(args) / f"corpus-{hashlib.sha256(_base_key(target, args).encode()).hexdigest()[:16]}.pt"
+    key = [args.seed, args.prompts, args.passages, args.max_new_tokens, args.gen_batch, str(target.dtype)]
+    key = json.dumps(key + ["words"] if args.word_prompts else key)  # runs without words keep their old cache
+    folder = Path(args.cache_dir) if args.cache_dir else cache_root() / "distill"
+    path = folder / f"corpus-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
     if path.exists():
         return Corpus.load(path)
     from .engine import _eos_ids
@@ -120,15 +101,6 @@ def _load_or_build_base(target, args) -> Corpus:
     path.parent.mkdir(parents=True, exist_ok=True)
     corpus.save(path)
     return corpus
-
-
-def _base_key(target, args) -> str:
-    key = [args.seed, args.prompts, args.passages, args.max_new_tokens, args.gen_batch, str(target.dtype)]
-    return json.dumps(key + ["words"] if args.word_prompts else key)  # runs without words keep their old cache
-
-
-def _cache_folder(args) -> Path:
-    return Path(args.cache_dir) if args.cache_dir else cache_root() / "distill"
 
 
 def frequent_tokens(corpus: Corpus, size: int, always: list[int]) -> torch.Tensor:
@@ -158,7 +130,7 @@ def train(hf_model, corpus: Corpus, args) -> tuple[feature_draft.FeatureDraft, d
     valid_set = [s for i, s in enumerate(corpus.sequences) if i % VALIDATION_EVERY == VALIDATION_EVERY - 1]
     coverage = _coverage(valid_set, head_ids)
     feature_rms = float(torch.cat([s.features[:64].float() for s in train_set[:200]]).pow(2).mean().sqrt()) if train_set else 1.0
-    steps_per_epoch, batches = training_batches(train_set, args.batch, args.max_length, generator)
+    steps_per_epoch = math.ceil(len(train_set) / args.batch)
     total = args.steps or max(1, int(args.epochs * steps_per_epoch))
     trainable = [p for p in draft.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=args.lr, betas=(0.9, 0.95), weight_decay=args.weight_decay)
@@ -167,9 +139,12 @@ def train(hf_model, corpus: Corpus, args) -> tuple[feature_draft.FeatureDraft, d
         0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(step, total) / total))))
     print(f"training {sum(p.numel() for p in trainable):,} parameters for {total} steps ({steps_per_epoch} per epoch); "
           f"head covers {coverage:.1%} of held-out generated tokens")
-    step, started = 0, time.perf_counter()
+    step, started, order = 0, time.perf_counter(), []
     while step < total:
-        batch = next(batches)
+        if not order:
+            order = torch.randperm(len(train_set), generator=generator).tolist()
+        batch = [train_set[i] for i in order[: args.batch]]
+        order = order[args.batch:]
         with torch.autocast(draft.fc.weight.device.type, dtype=torch.bfloat16, enabled=args.bf16):
             losses = _losses(draft, batch, args, feature_rms, generator)
         loss = sum(losses)
@@ -186,37 +161,6 @@ def train(hf_model, corpus: Corpus, args) -> tuple[feature_draft.FeatureDraft, d
     report = {"head_size": args.head_size, "head_coverage": round(coverage, 4), "steps": total}
     report.update(evaluate(draft, hf_model, valid_set, args))
     return draft, report
-
-
-def training_batches(sequences, batch_size: int, max_length: int, generator: torch.Generator):
-    """(steps per epoch, an endless iterator of batches), each epoch a fresh permutation from `generator`.
-
-    Sequences up to SHORT_TOKENS long come batch_size at a time. Longer ones (the documents) come in batches of
-    about as many tokens, spread evenly through the epoch, so an epoch sees each sequence once.
-    """
-    short = [s for s in sequences if len(s.token_ids) <= SHORT_TOKENS]
-    long = [s for s in sequences if len(s.token_ids) > SHORT_TOKENS]
-    long_batch = max(1, round(batch_size * SHORT_TOKENS / max(max_length, SHORT_TOKENS)))
-    long_steps = math.ceil(len(long) / long_batch)
-    steps_per_epoch = math.ceil(len(short) / batch_size) + long_steps
-
-    def endless():
-        step, order, long_order = 0, [], []
-        while True:
-            i = step % steps_per_epoch  # step i of the epoch is long when the even spread of long_steps passes one
-            if (i + 1) * long_steps // steps_per_epoch > i * long_steps // steps_per_epoch:
-                if not long_order:
-                    long_order = torch.randperm(len(long), generator=generator).tolist()
-                yield [long[i] for i in long_order[:long_batch]]
-                long_order = long_order[long_batch:]
-            else:
-                if not order:
-                    order = torch.randperm(len(short), generator=generator).tolist()
-                yield [short[i] for i in order[:batch_size]]
-                order = order[batch_size:]
-            step += 1
-
-    return steps_per_epoch, endless()
 
 
 def _initialise(draft, generator) -> None:

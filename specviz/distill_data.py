@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .distill_prompts import document_prompts, first_stage_prompts, passage_prompts, vocabulary_words
+from .distill_prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from .engine import encode_prompt
 
 TEMPERATURES = (0.0, 1.0, 0.7)  # batches cycle through these: greedy text for T = 0 decoding, samples for T > 0
@@ -66,18 +66,6 @@ def build_corpus(hf_model, tokenizer, eos_ids: list[int], prompt_count: int, pas
     second = _generate_all(hf_model, tokenizer, eos_ids, passage_prompts(passages, seed + 1), max_new_tokens, batch_size,
                            generator, log)
     return Corpus(first + second, time.perf_counter() - started)
-
-
-def build_documents(hf_model, tokenizer, eos_ids: list[int], first_stage: list[Sequence], count: int, max_new_tokens: int,
-                    batch_size: int, seed: int, log=print) -> Corpus:
-    """Stage 3: `count` requests over long documents joined from several stage-1 answers (whole answers, not cut)."""
-    started = time.perf_counter()
-    generator = torch.Generator(device=hf_model.device).manual_seed(seed + 2)
-    answers = [tokenizer.decode(s.token_ids[s.prompt_length:], skip_special_tokens=True) for s in first_stage
-               if len(s.token_ids) - s.prompt_length >= PASSAGE_TOKENS // 2]
-    prompts = document_prompts(answers, count, seed + 2)
-    return Corpus(_generate_all(hf_model, tokenizer, eos_ids, prompts, max_new_tokens, batch_size, generator, log),
-                  time.perf_counter() - started)
 
 
 def _generate_all(hf_model, tokenizer, eos_ids, prompts, max_new_tokens, batch_size, generator, log) -> list[Sequence]:

@@ -143,35 +143,6 @@ def passage_prompts(passages: list[str], seed: int) -> list[str]:
     return [rng.choice(PASSAGE_TASKS).format(p=passage.strip(), lang=rng.choice(TARGET_LANGUAGES)) for passage in passages]
 
 
-DOCUMENT_TASKS = [
-    "Summarize the following article in a short paragraph.\n\n{d}",
-    "Here are some notes:\n\n{d}\n\nSummarize the notes in three bullet points.",
-    "Read the documents below and answer the question: {q}\n\n{d}",
-    "{d}\n\nUsing only the text above, answer: {q}",
-    "Extract the key facts from the text below as a JSON list of short strings.\n\n{d}",
-    "{d}\n\nWrite a one-sentence summary of each document above.",
-    "Give the text below a headline, then summarize it in two sentences.\n\n{d}",
-    "List every number, name and place that appears in the text below, each with what it refers to.\n\n{d}",
-]
-DOCUMENT_QUESTIONS = [
-    "Which topics do the documents cover?", "What is the most surprising fact in them?",
-    "What advice do they give?", "What do the documents have in common?", "Which document is the most useful, and why?",
-    "What would a reader learn from them?",
-]
-
-
-def document_prompts(answers: list[str], count: int, seed: int, per_document: tuple[int, int] = (3, 5)) -> list[str]:
-    """`count` requests over long documents: each joins 3 to 5 answers the target wrote (a few hundred tokens),
-    as in summarisation, extraction and retrieval-augmented requests, so the draft learns to read long contexts."""
-    rng = random.Random(seed)
-    prompts = []
-    for _ in range(count):
-        parts = rng.sample(answers, min(len(answers), rng.randint(*per_document)))
-        document = "\n\n".join(f"Document {i + 1}: {part.strip()}" for i, part in enumerate(parts))
-        prompts.append(rng.choice(DOCUMENT_TASKS).format(d=document, q=rng.choice(DOCUMENT_QUESTIONS)))
-    return prompts
-
-
 def _writing(rng: random.Random) -> str:
     form, topic = rng.choice(FORMS), rng.choice(TOPICS)
     return rng.choice([f"Write a {form} about {topic}.", f"Can you write a {form} about {topic}?",

@@ -5,7 +5,7 @@ import torch
 
 from specviz import distill, engine, feature_draft
 from specviz.config import DISTILLED_DRAFTER, OFFLINE_DRAFTER, DecodeConfig
-from specviz.distill_prompts import document_prompts, first_stage_prompts, passage_prompts, vocabulary_words
+from specviz.distill_prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from specviz.trace import ACCEPTED, REJECTED
 
 PROMPTS = ["Write a haiku about autumn leaves.", "What is the boiling point of water at sea level?",
@@ -42,33 +42,6 @@ def test_training_prompts_are_seeded_and_varied():
     assert first_stage_prompts(40, 3) != first_stage_prompts(40, 4)
     assert len(set(first_stage_prompts(200, 0))) >= 180  # few repeats among 200
     assert "PASSAGE" in passage_prompts(["PASSAGE"], 0)[0]
-
-
-def test_document_prompts_join_several_answers_into_one_long_document():
-    answers = [f"Answer number {i} says something." for i in range(20)]
-    prompts = document_prompts(answers, 30, seed=1)
-    assert prompts == document_prompts(answers, 30, seed=1) != document_prompts(answers, 30, seed=2)
-    for prompt in prompts:
-        quoted = sum(answer in prompt for answer in answers)
-        assert 3 <= quoted <= 5 and "Document 3:" in prompt
-    assert len(set(prompts)) == 30
-
-
-def test_long_sequences_train_in_smaller_batches_and_each_epoch_sees_every_sequence_once():
-    from specviz.distill_data import Sequence
-
-    sequences = [Sequence([i] * (10 if i < 40 else 600), torch.zeros(1, 1), 1) for i in range(49)]
-    steps, batches = distill.training_batches(sequences, 8, 1024, torch.Generator().manual_seed(0))
-    assert steps == 5 + 3  # 40 short in batches of 8; 9 long in batches of 3 (8 · 384 / 1024 tokens' worth)
-    epoch = [next(batches) for _ in range(steps)]
-    assert sorted(s.token_ids[0] for batch in epoch for s in batch) == list(range(49))
-    sizes = [(len(batch), len(batch[0].token_ids)) for batch in epoch]
-    assert sizes.count((3, 600)) == 3 and sizes.count((8, 10)) == 5
-    assert sizes[0] == (8, 10)  # the long batches are spread, not bunched at the start
-    only_short = sequences[:40]
-    steps, batches = distill.training_batches(only_short, 8, 1024, torch.Generator().manual_seed(0))
-    plain = torch.randperm(40, generator=torch.Generator().manual_seed(0)).tolist()
-    assert steps == 5 and [s.token_ids[0] for s in next(batches)] == plain[:8]  # the shipped recipe's order
 
 
 def test_word_prompts_are_built_around_whole_vocabulary_words():
