@@ -220,6 +220,8 @@ def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature
     config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed,
                          adaptive)
     pipeline = load_pipeline(config)
+    if compare:
+        compute.call(engine.warm_up, pipeline, config)  # a fresh server's first run would otherwise pay set-up costs
     feed = compute.Ahead(engine.speculative_decode(pipeline, prompt, config), snapshot=_snapshot)
     seen, sent, plotted, trace, held = 0, float("-inf"), float("-inf"), None, None
     try:
@@ -259,6 +261,8 @@ def step(session: StepSession | None, pair, target, draft, drafter, prompt, gamm
         config = make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p,
                              seed, adaptive)
         pipeline = load_pipeline(config)
+        if compare:
+            compute.call(engine.warm_up, pipeline, config)
         try:
             rounds = engine.speculative_decode(pipeline, prompt, config)
         except ValueError as error:

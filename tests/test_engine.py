@@ -182,3 +182,20 @@ def test_max_new_tokens_is_exact_whatever_gamma():
         config = DecodeConfig(gamma=gamma, max_new_tokens=limit, chat=False, temperature=1.0)
         trace = engine.run_speculative(pipeline, PROMPT, config)
         assert len(trace.token_ids) == limit and trace.stop_reason == "max_new_tokens"
+
+
+def test_warm_up_feeds_every_verification_width_then_runs_both_paths_once_per_process(monkeypatch):
+    pipeline = fake_pipeline(vocab_size=5)
+    config = DecodeConfig(gamma=3, max_new_tokens=20, chat=False)
+    monkeypatch.setattr(engine, "_WARMED", set())
+    widths = []
+    feed = type(pipeline.target).feed
+    monkeypatch.setattr(type(pipeline.target), "feed", lambda self, ids, *a, **k: widths.append(ids.numel()) or feed(self, ids, *a, **k))
+    engine.warm_up(pipeline, config)
+    assert {1, 2, 3, 4} <= set(widths)  # every width a round can verify: γ + 1 = 4 at most
+    assert pipeline.draft_model.forward_calls > 0  # and the drafter ran
+    count = len(widths)
+    engine.warm_up(pipeline, config)
+    assert len(widths) == count  # once per process for the same pair and γ
+    trace = engine.run_speculative(pipeline, "abcab", config)  # a warmed pipeline decodes as before
+    assert trace.token_ids == engine.baseline_decode(pipeline, "abcab", config).token_ids
