@@ -49,8 +49,8 @@ class Method:
         if self.drafter is None:
             return self.kind
         model = self.drafter.removeprefix(LOOKUP_FIRST)
-        name = model if model in BUILT_IN_DRAFTERS else Path(model).name  # a folder by its name
-        label = f"{self.kind}[{self.drafter[:len(self.drafter) - len(model)]}{name}]"
+        prefix = LOOKUP_FIRST if model != self.drafter else ""
+        label = f"{self.kind}[{prefix}{model if model in BUILT_IN_DRAFTERS else Path(model).name}]"  # a folder by its name
         return label if self.gamma is None else f"{label} γ={self.gamma}"
 
 

@@ -48,7 +48,7 @@ class DecodeConfig:
 
     @property
     def drafting_model(self) -> str:
-        """The draft without its lookup prefix: a model id or folder, a built-in drafter, each optionally after LOOKUP_FIRST."""
+        """The draft without its lookup prefix: a model id or folder, or a built-in drafter."""
         return self.draft.removeprefix(LOOKUP_FIRST)
 
     @property

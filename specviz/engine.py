@@ -211,7 +211,8 @@ def _stop_reason(last_token, pipeline, generated, config, length, limit) -> str:
     return ""
 
 
-_WARMED: set[tuple] = set()
+WARM_UP_PROMPT = "Say hello twice: hello hello"
+_WARMED: set[tuple] = set()  # (target, draft, γ, device) already warmed in this process
 
 
 def warm_up(pipeline: Pipeline, config: DecodeConfig) -> None:
@@ -233,9 +234,6 @@ def warm_up(pipeline: Pipeline, config: DecodeConfig) -> None:
     run_speculative(pipeline, WARM_UP_PROMPT, short)  # the drafter's own first calls
     baseline_decode(pipeline, WARM_UP_PROMPT, short)
     _WARMED.add(key)
-
-
-WARM_UP_PROMPT = "Say hello twice: hello hello"
 
 
 def run_speculative(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Trace:
