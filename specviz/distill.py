@@ -39,7 +39,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(feature_draft.ASSET), help="where to write the draft (.safetensors)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--prompts", type=int, default=1200, help="first-stage prompts")
+    parser.add_argument("--prompts", type=int, default=1200, help="first-stage templated prompts")
+    parser.add_argument("--requests", type=int, default=0,
+                        help="first-stage requests the target writes itself from its bare chat template (Magpie)")
     parser.add_argument("--passages", type=int, default=600, help="second-stage prompts quoting first-stage answers")
     parser.add_argument("--word-prompts", action="store_true",
                         help="build half the first-stage prompts around random words of the target's vocabulary")
@@ -60,6 +62,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--score", choices=("all", "generated"), default="all",
                         help="positions whose predictions are scored: all, or only those of generated tokens")
     parser.add_argument("--data-only", action="store_true", help="build (or find) the data, then stop")
+    parser.add_argument("--current-token", action=argparse.BooleanOptionalAction, default=False,
+                        help="each pair also carries the token read at its position (lets one layer copy)")
     parser.add_argument("--without-states", action="store_true",
                         help="ablation: the head sees tokens only (a 1-layer LM on frozen embeddings), for comparison")
     parser.add_argument("--cache-dir", default=None, help="where generated data is kept (default $SPECVIZ_CACHE/distill)")
@@ -88,7 +92,8 @@ def main(argv=None) -> int:
 
 def load_or_build_corpus(target, args) -> Corpus:
     key = [args.seed, args.prompts, args.passages, args.max_new_tokens, args.gen_batch, str(target.dtype)]
-    key = json.dumps(key + ["words"] if args.word_prompts else key)  # runs without words keep their old cache
+    key += ["words"] if args.word_prompts else []  # runs without these keep their old cache
+    key = json.dumps(key + [f"requests={args.requests}"] if args.requests else key)
     folder = Path(args.cache_dir) if args.cache_dir else cache_root() / "distill"
     path = folder / f"corpus-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
     if path.exists():
@@ -97,7 +102,8 @@ def load_or_build_corpus(target, args) -> Corpus:
 
     print(f"generating data with {OFFLINE_MODEL} on {target.device} ...")
     corpus = build_corpus(target.hf_model, target.tokenizer, _eos_ids(target), args.prompts, args.passages,
-                          args.max_new_tokens, args.gen_batch, args.seed, word_prompts=args.word_prompts)
+                          args.max_new_tokens, args.gen_batch, args.seed, word_prompts=args.word_prompts,
+                          request_count=args.requests)
     path.parent.mkdir(parents=True, exist_ok=True)
     corpus.save(path)
     return corpus
@@ -122,7 +128,7 @@ def train(hf_model, corpus: Corpus, args) -> tuple[feature_draft.FeatureDraft, d
     head_ids = frequent_tokens(corpus, args.head_size, eos)
     embedding = hf_model.get_input_embeddings().weight.detach().float()
     head_weight = hf_model.get_output_embeddings().weight.detach().float()[head_ids.to(embedding.device)]
-    draft = feature_draft.FeatureDraft(hf_model.config, head_ids, embedding, head_weight.clone())
+    draft = feature_draft.FeatureDraft(hf_model.config, head_ids, embedding, head_weight.clone(), args.current_token)
     _initialise(draft, generator)
     draft.to(embedding.device).train()  # trained in float32 on the target's device (a GPU when there is one)
 
@@ -178,21 +184,23 @@ def _initialise(draft, generator) -> None:
 
 
 def _batch(sequences, max_length, generated_only=False):
-    """Right-padded pairs: features h_j [B, n, H], next ids x_{j+1} [B, n], targets h_{j+1} [B, n, H], and
-    valid [B, n]. generated_only keeps only pairs j ≥ P - 1 (P prompt tokens), whose predictions are generated
+    """Right-padded pairs: features h_j [B, n, H], next ids x_{j+1} [B, n], targets h_{j+1} [B, n, H],
+    valid [B, n] and current ids x_j [B, n]. generated_only keeps only pairs j ≥ P - 1 (P prompt tokens), whose predictions are generated
     tokens, the ones a drafter proposes; the prompt's pairs are still read (attended to), just not scored."""
     lengths = [min(len(s.token_ids), max_length) - 1 for s in sequences]
     n, hidden = max(lengths), sequences[0].features.shape[-1]
     features = torch.zeros(len(sequences), n, hidden)
     targets = torch.zeros(len(sequences), n, hidden)
     next_ids = torch.zeros(len(sequences), n, dtype=torch.long)
+    current_ids = torch.zeros(len(sequences), n, dtype=torch.long)
     valid = torch.zeros(len(sequences), n, dtype=torch.bool)
     for row, (s, length) in enumerate(zip(sequences, lengths)):
         f = s.features[: length + 1].float()
         features[row, :length], targets[row, :length] = f[:-1], f[1:]
         next_ids[row, :length] = torch.tensor(s.token_ids[1: length + 1])
+        current_ids[row, :length] = torch.tensor(s.token_ids[:length])
         valid[row, max(0, s.prompt_length - 1) if generated_only else 0: length] = True
-    return features, next_ids, targets, valid
+    return features, next_ids, targets, valid, current_ids
 
 
 def unrolled_mask(n: int, blocks: int) -> torch.Tensor:
@@ -214,7 +222,7 @@ def unrolled_mask(n: int, blocks: int) -> torch.Tensor:
 def _losses(draft, sequences, args, feature_rms, generator) -> list[torch.Tensor]:
     device = draft.fc.weight.device
     batch = _batch(sequences, args.max_length, generated_only=args.score == "generated")
-    features, next_ids, targets, valid = (t.to(device) for t in batch)
+    features, next_ids, targets, valid, current_ids = (t.to(device) for t in batch)
     n = features.shape[1]
     noise = (torch.rand(features.shape, generator=generator) - 0.5).to(device) * (2 * args.noise * feature_rms)
     inputs = [features + noise]  # block 1: the true states
@@ -226,8 +234,9 @@ def _losses(draft, sequences, args, feature_rms, generator) -> list[torch.Tensor
         grad = k == args.unroll
         with torch.set_grad_enabled(grad):
             blocks = torch.cat(inputs, dim=1)
-            ids, pos = next_ids.repeat(1, k), positions.repeat(1, k)
-            predicted = draft(blocks, ids, pos, attention_mask=unrolled_mask(n, k).to(device))  # [B, k·n, H]
+            ids, pos, current = next_ids.repeat(1, k), positions.repeat(1, k), current_ids.repeat(1, k)
+            predicted = draft(blocks, ids, pos, attention_mask=unrolled_mask(n, k).to(device),
+                              current_ids=current)  # [B, k·n, H]
         if not grad:
             last = predicted[:, (k - 1) * n:].detach()  # block k's predictions of h_{m+1}, read at pair m + 1
             inputs.append(torch.cat([features[:, :1], last[:, :-1]], dim=1))
@@ -258,14 +267,15 @@ def evaluate(draft, hf_model, sequences, args) -> dict:
     counted = [0, 0]
     for start in range(0, len(sequences), args.batch):
         batch = _batch(sequences[start: start + args.batch], args.max_length, generated_only=True)
-        features, next_ids, targets, valid = (t.to(device) for t in batch)
+        features, next_ids, targets, valid, current_ids = (t.to(device) for t in batch)
         n = features.shape[1]
         positions = torch.arange(n, device=device).view(1, -1).expand(features.shape[0], -1)
         target_top = head(targets.to(head.weight.dtype)).argmax(-1)  # [B, n] over the full vocabulary
         inputs = [torch.zeros_like(features) if args.without_states else features]
         for k in (1, 2):
             predicted = draft(torch.cat(inputs, 1), next_ids.repeat(1, k), positions.repeat(1, k),
-                              attention_mask=unrolled_mask(n, k).to(device))[:, (k - 1) * n:]
+                              attention_mask=unrolled_mask(n, k).to(device), current_ids=current_ids.repeat(1, k))
+            predicted = predicted[:, (k - 1) * n:]
             draft_top = draft.head_ids[draft.head_logits(predicted).argmax(-1)]
             usable = valid.clone()
             usable[:, : k - 1] = False

@@ -1,7 +1,12 @@
 """Training data for the distilled draft: text the target writes itself, with its last hidden state at every token.
 
-The target generates from the project's own prompts (distill_prompts.py) in left-padded batches with a KV
-cache, sampling with an explicit torch.Generator. While it does, we keep its final-norm hidden state h_j (the
+The target generates from two kinds of prompt in left-padded batches with a KV cache:
+- the project's own templated requests (distill_prompts.py);
+- requests the target writes itself (Magpie, Xu et al. 2024): fed only its chat template up to the start of a
+  user turn, an instruction-tuned model writes a user request drawn from what it learned users ask. These are far
+  more varied than any template, and no benchmark prompt is involved.
+
+It generates sampling with an explicit torch.Generator. While it does, we keep its final-norm hidden state h_j (the
 vector its LM head turns into the next-token distribution) at every position. That is all distillation needs:
 the teacher's distribution at any position is softmax(W h_j), recomputed on the fly from h_j.
 """
@@ -17,6 +22,9 @@ from .distill_prompts import first_stage_prompts, passage_prompts, vocabulary_wo
 from .engine import encode_prompt
 
 TEMPERATURES = (0.0, 1.0, 0.7)  # batches cycle through these: greedy text for T = 0 decoding, samples for T > 0
+REQUEST_TEMPERATURE = 0.8  # self-written requests: at 1.0 many ramble on without ending the turn
+REQUEST_TOKENS = 96  # a self-written request that has not ended its turn by then is dropped
+REQUEST_MIN_WORDS = 4
 PASSAGE_TOKENS = 120  # a first-stage answer is cut to this many tokens before a second-stage prompt quotes it
 
 
@@ -51,21 +59,49 @@ class Corpus:
 
 
 def build_corpus(hf_model, tokenizer, eos_ids: list[int], prompt_count: int, passage_count: int, max_new_tokens: int,
-                 batch_size: int, seed: int, log=print, word_prompts: bool = False) -> Corpus:
-    """Stage 1: answers to `prompt_count` varied requests (half of them built around random words of the
-    target's vocabulary with `word_prompts`). Stage 2: `passage_count` requests that quote stage-1 answers
-    (summarise, extract, answer from a document)."""
+                 batch_size: int, seed: int, log=print, word_prompts: bool = False, request_count: int = 0) -> Corpus:
+    """Stage 1: answers to `prompt_count` templated requests (half of them built around random words of the
+    target's vocabulary with `word_prompts`) and to `request_count` requests the target writes itself. Stage 2:
+    `passage_count` requests that quote stage-1 answers (summarise, extract, answer from a document)."""
     started = time.perf_counter()
     generator = torch.Generator(device=hf_model.device).manual_seed(seed)
     words = vocabulary_words(tokenizer.get_vocab()) if word_prompts else ()
-    first = _generate_all(hf_model, tokenizer, eos_ids, first_stage_prompts(prompt_count, seed, words),
-                          max_new_tokens, batch_size, generator, log)
+    prompts = first_stage_prompts(prompt_count, seed, words)
+    if request_count:
+        prompts += self_written_requests(hf_model, tokenizer, eos_ids, request_count, batch_size, generator, log)
+    first = _generate_all(hf_model, tokenizer, eos_ids, prompts, max_new_tokens, batch_size, generator, log)
     long_answers = [s for s in first if len(s.token_ids) - s.prompt_length >= PASSAGE_TOKENS // 2]
     passages = [tokenizer.decode(s.token_ids[s.prompt_length:][:PASSAGE_TOKENS], skip_special_tokens=True)
                 for s in long_answers[:passage_count]]
     second = _generate_all(hf_model, tokenizer, eos_ids, passage_prompts(passages, seed + 1), max_new_tokens, batch_size,
                            generator, log)
     return Corpus(first + second, time.perf_counter() - started)
+
+
+def self_written_requests(hf_model, tokenizer, eos_ids, count: int, batch_size: int, generator: torch.Generator,
+                          log=print) -> list[str]:
+    """`count` distinct user requests written by the target from its bare chat template (Magpie).
+
+    The model is fed the template up to where a user's words would begin (system turn, then the user header) and
+    samples; a request counts once it ends its turn within REQUEST_TOKENS and has REQUEST_MIN_WORDS words or more.
+    """
+    marker = "\x00REQUEST\x00"
+    template = tokenizer.apply_chat_template([{"role": "user", "content": marker}], tokenize=False,
+                                             add_generation_prompt=True)
+    header = tokenizer(template[: template.index(marker)], add_special_tokens=False)["input_ids"]  # [P]
+    requests: dict[str, None] = {}  # insertion-ordered set: the result does not depend on hashing
+    for attempt in range(max(4, 4 * count // batch_size + 4)):
+        if len(requests) >= count:
+            break
+        for s in generate_batch(hf_model, [header] * batch_size, REQUEST_TOKENS, REQUEST_TEMPERATURE, generator,
+                                eos_ids):
+            written = s.token_ids[s.prompt_length:]
+            if written and written[-1] in eos_ids:
+                text = tokenizer.decode(written[:-1], skip_special_tokens=True).strip()
+                if len(text.split()) >= REQUEST_MIN_WORDS:
+                    requests.setdefault(text)
+        log(f"  requests: {min(len(requests), count)}/{count} after {attempt + 1} batches")
+    return list(requests)[:count]
 
 
 def _generate_all(hf_model, tokenizer, eos_ids, prompts, max_new_tokens, batch_size, generator, log) -> list[Sequence]:

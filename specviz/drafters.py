@@ -118,15 +118,16 @@ class FeatureDrafter:
             self.cache.crop(-predicted_pairs)
         first, last = self.true_pairs, len(sequence) - 1
         features = self.target.features[first:last].unsqueeze(0)  # [1, n, H]
-        next_ids = torch.tensor(sequence[first + 1:], dtype=torch.long, device=device).view(1, -1)  # [1, n]
-        predicted = self._step(features, next_ids, first)  # [1, n, H]
+        ids = torch.tensor(sequence[first:], dtype=torch.long, device=device).view(1, -1)  # [1, n + 1]
+        predicted = self._step(features, ids[:, 1:], first, ids[:, :-1])  # [1, n, H]
         self.true_pairs = last
         state = predicted[:, -1:]  # [1, 1, H]: ĥ for the position after the sequence
         head_ids = self.draft.head_ids  # [S]
         tokens, probs = [], []
         for step in range(gamma):
             if step > 0:  # pair (ĥ, x̂): the predicted state stands in for the one the target has not computed
-                state = self._step(state, tokens[-1].view(1, 1), last + step - 1)
+                current = tokens[-2] if step > 1 else ids[0, -1]  # x_j, the token read at that position
+                state = self._step(state, tokens[-1].view(1, 1), last + step - 1, current.view(1, 1))
             # The warpers over the S head logits give what they give over all V with -inf outside the head, at
             # a twelfth of the work; q is then 0 outside the head's support.
             head_probs = standardize(self.draft.head_logits(state[0]))[0]  # [S]
@@ -135,14 +136,16 @@ class FeatureDrafter:
         self.forward_seconds += time.perf_counter() - started
         return Draft(torch.cat(tokens), torch.stack(probs), gamma)
 
-    def _step(self, features: torch.Tensor, next_ids: torch.Tensor, first_position: int) -> torch.Tensor:
+    def _step(self, features: torch.Tensor, next_ids: torch.Tensor, first_position: int,
+              current_ids: torch.Tensor) -> torch.Tensor:
         from .feature_draft import causal_mask
 
         count = next_ids.shape[1]
         positions = torch.arange(first_position, first_position + count, device=next_ids.device).view(1, -1)
         mask = causal_mask(count, first_position + count, next_ids.device) if count > 1 else None
         with torch.inference_mode():
-            return self.draft(features.to(self.draft.fc.weight.dtype), next_ids, positions, self.cache, mask)
+            return self.draft(features.to(self.draft.fc.weight.dtype), next_ids, positions, self.cache, mask,
+                              current_ids)
 
 
 class PromptLookupDrafter:

@@ -6,6 +6,10 @@ takes the pair (h_j, x_{j+1}), the state and the token actually chosen after it,
     ĥ_{j+1} = Layer(FC([h_j ; E x_{j+1}]))        E: the target's frozen token embedding [V, H]
     q(x_{j+2}) = softmax(W_S ĥ_{j+1})             W_S: the target's LM head restricted to the S most frequent tokens
 
+With `current_token`, the pair also carries x_j, the token the target read at j: FC([h_j ; E x_j ; E x_{j+1}]).
+Then one attention layer can copy (an induction head): the pair that read a token x can hand on the token that
+followed x earlier in the context, which the final state h_j itself hardly keeps.
+
 One decoder layer with the target's shapes does the work, with its own KV cache over the pairs. Drafting
 token i+1 after token i feeds (ĥ, x̂_i): the head's own prediction stands in for the state the target has not
 computed yet. Tokens outside S get q = 0; they are never drafted but the target can still produce them in the
@@ -31,13 +35,15 @@ ASSET_SHA256 = "70030a6d1098195e6f707e3e91c7a9e69a57666fe0b24d1aff61a51c5dd16a79
 class FeatureDraft(nn.Module):
     """The trainable FC + decoder layer, and the frozen embedding and restricted head borrowed from the target."""
 
-    def __init__(self, target_config, head_ids: torch.Tensor, embedding: torch.Tensor, head_weight: torch.Tensor):
+    def __init__(self, target_config, head_ids: torch.Tensor, embedding: torch.Tensor, head_weight: torch.Tensor,
+                 current_token: bool = False):
         super().__init__()
         from transformers.models.llama.modeling_llama import LlamaDecoderLayer, LlamaRotaryEmbedding
 
         self.config = layer_config(target_config)
         hidden = self.config.hidden_size
-        self.fc = nn.Linear(2 * hidden, hidden, bias=True)
+        self.current_token = current_token
+        self.fc = nn.Linear((3 if current_token else 2) * hidden, hidden, bias=True)
         self.layer = LlamaDecoderLayer(self.config, layer_idx=0)
         self.rotary = LlamaRotaryEmbedding(self.config)
         self.register_buffer("head_ids", head_ids.long(), persistent=False)  # [S] target ids the head can propose
@@ -46,12 +52,14 @@ class FeatureDraft(nn.Module):
         self.head.weight = nn.Parameter(head_weight, requires_grad=False)
 
     def forward(self, features: torch.Tensor, next_ids: torch.Tensor, positions: torch.Tensor, cache=None,
-                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+                attention_mask: torch.Tensor | None = None, current_ids: torch.Tensor | None = None) -> torch.Tensor:
         """features [B, n, H] (h_j), next_ids [B, n] (x_{j+1}), positions [B, n] (j) -> predicted h_{j+1} [B, n, H].
 
+        current_ids [B, n] (x_j) is read only by a draft with `current_token`.
         attention_mask: [B, 1, n, K] bool (True = may attend) over the K cached + new pairs; None for one pair.
         """
-        x = self.fc(torch.cat([features, self.embedding(next_ids)], dim=-1))  # [B, n, H]
+        parts = [features, self.embedding(current_ids)] if self.current_token else [features]
+        x = self.fc(torch.cat(parts + [self.embedding(next_ids)], dim=-1))  # [B, n, H]
         cos_sin = self.rotary(x, positions)
         return self.layer(x, attention_mask=attention_mask, position_ids=positions, past_key_values=cache,
                           use_cache=cache is not None, position_embeddings=cos_sin)
@@ -128,7 +136,8 @@ def load(path, target_hf_model, expected_sha256: str | None = None) -> FeatureDr
     head_ids = tensors.pop("head_ids").long()
     embedding = target_hf_model.get_input_embeddings().weight.detach()  # [V, H]
     head_weight = target_hf_model.get_output_embeddings().weight.detach()[head_ids]  # [S, H]
-    draft = FeatureDraft(target_hf_model.config, head_ids, embedding, head_weight)
+    current_token = tensors["fc.weight"].shape[1] == 3 * embedding.shape[1]  # FC over [h ; E x_j ; E x_{j+1}]
+    draft = FeatureDraft(target_hf_model.config, head_ids, embedding, head_weight, current_token)
     missing, unexpected = draft.load_state_dict(tensors, strict=False)
     trained_missing = [name for name in missing if name.startswith(("fc.", "layer."))]
     if trained_missing or unexpected:

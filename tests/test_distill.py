@@ -53,6 +53,20 @@ def test_word_prompts_are_built_around_whole_vocabulary_words():
     assert sum(("volcano" in p or "harbour" in p) for p in prompts[1::2]) == 20  # every other prompt
 
 
+def test_the_target_writes_distinct_finished_requests_of_its_own(offline_target):
+    from specviz.distill_data import self_written_requests
+
+    def requests(seed):
+        return self_written_requests(offline_target.hf_model, offline_target.tokenizer, engine._eos_ids(offline_target),
+                                     3, 4, torch.Generator().manual_seed(seed), log=lambda *_: None)
+
+    first = requests(0)
+    assert first == requests(0) != requests(1)  # seeded by the generator alone
+    assert len(first) == len(set(first)) == 3
+    for request in first:
+        assert len(request.split()) >= 4 and "<|im_" not in request and "assistant" not in request.split()[0]
+
+
 def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
     kept = offline_target.language_model(offline_target.logits_width, keep_features=True)
     plain = offline_target.language_model(offline_target.logits_width)
@@ -66,6 +80,43 @@ def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
     with torch.inference_mode():
         states = offline_target.hf_model.get_decoder()(input_ids=ids[:3].view(1, -1)).last_hidden_state[0]
     assert torch.allclose(kept.features, states, atol=1e-4)
+
+
+@pytest.mark.parametrize("current_token", [False, True])
+def test_drafting_from_a_cache_computes_what_training_computes(offline_target, current_token):
+    """The drafter's incremental path (cached true pairs, then its own predicted states) and the batched,
+    unrolled forward that training and evaluation use give the same drafts, for an untrained head."""
+    from specviz.drafters import FeatureDrafter
+
+    hf = offline_target.hf_model
+    head_ids = torch.arange(1024)
+    weight = hf.get_output_embeddings().weight.detach().float()[head_ids].clone()
+    draft = feature_draft.FeatureDraft(hf.config, head_ids, hf.get_input_embeddings().weight.detach().float(), weight,
+                                       current_token)
+    distill._initialise(draft, torch.Generator().manual_seed(0))
+    draft.eval()
+    target = offline_target.language_model(offline_target.logits_width, keep_features=True)
+    drafter = FeatureDrafter(draft, target, "test")
+    ids = offline_target.tokenizer("The cat sat on the mat, and the dog sat on the")["input_ids"]
+    n = len(ids)
+    target.reset(), drafter.begin()
+    target.feed(torch.tensor(ids[:-1]))  # the states h_0 .. h_{n-2}
+    drafted = drafter.propose(ids, 2, lambda logits: torch.softmax(logits.float(), -1), torch.Generator().manual_seed(0))
+    proposed = drafted.tokens.tolist()
+
+    with torch.inference_mode():
+        features = torch.cat([target.features, torch.zeros(1, target.features.shape[1])]).unsqueeze(0)  # [1, n, H]
+        next_ids = torch.tensor([ids[1:] + [proposed[0]]])  # [1, n]: x_{j+1}, the last one drafted
+        current_ids = torch.tensor([ids])  # [1, n]: x_j
+        positions = torch.arange(n).view(1, -1)
+        first = draft(features, next_ids, positions, attention_mask=distill.unrolled_mask(n, 1),
+                      current_ids=current_ids)  # [1, n, H]
+        inputs = torch.cat([features, torch.cat([features[:, :1], first[:, :-1]], 1)], 1)  # block 2 reads ĥ
+        second = draft(inputs, next_ids.repeat(1, 2), positions.repeat(1, 2), attention_mask=distill.unrolled_mask(n, 2),
+                       current_ids=current_ids.repeat(1, 2))[:, n:]
+    for step, state in enumerate([first[0, n - 2], second[0, n - 1]]):  # q_1 from ĥ_{n-1}, q_2 from ĥ_n
+        q = torch.softmax(draft.head_logits(state), -1)  # [S]
+        assert torch.allclose(drafted.probs[step, head_ids], q, atol=1e-6, rtol=1e-4)
 
 
 def test_shipped_draft_loads_offline_and_its_hash_matches(offline_target):
@@ -129,7 +180,7 @@ def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere
 
 def test_a_few_training_steps_run_end_to_end(tmp_path, offline_target):
     out = tmp_path / "draft.safetensors"
-    args = ["--prompts", "8", "--passages", "2", "--max-new-tokens", "64", "--gen-batch", "4", "--steps", "2",
+    args = ["--prompts", "8", "--requests", "2", "--passages", "2", "--max-new-tokens", "64", "--gen-batch", "4", "--steps", "2",
             "--batch", "2", "--head-size", "256", "--cache-dir", str(tmp_path / "data"), "--out", str(out)]
     assert distill.main(args) == 0
     draft = feature_draft.load(out, offline_target.hf_model)
