@@ -1,10 +1,10 @@
 """Distil the shipped draft (feature_draft.py) from the offline target. Seeded and reproducible.
 
-    python -m specviz.distill                      # the shipped recipe: about 27 min of data, 23 min of training on 2 CPU cores
-    python -m specviz.distill --prompts 16 --passages 8 --max-new-tokens 24 --steps 3 --out /tmp/d.safetensors
+    python -m specviz.distill                      # the shipped recipe: about 44 min of data, 22 min of training on 2 CPU cores
+    python -m specviz.distill --prompts 16 --requests 8 --passages 8 --max-new-tokens 24 --steps 3 --out /tmp/d.safetensors
 
-1. Data (distill_data.py): the target answers the project's own prompts; we keep every token and the target's
-   final-norm hidden state h_j there. Cached under $SPECVIZ_CACHE/distill/, keyed by the data arguments.
+1. Data (distill_data.py): the target answers the project's own prompts and requests it writes itself; we keep
+   every token and the target's final-norm hidden state h_j there. Cached under $SPECVIZ_CACHE/distill/, keyed by the data arguments.
 2. Head support S: the most frequent tokens the target generated (frequency-ranked drafting).
 3. Training, with training-time test (HASS / EAGLE-3): block 1 reads the true states h_j; block k reads the
    states predicted by block k-1 and attends to true pairs only up to where drafting would have started, so
@@ -39,16 +39,16 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__.split("\n")[0])
     parser.add_argument("--out", default=str(feature_draft.ASSET), help="where to write the draft (.safetensors)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--prompts", type=int, default=1200, help="first-stage templated prompts")
-    parser.add_argument("--requests", type=int, default=0,
+    parser.add_argument("--prompts", type=int, default=600, help="first-stage templated prompts")
+    parser.add_argument("--requests", type=int, default=1000,
                         help="first-stage requests the target writes itself from its bare chat template (Magpie)")
-    parser.add_argument("--passages", type=int, default=600, help="second-stage prompts quoting first-stage answers")
+    parser.add_argument("--passages", type=int, default=500, help="second-stage prompts quoting first-stage answers")
     parser.add_argument("--word-prompts", action="store_true",
                         help="build half the first-stage prompts around random words of the target's vocabulary")
     parser.add_argument("--max-new-tokens", type=int, default=160)
     parser.add_argument("--gen-batch", type=int, default=64, help="sequences generated at once")
     parser.add_argument("--head-size", type=int, default=4096, help="S, the tokens the draft can propose")
-    parser.add_argument("--epochs", type=float, default=6.0)
+    parser.add_argument("--epochs", type=float, default=5.0)
     parser.add_argument("--steps", type=int, default=0, help="stop after this many steps (0: run all epochs)")
     parser.add_argument("--batch", type=int, default=8, help="sequences per training step")
     parser.add_argument("--max-length", type=int, default=384, help="tokens of a sequence used in training")
@@ -62,7 +62,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--score", choices=("all", "generated"), default="all",
                         help="positions whose predictions are scored: all, or only those of generated tokens")
     parser.add_argument("--data-only", action="store_true", help="build (or find) the data, then stop")
-    parser.add_argument("--current-token", action=argparse.BooleanOptionalAction, default=False,
+    parser.add_argument("--current-token", action=argparse.BooleanOptionalAction, default=True,
                         help="each pair also carries the token read at its position (lets one layer copy)")
     parser.add_argument("--without-states", action="store_true",
                         help="ablation: the head sees tokens only (a 1-layer LM on frozen embeddings), for comparison")

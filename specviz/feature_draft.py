@@ -28,8 +28,9 @@ import torch
 from torch import nn
 
 ASSET = Path(__file__).resolve().parent.parent / "assets" / "smollm2-135m-draft.safetensors"
-# Printed by `python -m specviz.distill` (two runs wrote identical weights); a damaged or swapped file is refused.
-ASSET_SHA256 = "70030a6d1098195e6f707e3e91c7a9e69a57666fe0b24d1aff61a51c5dd16a79"
+# Printed by `python -m specviz.distill` (the recipe is deterministic: two runs of an earlier one wrote identical
+# weights); a damaged or swapped file is refused.
+ASSET_SHA256 = "a8150a509081e37288a0dcae564cf2a12f95122e447f6facddab9b67c13d1239"
 
 
 class FeatureDraft(nn.Module):
