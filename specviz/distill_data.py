@@ -6,7 +6,7 @@ The target generates from two kinds of prompt in left-padded batches with a KV c
   user turn, an instruction-tuned model writes a user request drawn from what it learned users ask. These are far
   more varied than any template, and no benchmark prompt is involved.
 
-It generates sampling with an explicit torch.Generator. While it does, we keep its final-norm hidden state h_j (the
+Sampling uses an explicit torch.Generator. While the target generates, we keep its final-norm hidden state h_j (the
 vector its LM head turns into the next-token distribution) at every position. That is all distillation needs:
 the teacher's distribution at any position is softmax(W h_j), recomputed on the fly from h_j.
 """
