@@ -83,10 +83,11 @@ class DraftModelDrafter:
 class FeatureDrafter:
     """The distilled draft (feature_draft.py): reads the target's last hidden states instead of re-reading text.
 
-    Its cache holds pairs (h_j, x_{j+1}), with x_j too for a draft that reads the current token, for every
-    position whose state h_j the target has computed. Each proposal first feeds the pairs the last verification
-    made true (accepted tokens and the correction), then drafts γ tokens, each step feeding its own predicted state with the token it just drew. Until the target
-    has encoded the prompt there is no state to read, so the first round drafts nothing.
+    Its cache holds pairs (h_j, x_{j+1}), with x_j too for a draft that reads the current token, for every position
+    whose state h_j the target has computed. Each proposal first feeds the pairs the last verification made true
+    (accepted tokens and the correction), then drafts γ tokens, each step feeding its own predicted state with the
+    token it just drew. Until the target has encoded the prompt there is no state to read, so the first round drafts
+    nothing.
     """
 
     costless = False
