@@ -127,6 +127,14 @@ def test_shipped_draft_loads_offline_and_its_hash_matches(offline_target):
     assert bool((draft.head_ids < offline_target.logits_width).all())
 
 
+def test_the_shipped_draft_was_written_by_the_script_defaults():
+    """`python -m specviz.distill` with no options rebuilds the shipped file: its recorded options are the defaults."""
+    recorded = feature_draft.metadata(feature_draft.ASSET)["args"]
+    defaults = {k: v for k, v in vars(distill.parse_args([])).items()
+                if k not in ("out", "cache_dir", "data_only") and distill._LATER_OPTIONS.get(k, object()) != v}
+    assert recorded == defaults
+
+
 def test_a_draft_file_that_does_not_match_the_pinned_hash_is_refused(tmp_path, offline_target):
     damaged = tmp_path / "draft.safetensors"
     damaged.write_bytes(feature_draft.ASSET.read_bytes()[:-1] + b" ")
@@ -188,4 +196,5 @@ def test_a_few_training_steps_run_end_to_end(tmp_path, offline_target):
     meta = feature_draft.metadata(out)
     assert meta["steps"] == 2 and meta["tokens"] > 8 * 20
     assert list((tmp_path / "data").glob("corpus-*.pt"))  # the data is cached for the next run
-    assert distill.main(args) == 0  # and reused
+    assert distill.main(args + ["--train-every", "2"]) == 0  # and reused, here for a data-scaling run on half of it
+    assert feature_draft.metadata(out)["args"]["train_every"] == 2
