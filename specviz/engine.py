@@ -20,7 +20,7 @@ import torch
 
 from . import models
 from .adaptive import COSTLESS_PRIOR_ALPHA, PRIOR_ALPHA, AdaptiveGamma
-from .config import DISTILLED_DRAFTER, NGRAM_DRAFTER, DecodeConfig
+from .config import DISTILLED_DRAFTER, NGRAM_DRAFTER, QUANTIZED_DRAFTER, DecodeConfig
 from .drafters import Drafter, DraftModelDrafter, FeatureDrafter, LookupThenModelDrafter, PromptLookupDrafter
 from .sampling import Standardizer, sample
 from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Baseline, Round, Token, TopToken, Trace
@@ -53,6 +53,10 @@ def build_pipeline(config: DecodeConfig) -> Pipeline:
     elif model_id == DISTILLED_DRAFTER:
         target_model = target.language_model(target.logits_width, keep_features=True)  # the draft reads its states
         drafter = FeatureDrafter(_shared_draft(target), target_model, DISTILLED_DRAFTER)
+    elif model_id == QUANTIZED_DRAFTER:
+        target_model = target.language_model(target.logits_width)
+        draft_model = models.LanguageModel(_quantized_draft(target), target.logits_width, target.device, QUANTIZED_DRAFTER)
+        drafter = DraftModelDrafter(draft_model)
     else:
         draft = models.load_model(model_id, target.device, target.dtype)
         vocab = models.shared_vocab_size(target, draft)
@@ -74,6 +78,23 @@ def _load_draft(model_id: str, device: torch.device, dtype: torch.dtype):
     from .feature_draft import load_for_target
 
     return load_for_target(models.load_model(model_id, device, dtype))
+
+
+def _quantized_draft(target: models.LoadedModel):
+    """The target's 4-bit copy, built once per loaded target (about a second) and shared: it holds no state."""
+    from . import quantized_draft
+
+    if not quantized_draft.available(target.device):
+        raise ValueError(f"the {QUANTIZED_DRAFTER!r} draft runs on a CPU with torch's 4-bit kernels; this target is on "
+                         f"{target.device.type}: choose another drafter")
+    return _build_quantized_draft(target.model_id, target.device, target.dtype)
+
+
+@functools.lru_cache(maxsize=2)
+def _build_quantized_draft(model_id: str, device: torch.device, dtype: torch.dtype):
+    from .quantized_draft import quantized_copy
+
+    return quantized_copy(models.load_model(model_id, device, dtype).hf_model)
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool) -> list[int]:

@@ -1,0 +1,107 @@
+"""The target's own 4-bit copy as a draft: quantized self-speculation (as in QSpec, Zhao et al. 2024).
+
+The offline target ships as a Q4_1 GGUF: every linear weight is 4-bit codes in groups of 32, each group with a
+scale d and a minimum m, so w = d·q + m. specviz runs it in float32 (the dequantized weights), which keeps its
+distribution exact but streams 4 bytes a weight on every step. This draft runs the same codes through torch's
+4-bit CPU kernel (`_weight_int4pack_mm_for_cpu`, which computes w = (q − 8)·scale + zero), so it reads an eighth
+of the bytes:
+
+- the 210 decoder linears: group-32 asymmetric 4-bit, recovered from the float32 weights. For the offline target
+  this recovery is exact (every group of a Q4_1 tensor spans its codes' range), so only the activations differ;
+- the LM head (the tied Q8_0 embedding, 49k × 576): int8 with one scale per row (`_weight_int8pack_mm`), since
+  4-bit there halves agreement;
+- the kernels take bfloat16 activations: each linear casts its input to bfloat16 and its output back, so
+  attention, norms and the KV cache stay in the target's dtype.
+
+The draft therefore differs from the target only by bfloat16 rounding inside the matrix products: on the
+offline target it picks the target's top token at about 97% of greedy positions, with about 0.98 of the mass
+shared at T = 1, for about 0.45 of a float32 step (README). Speculative decoding then keeps the float32 target's
+distribution exactly, which running the 4-bit copy alone would not.
+
+For any other float target the same recovery is an ordinary 4-bit quantization (lossy, still exact as a draft).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+GROUP = 32  # weights per quantization group: Q4_1's block size
+
+
+def available(device: torch.device) -> bool:
+    """Whether this torch has the CPU 4-bit and 8-bit weight-only kernels, and the device is a CPU."""
+    aten = torch.ops.aten
+    return device.type == "cpu" and all(
+        hasattr(aten, name)
+        for name in ("_convert_weight_to_int4pack_for_cpu", "_weight_int4pack_mm_for_cpu", "_weight_int8pack_mm")
+    )
+
+
+class Int4Linear(torch.nn.Module):
+    """y = x Wᵀ (+ b) with W held as group-32 asymmetric 4-bit codes; bfloat16 inside the kernel.
+
+    >>> Int4Linear(torch.nn.Linear(64, 8))(torch.ones(2, 64)).shape
+    torch.Size([2, 8])
+    """
+
+    def __init__(self, linear: torch.nn.Linear):
+        super().__init__()
+        weight = linear.weight.detach().float()  # [out, in]
+        out_features, in_features = weight.shape
+        groups = weight.view(out_features, in_features // GROUP, GROUP)  # [out, in/G, G]
+        low, high = groups.amin(-1), groups.amax(-1)  # [out, in/G]: m, and m + 15·d
+        scale = ((high - low) / 15).clamp(min=1e-12)  # d
+        codes = ((groups - low[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.int32)  # q ∈ [0, 15]
+        self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes.view(out_features, in_features), 8)
+        # The kernel computes (q − 8)·scale + zero, so zero = m + 8·d gives d·q + m.  # [in/G, out, 2]
+        self.scales_and_zeros = torch.stack([scale, low + 8 * scale], -1).transpose(0, 1).contiguous().to(torch.bfloat16)
+        self.bias = None if linear.bias is None else linear.bias.detach()
+        self.out_features = out_features
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [m, in]
+        out = torch.ops.aten._weight_int4pack_mm_for_cpu(rows, self.packed, GROUP, self.scales_and_zeros)  # [m, out]
+        out = out.to(x.dtype).view(*x.shape[:-1], self.out_features)
+        return out if self.bias is None else out + self.bias
+
+
+class Int8RowLinear(torch.nn.Module):
+    """y = x Wᵀ with W as int8 codes and one scale per output row; bfloat16 inside the kernel. No bias."""
+
+    def __init__(self, linear: torch.nn.Linear):
+        super().__init__()
+        weight = linear.weight.detach().float()  # [out, in]
+        scale = weight.abs().amax(1).clamp(min=1e-12) / 127  # [out]
+        self.codes = (weight / scale[:, None]).round().clamp(-127, 127).to(torch.int8).contiguous()  # [out, in]
+        self.scales = scale.to(torch.bfloat16)
+        self.out_features = weight.shape[0]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)  # [m, in]
+        out = torch.ops.aten._weight_int8pack_mm(rows, self.codes, self.scales)  # [m, out]
+        return out.to(x.dtype).view(*x.shape[:-1], self.out_features)
+
+
+def quantized_copy(hf_model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of a causal LM whose linear layers run 4-bit (decoder) and int8 (LM head) kernels.
+
+    Everything that is not a linear weight (embeddings, norms, rotary tables) is shared with the original, not
+    copied, so the copy costs only its quantized weights (about 90 MB for SmolLM2-135M).
+    """
+    linears = [module for module in hf_model.modules() if isinstance(module, torch.nn.Linear)]
+    bad = [tuple(module.weight.shape) for module in linears if module.weight.shape[1] % GROUP]
+    if bad:
+        raise ValueError(f"the 4-bit copy needs input widths that are multiples of {GROUP}; this model has {bad[0]}")
+    # deepcopy with every tensor pre-entered in the memo: the structure is copied, the tensors are shared.
+    shared = {id(tensor): tensor for tensor in [*hf_model.parameters(), *hf_model.buffers()]}
+    shared.update({id(module.packed_weight): module.packed_weight for module in linears
+                   if getattr(module, "packed_weight", None) is not None})  # cpu_linear's packed copies
+    draft = copy.deepcopy(hf_model, memo=shared)
+    head = draft.get_output_embeddings()
+    for parent in list(draft.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.Linear):
+                setattr(parent, name, Int8RowLinear(child) if child is head else Int4Linear(child))
+    return draft.eval()
