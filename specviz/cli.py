@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from .config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_MODEL, DecodeConfig, check_prompt
+from .config import (DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER,
+                     DecodeConfig, check_prompt)
 from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
@@ -30,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--prompt", required=True, help="the text to continue")
     gen.add_argument("--preset", help="offline, gpt2-xl, smollm2-1.7b or qwen2.5-1.5b")
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
-    gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup or '{DISTILLED_DRAFTER}' for "
-                                     f"the offline target's shipped draft; '{LOOKUP_FIRST}' before a draft tries prompt lookup "
+    gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' for "
+                                     f"the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own 4-bit copy; '{LOOKUP_FIRST}' before a draft tries prompt lookup "
                                      f"first (default: '{OFFLINE_DRAFTER}' for the offline target, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
     gen.add_argument("--gamma", type=int, default=defaults.gamma, help="tokens drafted per round (γ)")

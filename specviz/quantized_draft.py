@@ -7,13 +7,14 @@ distribution exact but streams 4 bytes a weight on every step. This draft runs t
 of the bytes:
 
 - the 210 decoder linears: group-32 asymmetric 4-bit, recovered from the float32 weights. For the offline target
-  this recovery is exact (every group of a Q4_1 tensor spans its codes' range), so only the activations differ;
+  every code is recovered exactly (every group of a Q4_1 tensor spans its codes' range); the kernel holds each
+  group's scale and zero in bfloat16, which moves a weight by far less than half a step;
 - the LM head (the tied Q8_0 embedding, 49k × 576): int8 with one scale per row (`_weight_int8pack_mm`), since
   4-bit there halves agreement;
 - the kernels take bfloat16 activations: each linear casts its input to bfloat16 and its output back, so
   attention, norms and the KV cache stay in the target's dtype.
 
-The draft therefore differs from the target only by bfloat16 rounding inside the matrix products: on the
+The draft therefore differs from the target only by bfloat16 rounding (activations, scales and zeros): on the
 offline target it picks the target's top token at about 97% of greedy positions, with about 0.98 of the mass
 shared at T = 1, for about 0.45 of a float32 step (README). Speculative decoding then keeps the float32 target's
 distribution exactly, which running the 4-bit copy alone would not.

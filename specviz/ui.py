@@ -18,7 +18,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from . import compute, engine, figures, hosting, models, render
-from .config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
 from .metrics import estimate_verify_cost, summarize
 from .labs.tabs import build_lab_tabs
 from .trace import Trace
@@ -26,6 +26,7 @@ from .trace import Trace
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 PAIRS = {
     "Offline: SmolLM2-135M-Instruct (embedded)": (OFFLINE_MODEL, DISTILLED_DRAFTER),
+    "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": (OFFLINE_MODEL, QUANTIZED_DRAFTER),
     "gpt2-xl ← gpt2": models.PRESETS["gpt2-xl"],
     "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": models.PRESETS["smollm2-1.7b"],
     "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": models.PRESETS["qwen2.5-1.5b"],
@@ -396,7 +397,7 @@ def build_app() -> gr.Blocks:
         controls = [pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature, top_k, top_p, seed, compare,
                     adaptive]
         pair.change(lambda choice: gr.update(visible=choice == "Custom"), pair, custom_row, queue=False)
-        pair.change(lambda choice: gr.update(value=LOOKUP_THEN_DRAFT if choice == list(PAIRS)[0] else DRAFT_MODEL),
+        pair.change(lambda choice: gr.update(value=LOOKUP_THEN_DRAFT if PAIRS[choice][0] == OFFLINE_MODEL else DRAFT_MODEL),
                     pair, drafter, queue=False)
         run_event = run_button.click(gpu(run), controls, [*view_outputs, trace_state, download], api_name="run")
         run_event.then(follow_latest_position, trace_state, position_slider, queue=False)

@@ -1,0 +1,97 @@
+"""The int4 drafter: the target's own 4-bit copy (quantized_draft.py)."""
+
+import pytest
+import torch
+
+from specviz import engine, quantized_draft
+from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
+
+PROMPTS = ["Explain how a bicycle stays upright while it moves.", "Write a haiku about rain on a tin roof."]
+
+
+def q4_1_linear(out_features: int, in_features: int, seed: int) -> torch.nn.Linear:
+    """A linear layer whose weights are Q4_1 values: w = d·q + m per group of 32, d and m in float16 as in a GGUF."""
+    generator = torch.Generator().manual_seed(seed)
+    groups = in_features // quantized_draft.GROUP
+    codes = torch.randint(0, 16, (out_features, groups, quantized_draft.GROUP), generator=generator)
+    codes[..., 0], codes[..., 1] = 0, 15  # every group spans its range, as llama.cpp's Q4_1 quantizer makes it
+    scale = (torch.rand(out_features, groups, 1, generator=generator) * 0.02 + 5e-3).half().float()
+    low = (-torch.rand(out_features, groups, 1, generator=generator) * 0.1).half().float()
+    linear = torch.nn.Linear(in_features, out_features, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_((codes * scale + low).view(out_features, in_features))
+    return linear
+
+
+def test_int4_linear_reads_every_q4_1_code_right():
+    linear = q4_1_linear(96, 128, seed=0)
+    quantized = quantized_draft.Int4Linear(linear)
+    # Unit rows pick single weight columns. The kernel holds each group's scale and zero in bfloat16, so a weight
+    # may move by that rounding, but always by far less than half a step d/2: no 4-bit code is ever wrong.
+    columns = quantized(torch.eye(128)).T  # [96, 128] = W as the kernel sees it
+    groups = linear.weight.detach().view(96, -1, quantized_draft.GROUP)
+    half_step = (groups.amax(-1, keepdim=True) - groups.amin(-1, keepdim=True)) / 15 / 2  # [96, in/G, 1]
+    error = (columns.view_as(groups) - groups).abs()
+    assert bool((error < half_step / 4).all())
+    x = torch.randn(5, 128, generator=torch.Generator().manual_seed(1))
+    assert torch.allclose(quantized(x), linear(x), rtol=0.02, atol=0.02)
+
+
+def test_int8_head_is_close_to_the_float_head():
+    linear = torch.nn.Linear(64, 300, bias=False)
+    x = torch.randn(3, 64, generator=torch.Generator().manual_seed(2))
+    assert torch.allclose(quantized_draft.Int8RowLinear(linear)(x), linear(x), rtol=0.03, atol=0.03)
+
+
+def test_widths_that_are_not_multiples_of_the_group_are_refused():
+    model = torch.nn.Sequential(torch.nn.Linear(48, 32))
+    with pytest.raises(ValueError, match="multiples of 32"):
+        quantized_draft.quantized_copy(model)
+
+
+def test_the_copy_shares_the_target_tensors_and_leaves_the_target_alone(offline_target):
+    target = offline_target.hf_model
+    before = target.lm_head.weight.clone()
+    draft = engine._quantized_draft(offline_target)
+    assert draft.get_input_embeddings().weight is target.get_input_embeddings().weight  # shared, not copied
+    assert isinstance(draft.get_output_embeddings(), quantized_draft.Int8RowLinear)
+    assert not any(type(m) is torch.nn.Linear or isinstance(m, torch.nn.Linear) for m in draft.modules())
+    assert all(isinstance(m, torch.nn.Linear) for m in [target.lm_head, target.model.layers[0].mlp.up_proj])
+    assert torch.equal(target.lm_head.weight, before)
+
+
+def test_the_copy_agrees_with_the_offline_target(offline_target):
+    """The offline target is Q4_1: the copy reads its exact codes, so only bfloat16 rounding separates them."""
+    draft = engine._quantized_draft(offline_target)
+    ids = offline_target.tokenizer(PROMPTS[0] + " It stays upright because the wheels act as gyroscopes and "
+                                   "the rider steers into the fall.", return_tensors="pt")["input_ids"]
+    with torch.inference_mode():
+        target_logits = offline_target.hf_model(input_ids=ids).logits[0]  # [n, V]
+        draft_logits = draft(input_ids=ids).logits[0]  # [n, V]
+    agreement = (target_logits.argmax(-1) == draft_logits.argmax(-1)).float().mean().item()
+    shared_mass = torch.minimum(target_logits.softmax(-1), draft_logits.softmax(-1)).sum(-1).mean().item()
+    assert agreement > 0.9 and shared_mass > 0.9  # α at T = 1 is this shared mass
+
+
+@pytest.mark.parametrize("draft", [QUANTIZED_DRAFTER, LOOKUP_FIRST + QUANTIZED_DRAFTER])
+def test_greedy_decoding_with_the_int4_draft_is_identical_to_the_target(offline_target, draft):
+    config = DecodeConfig(draft=draft, gamma=5, max_new_tokens=40).validate()
+    pipeline = engine.build_pipeline(config)
+    accepted = drafted = 0
+    for prompt in PROMPTS:
+        trace = engine.run_speculative(pipeline, prompt, config)
+        assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
+        accepted += sum(r.accepted for r in trace.rounds)
+        drafted += sum(r.drafted for r in trace.rounds)
+    assert drafted > 0 and accepted / drafted > 0.5  # a random draft is accepted ~never
+
+
+def test_sampled_draft_distributions_are_real(offline_target):
+    config = DecodeConfig(draft=QUANTIZED_DRAFTER, gamma=3, max_new_tokens=12, temperature=1.0, seed=3).validate()
+    trace = engine.run_speculative(engine.build_pipeline(config), PROMPTS[1], config)
+    tops = [t.draft_top for r in trace.rounds for t in r.tokens if t.draft_top]
+    assert tops and all(len(top) > 1 for top in tops)  # q is spread, not one-hot
+
+
+def test_a_target_off_the_cpu_gets_a_clear_error():
+    assert not quantized_draft.available(torch.device("meta"))
