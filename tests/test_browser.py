@@ -114,3 +114,21 @@ def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
     shot = Path(os.environ.get("SPECVIZ_SCREENSHOT_DISTILLED", tmp_path / "distilled.png"))
     page.screenshot(path=str(shot), full_page=True)
     assert shot.stat().st_size > 50_000
+
+
+def test_the_offline_pair_runs_with_its_own_4bit_copy(page, tmp_path):
+    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    page.get_by_role("button", name="Reset", exact=True).click()
+    page.get_by_label("Model pair (target ← draft)").click()
+    page.get_by_role("option", name="Offline: SmolLM2-135M-Instruct ← its own 4-bit copy").click()
+    page.locator("textarea").first.fill("Explain what a rainbow is.")
+    page.get_by_label("draft model", exact=True).check()
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
+                           " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
+                           timeout=120_000)
+    assert "← int4" in page.locator("#sv-stats").inner_text()
+    assert page.locator(".sv-row .sv-accepted").count() > 3 * page.locator(".sv-row .sv-rejected").count()
+    shot = Path(os.environ.get("SPECVIZ_SCREENSHOT_INT4", tmp_path / "int4.png"))
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.stat().st_size > 50_000
