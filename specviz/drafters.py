@@ -7,6 +7,7 @@ The interface is two methods, as in transformers' candidate generators:
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass
 from typing import Callable, Protocol
@@ -44,12 +45,17 @@ class DraftModelDrafter:
 
     Its KV cache always holds a prefix of the sequence. Each proposal first rolls the cache back to the longest
     prefix still valid (after a rejection, or the bonus token it never saw), then feeds only what is new.
+
+    A `twin` is a target of the same architecture (the int4 drafter's): the draft then starts each sequence from
+    a copy of the twin's cache instead of encoding the prompt a second time, and drafts nothing until the twin
+    has encoded it. Any draft state keeps the method exact, since q is whatever the draft sampled from.
     """
 
     costless = False
 
-    def __init__(self, model: LanguageModel):
+    def __init__(self, model: LanguageModel, twin: LanguageModel | None = None):
         self.model = model
+        self.twin = twin
         self.name = model.name
         self.cached_ids: list[int] = []
 
@@ -61,6 +67,11 @@ class DraftModelDrafter:
         vocab = self.model.vocab_size
         if gamma == 0:
             return Draft(torch.empty(0, dtype=torch.long), torch.empty(0, vocab), 0)
+        if self.twin is not None and not self.cached_ids:
+            if self.twin.cached_length == 0:  # round 0: the target encodes the prompt alone, a plain step
+                return Draft(torch.empty(0, dtype=torch.long), torch.empty(0, vocab), 0)
+            self.model.cache, self.model.cached_length = copy.deepcopy(self.twin.cache), self.twin.cached_length
+            self.cached_ids = list(sequence[: self.twin.cached_length])
         # Roll back to the valid prefix; always re-feed at least the last token to get fresh logits.
         valid = min(_common_prefix_length(self.cached_ids, sequence), len(sequence) - 1)
         self.model.crop(valid)

@@ -56,7 +56,7 @@ def build_pipeline(config: DecodeConfig) -> Pipeline:
     elif model_id == QUANTIZED_DRAFTER:
         target_model = target.language_model(target.logits_width)
         draft_model = models.LanguageModel(_quantized_draft(target), target.logits_width, target.device, QUANTIZED_DRAFTER)
-        drafter = DraftModelDrafter(draft_model)
+        drafter = DraftModelDrafter(draft_model, twin=target_model)  # starts from the target's prompt cache
     else:
         draft = models.load_model(model_id, target.device, target.dtype)
         vocab = models.shared_vocab_size(target, draft)

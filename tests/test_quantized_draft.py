@@ -95,3 +95,15 @@ def test_sampled_draft_distributions_are_real(offline_target):
 
 def test_a_target_off_the_cpu_gets_a_clear_error():
     assert not quantized_draft.available(torch.device("meta"))
+
+
+def test_the_int4_draft_starts_from_the_target_cache_instead_of_encoding_the_prompt(offline_target):
+    config = DecodeConfig(draft=QUANTIZED_DRAFTER, gamma=4, max_new_tokens=24).validate()
+    pipeline = engine.build_pipeline(config)
+    prompt = "Summarize in one sentence: " + "The river floods every spring and the farmers plant after it. " * 8
+    trace = engine.run_speculative(pipeline, prompt, config)
+    assert trace.rounds[0].drafted == 0  # round 0: the target encodes the prompt alone
+    assert all(r.drafted > 0 for r in trace.rounds[1:-1])
+    fed = pipeline.draft_model.tokens_fed  # the draft fed only what followed the copied cache
+    assert fed < trace.prompt_token_count and fed <= len(trace.token_ids) + config.gamma * len(trace.rounds)
+    assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
