@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from . import engine, hf_baselines, models, profiling
-from .config import BUILT_IN_DRAFTERS, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, DecodeConfig
+from .config import BUILT_IN_DRAFTERS, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
 from .metrics import summarize
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "assets" / "bench_prompts.jsonl"
@@ -91,8 +91,9 @@ def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = 
 
 
 def _assistant(draft: str) -> bool:
-    """Whether generate(assistant_model=…) can use this draft: a plain model, not a built-in or lookup-first drafter."""
-    return draft not in BUILT_IN_DRAFTERS and not draft.startswith(LOOKUP_FIRST)
+    """Whether generate(assistant_model=…) can use this draft: a plain model or the target's int4 copy, not prompt
+    lookup, the distilled head or a lookup-first drafter."""
+    return draft == QUANTIZED_DRAFTER or (draft not in BUILT_IN_DRAFTERS and not draft.startswith(LOOKUP_FIRST))
 
 
 def peak_rss_mb() -> float:
@@ -106,12 +107,17 @@ class Runner:
 
     def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3):
         self.target = models.load_model(target)
-        self.assistants = {draft: models.load_model(draft, self.target.device, self.target.dtype)
-                           for draft in drafts if _assistant(draft)}
+        self.assistants = {draft: self._assistant_model(draft) for draft in drafts if _assistant(draft)}
         self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size).validate()
         self.pipelines = {NGRAM_DRAFTER: engine.build_pipeline(self.base)}
         for draft in drafts:
             self.pipelines[draft] = engine.build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
+
+    def _assistant_model(self, draft: str) -> models.LoadedModel:
+        if draft == QUANTIZED_DRAFTER:  # the same copy the int4 drafter uses, as a model generate() can call
+            target = self.target
+            return models.LoadedModel(engine._quantized_draft(target), target.tokenizer, draft, target.device, target.dtype)
+        return models.load_model(draft, self.target.device, self.target.dtype)
 
     def config(self, method: Method, temperature: float) -> DecodeConfig:
         return DecodeConfig(**{**self.base.to_dict(), "draft": method.drafter or NGRAM_DRAFTER, "temperature": temperature,

@@ -61,8 +61,16 @@ def test_lookup_first_drafters_are_labelled_by_folder_name_and_never_run_as_assi
     assert bench.Method("specviz", "ngram+/models/tiny-draft/").label == "specviz[ngram+tiny-draft]"
     assert bench.Method("specviz", "ngram+distilled").label == "specviz[ngram+distilled]"
     assert bench.Method("specviz", "distilled").label == "specviz[distilled]"
-    plan = bench.plan_methods(["hf_assisted"], ["ngram+some/draft", "distilled", "some/draft"])
-    assert [m.label for m in plan] == ["hf_assisted[draft]"]
+    plan = bench.plan_methods(["hf_assisted"], ["ngram+some/draft", "distilled", "some/draft", "ngram+int4", "int4"])
+    assert [m.label for m in plan] == ["hf_assisted[draft]", "hf_assisted[int4]"]  # the int4 copy is a plain model
+
+
+def test_the_int4_copy_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, offline_target):
+    _, results = _run(tmp_path, "--categories", "qa", "--methods", "plain", "specviz", "hf_assisted", "--draft", "int4")
+    assert [r["method"] for r in results["rows"]] == ["plain", "specviz[ngram]", "specviz[int4]", "hf_assisted[int4]"]
+    assert all(r["identical"] for r in results["rows"])
+    int4 = next(r for r in results["rows"] if r["method"] == "specviz[int4]")
+    assert int4["alpha"] > 0.5  # 8 tokens: a few drafts; a random draft is accepted ~never
 
 
 def test_identity_flags_compare_with_plain_and_only_when_greedy():
