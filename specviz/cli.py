@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from .config import (DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER,
-                     DecodeConfig, check_prompt)
+from .config import (DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL,
+                     QUANTIZED_DRAFTER, DecodeConfig, check_prompt)
 from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
@@ -33,7 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
     gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' for "
                                      f"the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own 4-bit copy; '{LOOKUP_FIRST}' before a draft tries prompt lookup "
-                                     f"first (default: '{OFFLINE_DRAFTER}' for the offline target, else '{NGRAM_DRAFTER}')")
+                                     f"first (default: '{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a GPU, "
+                                     f"else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
     gen.add_argument("--gamma", type=int, default=defaults.gamma, help="tokens drafted per round (γ)")
     gen.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens)
@@ -58,9 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args) -> DecodeConfig:
-    from .models import resolve_preset
+    from .models import offline_drafter, resolve_preset
 
-    target, draft = OFFLINE_MODEL, OFFLINE_DRAFTER
+    target, draft = OFFLINE_MODEL, offline_drafter()
     if args.preset:
         if args.target or args.draft:
             raise ValueError("give either --preset or --target/--draft, not both")

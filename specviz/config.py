@@ -13,7 +13,9 @@ DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, s
 QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (quantized_draft.py): any target, CPU only
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where the context has a match, that draft everywhere else
-OFFLINE_DRAFTER = LOOKUP_FIRST + DISTILLED_DRAFTER  # the offline default: measured fastest on chat prompts (README)
+# The offline target's default drafter, chosen per device by models.offline_drafter: measured fastest (README).
+OFFLINE_DRAFTER = LOOKUP_FIRST + QUANTIZED_DRAFTER  # on a CPU
+OFFLINE_DRAFTER_OFF_CPU = LOOKUP_FIRST + DISTILLED_DRAFTER  # elsewhere (a GPU has no 4-bit CPU kernel)
 
 MAX_GAMMA = 64
 MAX_NEW_TOKENS = 8192

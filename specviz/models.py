@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import OFFLINE_DRAFTER, OFFLINE_MODEL
+from .config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL
 from .hosting import looks_like_path
 from .offline_model import ModelUnavailable, offline_checkpoint
 
@@ -169,7 +169,17 @@ class LoadedModel:
 # ---------------------------------------------------------------- loading
 
 
+def offline_drafter(device: torch.device | None = None) -> str:
+    """The offline target's default drafter on this device: lookup, else the target's own 4-bit copy, where its
+    CPU kernels run; lookup, else the distilled draft elsewhere."""
+    from .quantized_draft import available
+
+    return OFFLINE_DRAFTER if available(device or choose_device()) else OFFLINE_DRAFTER_OFF_CPU
+
+
 def resolve_preset(name: str) -> tuple[str, str]:
+    if name == "offline":
+        return OFFLINE_MODEL, offline_drafter()
     try:
         return PRESETS[name]
     except KeyError:

@@ -60,6 +60,12 @@ class StepSession:
     finished: bool = False
 
 
+def default_pair() -> str:
+    """The offline pair whose draft is the offline default on this machine (models.offline_drafter)."""
+    drafter = models.offline_drafter().removeprefix(LOOKUP_FIRST)
+    return next(name for name, (target, draft) in PAIRS.items() if target == OFFLINE_MODEL and draft == drafter)
+
+
 # ---------------------------------------------------------------- widgets -> config
 
 
@@ -347,7 +353,7 @@ def build_app() -> gr.Blocks:
         with gr.Tab("Live decoding"):
             with gr.Row():
                 with gr.Column(scale=1, min_width=320):
-                    pair = gr.Dropdown(list(PAIRS), value=list(PAIRS)[0], label="Model pair (target ← draft)")
+                    pair = gr.Dropdown(list(PAIRS), value=default_pair(), label="Model pair (target ← draft)")
                     with gr.Row(visible=False) as custom_row:
                         target = gr.Textbox(label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
                         draft = gr.Textbox(label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")

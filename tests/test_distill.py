@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from specviz import distill, engine, feature_draft
-from specviz.config import DISTILLED_DRAFTER, OFFLINE_DRAFTER, DecodeConfig
+from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, DecodeConfig
+
+LOOKUP_THEN_DISTILLED = LOOKUP_FIRST + DISTILLED_DRAFTER
 from specviz.distill_prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from specviz.trace import ACCEPTED, REJECTED
 
@@ -150,7 +152,7 @@ def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, ti
         feature_draft.load_for_target(other)
 
 
-@pytest.mark.parametrize("draft,adaptive", [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (OFFLINE_DRAFTER, False)])
+@pytest.mark.parametrize("draft,adaptive", [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (LOOKUP_THEN_DISTILLED, False)])
 def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(offline_target, draft, adaptive):
     config = DecodeConfig(draft=draft, gamma=4, max_new_tokens=40, adaptive=adaptive).validate()
     pipeline = engine.build_pipeline(config)
@@ -175,7 +177,7 @@ def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target)
 
 
 def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere(offline_target):
-    config = DecodeConfig(draft=OFFLINE_DRAFTER, gamma=4, max_new_tokens=40, temperature=1.0, seed=3).validate()
+    config = DecodeConfig(draft=LOOKUP_THEN_DISTILLED, gamma=4, max_new_tokens=40, temperature=1.0, seed=3).validate()
     prompt = "Repeat this sentence three times: the quick brown fox jumps over the lazy dog."
     trace = engine.run_speculative(engine.build_pipeline(config), prompt, config)
     rounds = [r for r in trace.rounds if r.drafted]
