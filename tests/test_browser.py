@@ -26,6 +26,11 @@ def page(app_url):
         browser.close()
 
 
+def _choose_pair(page, name: str) -> None:
+    page.get_by_label("Model pair (target ← draft)").click()
+    page.get_by_role("option", name=name).click()
+
+
 def _row_count(page) -> int:
     return page.locator(".sv-row").count()
 
@@ -103,6 +108,7 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
 def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
     page.get_by_role("tab", name="Live decoding", exact=True).click()  # the lab tests leave another tab open
     page.get_by_role("button", name="Reset", exact=True).click()
+    _choose_pair(page, "Offline: SmolLM2-135M-Instruct (embedded)")  # the app opens on the 4-bit copy's pair (CPU)
     page.locator("textarea").first.fill("Explain what a rainbow is.")
     page.get_by_label("draft model", exact=True).check()
     page.get_by_role("button", name="Run", exact=True).click()
@@ -119,8 +125,7 @@ def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
 def test_the_offline_pair_runs_with_its_own_4bit_copy(page, tmp_path):
     page.get_by_role("tab", name="Live decoding", exact=True).click()
     page.get_by_role("button", name="Reset", exact=True).click()
-    page.get_by_label("Model pair (target ← draft)").click()
-    page.get_by_role("option", name="Offline: SmolLM2-135M-Instruct ← its own 4-bit copy").click()
+    _choose_pair(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     page.locator("textarea").first.fill("Explain what a rainbow is.")
     page.get_by_label("draft model", exact=True).check()
     page.get_by_role("button", name="Run", exact=True).click()
