@@ -101,13 +101,15 @@ def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | No
     """v(k) for k = 1..max_k from this run's own timings: target forwards over k tokens relative to one.
 
     Each round after the first fed the target k = drafted + 1 tokens. A least-squares line through the mean
-    verify time at each k (and the baseline's one-token step, when it ran) gives v(k) = t(k) / t(1).
-    None when the run saw fewer than two distinct k.
+    verify time at each k seen in at least two rounds (and the baseline's one-token step, when it ran) gives
+    v(k) = t(k) / t(1). A k seen once is left out: a draft that almost always drafts γ leaves one short round at
+    the end, and a line through that single timing and the rest extrapolates t(1) from noise. None when fewer
+    than two k remain.
     """
     by_size: dict[int, list[float]] = {}
     for round_ in trace.rounds[1:]:
         by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)
-    points = {k: sum(v) / len(v) for k, v in by_size.items()}
+    points = {k: sum(v) / len(v) for k, v in by_size.items() if len(v) >= 2}
     if trace.baseline is not None:
         points[1] = trace.baseline.step_ms
     if len(points) < 2:

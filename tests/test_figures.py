@@ -1,5 +1,7 @@
 """figures.py: the data drawn match the trace and the theory."""
 
+import copy
+
 import pytest
 
 from specviz import engine, figures, theory
@@ -65,3 +67,16 @@ def test_histogram_counts_rounds_and_predicts_the_capped_geometric(trace):
 def test_verify_cost_estimate_is_relative_to_one_token(trace):
     cost = estimate_verify_cost(trace)
     assert cost[1] == pytest.approx(1.0) and all(cost[k + 1] >= cost[k] for k in range(1, 17))
+
+
+def test_verify_cost_ignores_a_draft_length_seen_in_one_round_only(trace):
+    """A near-perfect draft drafts γ every round but the last: one short, noisy round must not set the slope."""
+    steady = copy.deepcopy(trace)
+    steady.baseline = None
+    for round_ in steady.rounds[1:]:
+        round_.drafted, round_.verify_ms = 4, 50.0
+    steady.rounds[-1].drafted, steady.rounds[-1].verify_ms = 1, 20.0  # cut short at EOS, timed on a busy moment
+    assert estimate_verify_cost(steady) is None  # one k remains: no line to draw
+    steady.baseline = copy.deepcopy(trace.baseline)
+    steady.baseline.step_ms = 40.0  # a mean over many plain steps counts as a point
+    assert estimate_verify_cost(steady)[5] == pytest.approx(50.0 / 40.0)
