@@ -31,6 +31,19 @@ def _choose_pair(page, name: str) -> None:
     page.get_by_role("option", name=name).click()
 
 
+def _run_with_the_draft_model(page, pair: str) -> None:
+    """Reset, pick the pair and the draft model alone, run "Explain what a rainbow is." and wait for the end."""
+    page.get_by_role("tab", name="Live decoding", exact=True).click()  # the lab tests leave another tab open
+    page.get_by_role("button", name="Reset", exact=True).click()
+    _choose_pair(page, pair)
+    page.locator("textarea").first.fill("Explain what a rainbow is.")
+    page.get_by_label("draft model", exact=True).check()
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
+                           " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
+                           timeout=120_000)
+
+
 def _row_count(page) -> int:
     return page.locator(".sv-row").count()
 
@@ -106,15 +119,7 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
 
 
 def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
-    page.get_by_role("tab", name="Live decoding", exact=True).click()  # the lab tests leave another tab open
-    page.get_by_role("button", name="Reset", exact=True).click()
-    _choose_pair(page, "Offline: SmolLM2-135M-Instruct (embedded)")  # the app opens on the 4-bit copy's pair (CPU)
-    page.locator("textarea").first.fill("Explain what a rainbow is.")
-    page.get_by_label("draft model", exact=True).check()
-    page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
-                           " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
-                           timeout=120_000)
+    _run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct (embedded)")  # the app opens on the 4-bit pair
     assert "← distilled" in page.locator("#sv-stats").inner_text()
     assert page.locator(".sv-row .sv-accepted").count() > 0  # drafts from the distilled head were accepted
     shot = Path(os.environ.get("SPECVIZ_SCREENSHOT_DISTILLED", tmp_path / "distilled.png"))
@@ -123,15 +128,7 @@ def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
 
 
 def test_the_offline_pair_runs_with_its_own_4bit_copy(page, tmp_path):
-    page.get_by_role("tab", name="Live decoding", exact=True).click()
-    page.get_by_role("button", name="Reset", exact=True).click()
-    _choose_pair(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
-    page.locator("textarea").first.fill("Explain what a rainbow is.")
-    page.get_by_label("draft model", exact=True).check()
-    page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
-                           " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
-                           timeout=120_000)
+    _run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     assert "← int4" in page.locator("#sv-stats").inner_text()
     assert page.locator(".sv-row .sv-accepted").count() > 3 * page.locator(".sv-row .sv-rejected").count()
     shot = Path(os.environ.get("SPECVIZ_SCREENSHOT_INT4", tmp_path / "int4.png"))

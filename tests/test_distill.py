@@ -9,6 +9,7 @@ from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, DecodeConfig
 LOOKUP_THEN_DISTILLED = LOOKUP_FIRST + DISTILLED_DRAFTER
 from specviz.distill_prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from specviz.trace import ACCEPTED, REJECTED
+from tests.decoding import greedy_acceptance
 
 PROMPTS = ["Write a haiku about autumn leaves.", "What is the boiling point of water at sea level?",
            "Give three tips for learning to play the guitar."]
@@ -155,14 +156,7 @@ def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, ti
 @pytest.mark.parametrize("draft,adaptive", [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (LOOKUP_THEN_DISTILLED, False)])
 def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(offline_target, draft, adaptive):
     config = DecodeConfig(draft=draft, gamma=4, max_new_tokens=40, adaptive=adaptive).validate()
-    pipeline = engine.build_pipeline(config)
-    accepted = drafted = 0
-    for prompt in PROMPTS:
-        trace = engine.run_speculative(pipeline, prompt, config)
-        assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
-        accepted += sum(r.accepted for r in trace.rounds)
-        drafted += sum(r.drafted for r in trace.rounds)
-    assert drafted > 0 and accepted / drafted > 0.1  # a trained draft (a random one is accepted ~never)
+    assert greedy_acceptance(config, PROMPTS) > 0.1  # a trained draft (a random one is accepted ~never)
 
 
 def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target):

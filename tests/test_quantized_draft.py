@@ -5,6 +5,7 @@ import torch
 
 from specviz import engine, quantized_draft
 from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
+from tests.decoding import greedy_acceptance
 
 PROMPTS = ["Explain how a bicycle stays upright while it moves.", "Write a haiku about rain on a tin roof."]
 
@@ -76,14 +77,7 @@ def test_the_copy_agrees_with_the_offline_target(offline_target):
 @pytest.mark.parametrize("draft", [QUANTIZED_DRAFTER, LOOKUP_FIRST + QUANTIZED_DRAFTER])
 def test_greedy_decoding_with_the_int4_draft_is_identical_to_the_target(offline_target, draft):
     config = DecodeConfig(draft=draft, gamma=5, max_new_tokens=40).validate()
-    pipeline = engine.build_pipeline(config)
-    accepted = drafted = 0
-    for prompt in PROMPTS:
-        trace = engine.run_speculative(pipeline, prompt, config)
-        assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
-        accepted += sum(r.accepted for r in trace.rounds)
-        drafted += sum(r.drafted for r in trace.rounds)
-    assert drafted > 0 and accepted / drafted > 0.5  # a random draft is accepted ~never
+    assert greedy_acceptance(config, PROMPTS) > 0.5  # a random draft is accepted ~never
 
 
 def test_sampled_draft_distributions_are_real(offline_target):
