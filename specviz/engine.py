@@ -55,7 +55,7 @@ def build_pipeline(config: DecodeConfig) -> Pipeline:
         drafter = FeatureDrafter(_shared_draft(target), target_model, DISTILLED_DRAFTER)
     elif model_id == QUANTIZED_DRAFTER:
         target_model = target.language_model(target.logits_width)
-        draft_model = models.LanguageModel(_quantized_draft(target), target.logits_width, target.device, QUANTIZED_DRAFTER)
+        draft_model = models.LanguageModel(_quantized_draft_step(target), target.logits_width, target.device, QUANTIZED_DRAFTER)
         drafter = DraftModelDrafter(draft_model, twin=target_model)  # starts from the target's prompt cache
     else:
         draft = models.load_model(model_id, target.device, target.dtype)
@@ -82,12 +82,16 @@ def _load_draft(model_id: str, device: torch.device, dtype: torch.dtype):
 
 def _quantized_draft(target: models.LoadedModel):
     """The target's 4-bit copy, built once per loaded target (about a second) and shared: it holds no state."""
+    _check_quantized_kernels(target)
+    return _build_quantized_draft(target.model_id, target.device, target.dtype)
+
+
+def _check_quantized_kernels(target: models.LoadedModel) -> None:
     from . import quantized_draft
 
     if not quantized_draft.available(target.device):
         raise ValueError(f"the {QUANTIZED_DRAFTER!r} draft runs on a CPU with torch's 4-bit kernels; this target is on "
                          f"{target.device.type}: choose another drafter")
-    return _build_quantized_draft(target.model_id, target.device, target.dtype)
 
 
 @functools.lru_cache(maxsize=2)
@@ -95,6 +99,24 @@ def _build_quantized_draft(model_id: str, device: torch.device, dtype: torch.dty
     from .quantized_draft import quantized_copy
 
     return quantized_copy(models.load_model(model_id, device, dtype).hf_model)
+
+
+def _quantized_draft_step(target: models.LoadedModel):
+    """What the int4 drafter calls: the lean 4-bit decode step for a plain Llama (the copy's numbers, less
+    overhead), else the 4-bit copy itself. Built once per loaded target and shared: it holds no state."""
+    from . import int4_decoder
+
+    _check_quantized_kernels(target)
+    if not int4_decoder.supports(target.hf_model):
+        return _quantized_draft(target)
+    return _build_int4_decoder(target.model_id, target.device, target.dtype)
+
+
+@functools.lru_cache(maxsize=2)
+def _build_int4_decoder(model_id: str, device: torch.device, dtype: torch.dtype):
+    from .int4_decoder import Int4LlamaDecoder
+
+    return Int4LlamaDecoder(models.load_model(model_id, device, dtype).hf_model)
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool) -> list[int]:
