@@ -7,7 +7,7 @@ SPECVIZ_HOSTED=1 turns on hosted mode (specviz/hosting.py). Uploads over 20 MB a
 
 import os
 
-from specviz.ui import build_app, css
+from specviz.app.ui import build_app, css
 
 QUEUE_POLL_S = 0.02  # see below
 MAX_UPLOAD = "20mb"  # a trace is far smaller; ui.MAX_TRACE_BYTES checks again
@@ -18,7 +18,7 @@ if __name__ == "__main__":
     demo.queue(default_concurrency_limit=int(os.environ.get("SPECVIZ_CONCURRENCY", "2")),
                max_size=int(os.environ.get("SPECVIZ_QUEUE_SIZE", "64")))
     # Gradio's queue looks for new work every 1 ms and for progress every 10 ms. On a 2-core CPU those wake-ups slowed
-    # the model's two OpenMP threads by ~10% during every run (python -m specviz.uibench: engine 8.1 s in the server
+    # the model's two OpenMP threads by ~10% during every run (python -m specviz.bench.app_overhead: engine 8.1 s in the server
     # against 7.3 s alone). Every 20 ms is still instant to a person and removes the slowdown.
     for setting in ("sleep_when_free", "progress_update_sleep_when_free"):
         if hasattr(demo._queue, setting):

@@ -32,6 +32,8 @@ round's target output or uniforms, so the output still follows the target's dist
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 DECAY = 0.95  # per-round forgetting of acceptance counts (memory of about 20 rounds)
 COST_DECAY = 0.98  # per-observation forgetting of timings (they drift less than acceptance)
 PRIOR_ALPHA = 0.5  # a_i before anything is seen, and where it drifts back to (a draft model: explore)
@@ -42,10 +44,47 @@ DRAFT_MARGIN = 0.05  # drafting must promise this much more than a plain step: t
 #                      estimates is biased upward, and a drafted round has costs outside the forward
 
 
+class FixedGamma:
+    """The γ policy of a plain run: draft as many as the room allows. The interface every policy shares:
+
+    - `before_draft(room)`: how many tokens to ask the drafter for;
+    - `after_draft(start, proposal)`: how many of its proposal to send to the target;
+    - `observe(sequence, accept_probs, timing)`: learn from the verified round.
+    """
+
+    def before_draft(self, room: int) -> int:
+        return room
+
+    def after_draft(self, start: int, proposal: list[int]) -> int:
+        return len(proposal)
+
+    def observe(self, sequence: list[int], accept_probs: list[float], timing: "RoundTiming | None") -> None:
+        pass
+
+
+@dataclass(frozen=True)
+class RoundTiming:
+    draft_ms: float  # time spent drafting
+    draft_forwards: int  # draft forwards in that time
+    verify_ms: float  # the target's one forward and the accept/reject step
+    fed: int  # tokens that forward read
+
+
+def gamma_policy(max_gamma: int, adaptive: bool, costless: bool):
+    """FixedGamma, or AdaptiveGamma with the cost model of this drafter (costless: prompt lookup)."""
+    if not adaptive:
+        return FixedGamma()
+    return AdaptiveGamma(max_gamma, COSTLESS_PRIOR_ALPHA if costless else PRIOR_ALPHA, costless)
+
+
 class AdaptiveGamma:
-    def __init__(self, max_gamma: int, prior_alpha: float = PRIOR_ALPHA):
+    """Chooses each round's k by the score above. A costless drafter proposes first (its cost is sunk) and the
+    choice trims its proposal; a draft model is told k before it drafts. Either way the same three calls."""
+
+    def __init__(self, max_gamma: int, prior_alpha: float = PRIOR_ALPHA, costless: bool = False):
         self.max_gamma = max_gamma
         self.prior_alpha = prior_alpha
+        self.costless = costless
         self.reached = [0.0] * max_gamma  # decayed tests at position i
         self.accepted = [0.0] * max_gamma  # decayed sum of min(1, p/q) at position i
         self.verify_points: dict[int, list[float]] = {}  # fed tokens n -> [weight, mean ms]
@@ -95,6 +134,27 @@ class AdaptiveGamma:
         scores = [self.expected_tokens(k) / self.round_ms(k, costless) for k in range(available + 1)]
         best = max(range(available + 1), key=lambda k: (scores[k], -k))
         return best if scores[best] >= scores[0] * (1.0 + DRAFT_MARGIN) else 0
+
+    # ------------------------------------------------------------ the policy interface
+
+    def before_draft(self, room: int) -> int:
+        return room if self.costless else self.choose(room, costless=False)
+
+    def after_draft(self, start: int, proposal: list[int]) -> int:
+        if not self.costless:
+            return len(proposal)
+        self.watch_proposal(start, proposal)
+        return self.choose(len(proposal), costless=True)
+
+    def observe(self, sequence: list[int], accept_probs: list[float], timing: RoundTiming | None) -> None:
+        """Learn from a verified round: acceptance (min(1, p/q) at the tested positions, or for a costless
+        drafter its proposals scored against the sequence) and, when given, the round's timings."""
+        if self.costless:
+            self.score_proposals(sequence)
+        else:
+            self.observe_acceptance(accept_probs)
+        if timing is not None:
+            self.observe_costs(timing.draft_ms, timing.draft_forwards, timing.verify_ms, timing.fed)
 
     # ------------------------------------------------------------ observations
 

@@ -6,9 +6,9 @@ import argparse
 import json
 import sys
 
-from .config import (DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL,
-                     QUANTIZED_DRAFTER, DecodeConfig, check_prompt)
-from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
+from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig, check_prompt
+from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
+from specviz.pipeline import build_pipeline
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
 MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
@@ -59,7 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args) -> DecodeConfig:
-    from .models import offline_drafter, resolve_preset
+    from specviz.models.loading import offline_drafter, resolve_preset
 
     target, draft = OFFLINE_MODEL, offline_drafter()
     if args.preset:
@@ -86,11 +86,11 @@ def format_round(round_: Round, colour: bool) -> str:
 
 
 def generate(args) -> int:
-    from . import engine
-    from .metrics import summarize
+    from specviz import engine
+    from specviz.metrics import summarize
 
     config = config_from_args(args)
-    pipeline = engine.build_pipeline(config)
+    pipeline = build_pipeline(config)
     if args.baseline:
         engine.warm_up(pipeline, config)  # so the first-call costs of a fresh process tilt neither run
     colour = sys.stdout.isatty()
@@ -137,8 +137,8 @@ def _print_summary(trace, metrics) -> None:
 
 
 def verify_cost(args) -> int:
-    from . import models
-    from .profiling import measure_verify_costs, relative_costs
+    from specviz.models import loading as models
+    from specviz.models.profiling import measure_verify_costs, relative_costs
 
     if not 1 <= args.max_k <= 64 or not 1 <= args.context <= 8000 or not 1 <= args.repeats <= 100:
         raise ValueError("need 1 ≤ --max-k ≤ 64, 1 ≤ --context ≤ 8000 and 1 ≤ --repeats ≤ 100")
@@ -158,7 +158,7 @@ def verify_cost(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .models import IncompatibleModels, ModelUnavailable
+    from specviz.models.loading import IncompatibleModels, ModelUnavailable
 
     try:
         args = build_parser().parse_args(argv)

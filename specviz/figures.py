@@ -7,8 +7,8 @@ from functools import lru_cache
 
 import plotly.graph_objects as go
 
-from . import theory
-from .trace import Round, TopToken
+from specviz import theory
+from specviz.trace import Round, TopToken
 
 GREEN, RED, BLUE, GREY, ORANGE = "#2e9e4f", "#d64545", "#2f6fd6", "#8a8f98", "#e08a1e"
 GRID, INK = "#ebf0f8", "#2a3f5f"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from . import theory
-from .trace import ACCEPTED, REJECTED, Trace
+from specviz import theory
+from specviz.trace import ACCEPTED, REJECTED, Trace
 
 
 @dataclass

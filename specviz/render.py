@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from .trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
+from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
 
 KIND_LABELS = {ACCEPTED: "accepted draft", REJECTED: "rejected draft", CORRECTED: "correction from norm(max(0, p − q))",
                BONUS: "bonus token from p"}

@@ -48,6 +48,7 @@ class Round:
     draft_forwards: int  # forward passes the drafter made (0 for prompt lookup)
     draft_token_ids: list[int] = field(default_factory=list)  # every proposed id, also those after a rejection
     draft_texts: list[str] = field(default_factory=list)
+    next_uniform: float | None = None  # the uniform that drew the correction or bonus (inverse CDF)
 
     @property
     def emitted(self) -> list[Token]:
@@ -79,6 +80,7 @@ class Trace:
     stop_reason: str = ""  # "max_new_tokens", "eos" or "context"
     wall_ms: float = 0.0  # wall time of the speculative generation (model loading excluded)
     forward_ms: float = 0.0  # of which spent inside model forwards
+    record_ms: float = 0.0  # recording the rounds for the views, outside wall_ms
     baseline: Baseline | None = None
     schema: int = SCHEMA_VERSION
 
@@ -98,7 +100,7 @@ class Trace:
         if data.get("schema") != SCHEMA_VERSION:
             raise ValueError(f"unsupported trace schema {data.get('schema')!r}; expected {SCHEMA_VERSION}")
         trace = _build(cls, data, "trace")
-        from .config import DecodeConfig  # the run's settings must be ones a run could have had
+        from specviz.config import DecodeConfig  # the run's settings must be ones a run could have had
 
         try:
             trace.config = DecodeConfig.from_dict(trace.config).validate().to_dict()

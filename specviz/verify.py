@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .sampling import residual, sample_with_uniform
+from specviz.sampling import residual, sample_with_uniform
 
 CORRECTED = "corrected"
 BONUS = "bonus"

@@ -5,7 +5,7 @@ import torch
 @pytest.fixture(scope="session")
 def offline_target():
     """The embedded SmolLM2-135M-Instruct (converted from its GGUF on first use, then cached)."""
-    from specviz import models
+    from specviz.models import loading as models
     from specviz.config import OFFLINE_MODEL
 
     return models.load_model(OFFLINE_MODEL, torch.device("cpu"), torch.float32)
@@ -37,7 +37,7 @@ def app_server(offline_target, tmp_path_factory):
     Yields (url, process)."""
     import subprocess
 
-    from specviz.loadtest import start_server
+    from specviz.bench.loadtest import start_server
 
     log_path = tmp_path_factory.mktemp("app") / "app.log"
     try:

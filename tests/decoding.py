@@ -4,8 +4,9 @@
 def greedy_acceptance(config, prompts) -> float:
     """Decode each prompt speculatively, assert the output is the target's own greedy output, return α."""
     from specviz import engine
+    from specviz.pipeline import build_pipeline
 
-    pipeline = engine.build_pipeline(config)
+    pipeline = build_pipeline(config)
     accepted = drafted = 0
     for prompt in prompts:
         trace = engine.run_speculative(pipeline, prompt, config)

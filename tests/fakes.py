@@ -6,8 +6,10 @@ changes the distributions and shows up in the statistical tests.
 
 import torch
 
-from specviz.engine import Pipeline
-from specviz.drafters import DraftModelDrafter, LookupThenModelDrafter, PromptLookupDrafter
+from specviz.models.cache import WeightsCache
+from specviz.pipeline import Pipeline
+from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
+from specviz.drafters.model import DraftModelDrafter
 
 
 class FakeLanguageModel:
@@ -67,4 +69,5 @@ def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft
     if drafter in ("ngram", "ngram+model"):
         lookup = PromptLookupDrafter(vocab_size, ngram_size=2, eos_token_ids=list(eos_ids))
         chosen = lookup if drafter == "ngram" else LookupThenModelDrafter(lookup, chosen, drafter)
-    return Pipeline(target, chosen, FakeTokenizer(vocab_size), list(eos_ids), torch.device("cpu"), torch.float32, draft_model)
+    return Pipeline(target, chosen, FakeTokenizer(vocab_size), list(eos_ids), torch.device("cpu"), torch.float32, draft_model,
+                    cache=WeightsCache())  # its own cache: warm-ups in one test do not leak into another

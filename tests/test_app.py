@@ -8,7 +8,7 @@ import pytest
 import torch
 from gradio_client import Client, handle_file
 
-from specviz import ui
+from specviz.app import ui
 from tests.conftest import save_tiny_llama
 
 OFFLINE = list(ui.PAIRS)[0]
@@ -222,13 +222,13 @@ def test_out_of_memory_in_a_step_ends_that_run_with_advice_and_the_next_works(mo
     """Simulated, as CI has no GPU: the model thread raises torch.OutOfMemoryError mid-run."""
     import gradio as gr
 
-    from specviz import compute
+    from specviz.app import worker
     from tests.fakes import fake_pipeline
 
     monkeypatch.setattr(ui, "load_pipeline", lambda config: fake_pipeline(vocab_size=5, drafter="ngram"))
     controls = (OFFLINE, "", "", ui.PROMPT_LOOKUP, "a b c", 4, 8, 0.0, 0, 1.0, 0, False)
     session = ui.step(None, *controls)[-1]
-    real_step = compute.step
+    real_step = worker.step
     monkeypatch.setattr(compute, "step", lambda rounds: (_ for _ in ()).throw(torch.OutOfMemoryError("CUDA out of memory")))
     with pytest.raises(gr.Error, match="ran out of memory"):
         ui.step(session, *controls)

@@ -4,7 +4,9 @@ import json
 
 import pytest
 
-from specviz import bench, bench_report, theory
+from specviz import theory
+from specviz.bench import run as bench
+from specviz.bench import report
 
 
 def _run(tmp_path, *extra):
@@ -90,10 +92,10 @@ def test_identity_flags_compare_with_plain_and_only_when_greedy():
 
 def test_predicted_speedup_is_the_verify_cost_aware_theory():
     costs = {1: 1.0, 2: 1.3, 3: 1.5, 4: 1.6, 5: 1.8}
-    assert bench_report.predicted_speedup(0.4, [0, 0, 0], costs) == pytest.approx(1.0)
-    fixed = bench_report.predicted_speedup(0.7, [4] * 10, costs, draft_steps=10 * 4 * 0.05)
+    assert report.predicted_speedup(0.4, [0, 0, 0], costs) == pytest.approx(1.0)
+    fixed = report.predicted_speedup(0.7, [4] * 10, costs, draft_steps=10 * 4 * 0.05)
     assert fixed == pytest.approx(theory.speedup_with_verify_cost(0.7, 4, 0.05, costs))
-    assert bench_report._verify_cost(7, costs) == pytest.approx(1.8 + 0.2 * 2)  # extended along the line from v(1)
+    assert report._verify_cost(7, costs) == pytest.approx(1.8 + 0.2 * 2)  # extended along the line from v(1)
 
 
 def test_bad_prompt_files_and_arguments_get_one_line_errors(tmp_path, capsys):

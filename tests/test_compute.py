@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from specviz import compute
+from specviz.app import worker
 
 
 def _counting(n, log=None, delay=0.0, fail_at=None):
@@ -23,15 +23,15 @@ def _counting(n, log=None, delay=0.0, fail_at=None):
 
 
 def test_call_and_step_run_on_the_one_model_thread():
-    names = {compute.call(lambda: threading.current_thread().name) for _ in range(5)}
+    names = {worker.call(lambda: threading.current_thread().name) for _ in range(5)}
     assert len(names) == 1 and names.pop().startswith("specviz-model")
     items = _counting(2)
-    assert [compute.step(items), compute.step(items), compute.step(items)] == [0, 1, None]
+    assert [worker.step(items), worker.step(items), worker.step(items)] == [0, 1, None]
 
 
 def test_ahead_runs_to_the_end_on_the_model_thread_and_the_reader_sees_the_newest():
     log = []
-    feed = compute.Ahead(_counting(30, log, delay=0.002), snapshot=lambda i: ("snapshot", i))
+    feed = worker.Ahead(_counting(30, log, delay=0.002), snapshot=lambda i: ("snapshot", i))
     seen, newest, finished = feed.newer_than(0)
     assert seen >= 1 and newest == ("snapshot", seen - 1)
     time.sleep(0.2)  # a slow reader skips what it was too slow for
@@ -44,7 +44,7 @@ def test_ahead_runs_to_the_end_on_the_model_thread_and_the_reader_sees_the_newes
 
 def test_close_stops_the_run_after_the_item_in_flight():
     log = []
-    feed = compute.Ahead(_counting(10_000, log, delay=0.005))
+    feed = worker.Ahead(_counting(10_000, log, delay=0.005))
     feed.newer_than(2)
     feed.close()
     deadline = time.time() + 5
@@ -57,7 +57,7 @@ def test_close_stops_the_run_after_the_item_in_flight():
 
 
 def test_an_error_in_the_run_reaches_the_reader():
-    feed = compute.Ahead(_counting(10, fail_at=3))
+    feed = worker.Ahead(_counting(10, fail_at=3))
     with pytest.raises(ValueError, match="failed at 3"):
         seen = 0
         while True:
@@ -67,7 +67,7 @@ def test_an_error_in_the_run_reaches_the_reader():
 
 def test_two_runs_interleave_item_by_item():
     log = []
-    first, second = compute.Ahead(_counting(20, log, delay=0.002)), compute.Ahead(_counting(20, log, delay=0.002))
+    first, second = worker.Ahead(_counting(20, log, delay=0.002)), worker.Ahead(_counting(20, log, delay=0.002))
     for feed in (first, second):
         seen, finished = 0, False
         while not finished:
@@ -81,12 +81,12 @@ def test_a_forked_child_gets_a_model_thread_of_its_own():
     """ZeroGPU runs GPU calls in a forked process; the parent's worker thread does not exist there."""
     import os
 
-    assert compute.call(lambda: 1) == 1  # the parent's worker thread is running now
+    assert worker.call(lambda: 1) == 1  # the parent's worker thread is running now
     child = os.fork()
     if child == 0:  # in the child: exit 0 only if model work still runs
         code = 1
         try:
-            code = 0 if compute.call(lambda: 42) == 42 else 1
+            code = 0 if worker.call(lambda: 42) == 42 else 1
         finally:
             os._exit(code)
     deadline = time.time() + 20

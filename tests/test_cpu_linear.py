@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specviz import cpu_linear
+from specviz.models import cpu_linear
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, 16, 17, 40])

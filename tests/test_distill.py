@@ -3,13 +3,16 @@
 import pytest
 import torch
 
-from specviz import distill, engine, feature_draft
+from specviz import engine
+from specviz.distill import train as distill
+from specviz.drafters import distilled
 from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, DecodeConfig
 
 LOOKUP_THEN_DISTILLED = LOOKUP_FIRST + DISTILLED_DRAFTER
-from specviz.distill_prompts import first_stage_prompts, passage_prompts, vocabulary_words
+from specviz.distill.prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from specviz.trace import ACCEPTED, REJECTED
 from tests.decoding import greedy_acceptance
+from specviz.pipeline import build_pipeline, distilled_draft, eos_ids
 
 PROMPTS = ["Write a haiku about autumn leaves.", "What is the boiling point of water at sea level?",
            "Give three tips for learning to play the guitar."]
@@ -37,7 +40,7 @@ def test_third_block_sees_its_own_chain_of_predictions():
 
 
 def test_new_pairs_after_a_cache_see_the_cache_and_earlier_new_pairs():
-    assert feature_draft.causal_mask(2, 5)[0, 0].tolist() == [[True] * 4 + [False], [True] * 5]
+    assert distilled.causal_mask(2, 5)[0, 0].tolist() == [[True] * 4 + [False], [True] * 5]
 
 
 def test_training_prompts_are_seeded_and_varied():
@@ -57,10 +60,10 @@ def test_word_prompts_are_built_around_whole_vocabulary_words():
 
 
 def test_the_target_writes_distinct_finished_requests_of_its_own(offline_target):
-    from specviz.distill_data import self_written_requests
+    from specviz.distill.data import self_written_requests
 
     def requests(seed):
-        return self_written_requests(offline_target.hf_model, offline_target.tokenizer, engine._eos_ids(offline_target),
+        return self_written_requests(offline_target.hf_model, offline_target.tokenizer, eos_ids(offline_target),
                                      3, 4, torch.Generator().manual_seed(seed), log=lambda *_: None)
 
     first = requests(0)
@@ -89,12 +92,12 @@ def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
 def test_drafting_from_a_cache_computes_what_training_computes(offline_target, current_token):
     """The drafter's incremental path (cached true pairs, then its own predicted states) and the batched,
     unrolled forward that training and evaluation use give the same drafts, for an untrained head."""
-    from specviz.drafters import FeatureDrafter
+    from specviz.drafters.distilled import FeatureDrafter
 
     hf = offline_target.hf_model
     head_ids = torch.arange(1024)
     weight = hf.get_output_embeddings().weight.detach().float()[head_ids].clone()
-    draft = feature_draft.FeatureDraft(hf.config, head_ids, hf.get_input_embeddings().weight.detach().float(), weight,
+    draft = distilled.FeatureDraft(hf.config, head_ids, hf.get_input_embeddings().weight.detach().float(), weight,
                                        current_token)
     distill._initialise(draft, torch.Generator().manual_seed(0))
     draft.eval()
@@ -123,16 +126,16 @@ def test_drafting_from_a_cache_computes_what_training_computes(offline_target, c
 
 
 def test_shipped_draft_loads_offline_and_its_hash_matches(offline_target):
-    assert feature_draft.ASSET.stat().st_size <= 25 * 1024 * 1024
-    assert feature_draft.sha256(feature_draft.ASSET) == feature_draft.ASSET_SHA256
-    draft = feature_draft.load_for_target(offline_target)
-    assert draft.head_ids.numel() == feature_draft.metadata(feature_draft.ASSET)["head_size"]
+    assert distilled.ASSET.stat().st_size <= 25 * 1024 * 1024
+    assert distilled.sha256(distilled.ASSET) == distilled.ASSET_SHA256
+    draft = distilled.load_for_target(offline_target)
+    assert draft.head_ids.numel() == distilled.metadata(distilled.ASSET)["head_size"]
     assert bool((draft.head_ids < offline_target.logits_width).all())
 
 
 def test_the_shipped_draft_was_written_by_the_script_defaults():
     """`python -m specviz.distill` with no options rebuilds the shipped file: its recorded options are the defaults."""
-    recorded = feature_draft.metadata(feature_draft.ASSET)["args"]
+    recorded = distilled.metadata(distilled.ASSET)["args"]
     defaults = {k: v for k, v in vars(distill.parse_args([])).items()
                 if k not in ("out", "cache_dir", "data_only") and distill._LATER_OPTIONS.get(k, object()) != v}
     assert recorded == defaults
@@ -140,17 +143,17 @@ def test_the_shipped_draft_was_written_by_the_script_defaults():
 
 def test_a_draft_file_that_does_not_match_the_pinned_hash_is_refused(tmp_path, offline_target):
     damaged = tmp_path / "draft.safetensors"
-    damaged.write_bytes(feature_draft.ASSET.read_bytes()[:-1] + b" ")
+    damaged.write_bytes(distilled.ASSET.read_bytes()[:-1] + b" ")
     with pytest.raises(ValueError, match="sha256"):
-        feature_draft.load(damaged, offline_target.hf_model, feature_draft.ASSET_SHA256)
+        distilled.load(damaged, offline_target.hf_model, distilled.ASSET_SHA256)
 
 
 def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, tiny_draft_folder):
-    from specviz import models
+    from specviz.models import loading as models
 
     other = models.load_model(tiny_draft_folder, torch.device("cpu"), torch.float32)
     with pytest.raises(ValueError, match="works with that target only"):
-        feature_draft.load_for_target(other)
+        distilled.load_for_target(other)
 
 
 @pytest.mark.parametrize("draft,adaptive", [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (LOOKUP_THEN_DISTILLED, False)])
@@ -161,10 +164,10 @@ def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(off
 
 def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target):
     config = DecodeConfig(draft=DISTILLED_DRAFTER, gamma=3, max_new_tokens=12, temperature=1.0, seed=5).validate()
-    trace = engine.run_speculative(engine.build_pipeline(config), PROMPTS[0], config)
+    trace = engine.run_speculative(build_pipeline(config), PROMPTS[0], config)
     tops = [t.draft_top for r in trace.rounds for t in r.tokens if t.draft_top]
     assert tops and all(len(top) > 1 for top in tops)  # q is a real distribution, not one-hot as in prompt lookup
-    head = set(engine._shared_draft(offline_target).head_ids.tolist())
+    head = set(distilled_draft(offline_target).head_ids.tolist())
     drafted = [t for r in trace.rounds for t in r.tokens if t.kind in (ACCEPTED, REJECTED)]
     assert drafted and all(t.token_id in head for t in drafted)
     assert all(e.token_id in head for top in tops for e in top)  # q is 0 outside the head's support
@@ -173,7 +176,7 @@ def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target)
 def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere(offline_target):
     config = DecodeConfig(draft=LOOKUP_THEN_DISTILLED, gamma=4, max_new_tokens=40, temperature=1.0, seed=3).validate()
     prompt = "Repeat this sentence three times: the quick brown fox jumps over the lazy dog."
-    trace = engine.run_speculative(engine.build_pipeline(config), prompt, config)
+    trace = engine.run_speculative(build_pipeline(config), prompt, config)
     rounds = [r for r in trace.rounds if r.drafted]
     copied = [r for r in rounds if r.draft_forwards == 0]
     drafted = [r for r in rounds if r.draft_forwards > 0]
@@ -187,10 +190,10 @@ def test_a_few_training_steps_run_end_to_end(tmp_path, offline_target):
     args = ["--prompts", "8", "--requests", "2", "--passages", "2", "--max-new-tokens", "64", "--gen-batch", "4", "--steps", "2",
             "--batch", "2", "--head-size", "256", "--cache-dir", str(tmp_path / "data"), "--out", str(out)]
     assert distill.main(args) == 0
-    draft = feature_draft.load(out, offline_target.hf_model)
+    draft = distilled.load(out, offline_target.hf_model)
     assert draft.head_ids.numel() == 256
-    meta = feature_draft.metadata(out)
+    meta = distilled.metadata(out)
     assert meta["steps"] == 2 and meta["tokens"] > 8 * 20
     assert list((tmp_path / "data").glob("corpus-*.pt"))  # the data is cached for the next run
     assert distill.main(args + ["--train-every", "2"]) == 0  # and reused, here for a data-scaling run on half of it
-    assert feature_draft.metadata(out)["args"]["train_every"] == 2
+    assert distilled.metadata(out)["args"]["train_every"] == 2

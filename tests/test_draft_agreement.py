@@ -1,10 +1,10 @@
-"""python -m specviz.draft_agreement: the distilled draft's agreement with the target, by category."""
+"""python -m specviz.distill.agreement: the distilled draft's agreement with the target, by category."""
 
 import json
 import subprocess
 import sys
 
-from specviz import draft_agreement
+from specviz.distill import agreement
 
 QUESTIONS = [("writing", "Write a haiku about autumn leaves."), ("qa", "What is the boiling point of water at sea level?"),
              ("writing", "Write two sentences about the sea.")]
@@ -14,7 +14,7 @@ def test_agreement_is_reported_for_every_category_and_overall(tmp_path, offline_
     questions = tmp_path / "questions.jsonl"
     questions.write_text("\n".join(json.dumps({"question_id": i, "category": c, "turns": [p]})
                                    for i, (c, p) in enumerate(QUESTIONS)))
-    assert draft_agreement.main(["--questions", str(questions), "--max-new-tokens", "16"]) == 0
+    assert agreement.main(["--questions", str(questions), "--max-new-tokens", "16"]) == 0
     rows = [[cell.strip() for cell in line.split("|")[1:-1]] for line in capsys.readouterr().out.splitlines()[2:]]
     assert [(r[0], r[1]) for r in rows] == [("writing", "2"), ("qa", "1"), ("all", "3")]
     for row in rows:
@@ -24,7 +24,7 @@ def test_agreement_is_reported_for_every_category_and_overall(tmp_path, offline_
 
 
 def test_a_missing_questions_file_is_one_line_on_stderr(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "specviz.draft_agreement", "--questions", str(tmp_path / "none.jsonl")],
+    result = subprocess.run([sys.executable, "-m", "specviz.distill.agreement", "--questions", str(tmp_path / "none.jsonl")],
                             capture_output=True, text=True)
     assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.startswith("specviz.draft_agreement:") and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("specviz.distill.agreement:") and result.stderr.count("\n") == 1

@@ -187,7 +187,6 @@ def test_max_new_tokens_is_exact_whatever_gamma():
 def test_warm_up_feeds_every_verification_width_then_runs_both_paths_once_per_process(monkeypatch):
     pipeline = fake_pipeline(vocab_size=5)
     config = DecodeConfig(gamma=3, max_new_tokens=20, chat=False)
-    monkeypatch.setattr(engine, "_WARMED", set())
     widths = []
     feed = type(pipeline.target).feed
     monkeypatch.setattr(type(pipeline.target), "feed", lambda self, ids, *a, **k: widths.append(ids.numel()) or feed(self, ids, *a, **k))

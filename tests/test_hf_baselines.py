@@ -3,8 +3,11 @@
 import pytest
 import torch
 
-from specviz import engine, hf_baselines, models
+from specviz import engine
+from specviz.bench import hf_baselines
+from specviz.models import loading as models
 from specviz.config import OFFLINE_MODEL, DecodeConfig
+from specviz.pipeline import build_pipeline, encode_prompt
 
 PROMPT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
 
@@ -15,8 +18,8 @@ def greedy_config():
 
 
 def test_plain_generate_and_prompt_lookup_match_specviz_greedy(offline_target, greedy_config):
-    pipeline = engine.build_pipeline(greedy_config)
-    prompt_ids = engine.encode_prompt(pipeline.tokenizer, PROMPT, greedy_config.chat)
+    pipeline = build_pipeline(greedy_config)
+    prompt_ids = encode_prompt(pipeline.tokenizer, PROMPT, greedy_config.chat)
     ours_plain = engine.baseline_decode(pipeline, PROMPT, greedy_config).token_ids
     ours_speculative = engine.run_speculative(pipeline, PROMPT, greedy_config).token_ids
     theirs_plain = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "generate")
@@ -27,7 +30,7 @@ def test_plain_generate_and_prompt_lookup_match_specviz_greedy(offline_target, g
 
 def test_assisted_generation_with_a_draft_model_is_greedy_identical(offline_target, tiny_draft_folder, greedy_config):
     draft = models.load_model(tiny_draft_folder, torch.device("cpu"), torch.float32)
-    prompt_ids = engine.encode_prompt(offline_target.tokenizer, PROMPT, True)
+    prompt_ids = encode_prompt(offline_target.tokenizer, PROMPT, True)
     plain = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "generate")
     assisted = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "assisted", assistant=draft)
     assert assisted.token_ids == plain.token_ids

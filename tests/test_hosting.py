@@ -1,4 +1,4 @@
-"""Hosted mode and allowed folders (specviz/hosting.py), and the app refusing what they forbid."""
+"""Hosted mode and allowed folders (specviz/policy.py), and the app refusing what they forbid."""
 
 import sys
 import types
@@ -6,7 +6,8 @@ import types
 import gradio as gr
 import pytest
 
-from specviz import hosting, ui
+from specviz.app.policy import current_policy, gpu_decorator
+from specviz.app import ui
 from specviz.config import OFFLINE_MODEL, DecodeConfig
 
 OFFLINE = list(ui.PAIRS)[0]
@@ -19,7 +20,7 @@ def _config(**fields):
 def test_local_use_allows_any_model_and_any_folder(tmp_path, monkeypatch):
     for name in ("SPECVIZ_HOSTED", "SPECVIZ_MODEL_DIRS"):
         monkeypatch.delenv(name, raising=False)
-    policy = hosting.current_policy()
+    policy = current_policy()
     assert not policy.hosted
     policy.check(_config(target="someone/any-model", draft=str(tmp_path), gamma=64, max_new_tokens=8192), "hi")
 
@@ -30,7 +31,7 @@ def test_folders_outside_the_allowed_ones_are_refused(tmp_path, monkeypatch):
     elsewhere.mkdir()
     (allowed / "link").symlink_to(elsewhere)  # a link out of the allowed folder is judged by where it points
     monkeypatch.setenv("SPECVIZ_MODEL_DIRS", str(allowed))
-    policy = hosting.current_policy()
+    policy = current_policy()
     policy.check(_config(target=str(allowed / "tiny")), "hi")
     for outside in (elsewhere, allowed / "link", allowed / "tiny" / ".." / ".." / "elsewhere", "/etc"):
         with pytest.raises(ValueError, match="outside the allowed folders"):
@@ -43,7 +44,7 @@ def hosted(monkeypatch):
     for name in ("SPECVIZ_MODEL_DIRS", "SPECVIZ_ALLOWED_MODELS", "SPECVIZ_MAX_NEW_TOKENS", "SPECVIZ_MAX_GAMMA",
                  "SPECVIZ_MAX_PROMPT_CHARS"):
         monkeypatch.delenv(name, raising=False)
-    return hosting.current_policy()
+    return current_policy()
 
 
 def test_hosted_mode_allows_the_listed_models_only(hosted, monkeypatch):
@@ -56,7 +57,7 @@ def test_hosted_mode_allows_the_listed_models_only(hosted, monkeypatch):
     with pytest.raises(ValueError, match="draft model 'someone/huge-model' is not offered"):
         hosted.check(_config(target=OFFLINE_MODEL, draft="ngram+someone/huge-model"), "hi")
     monkeypatch.setenv("SPECVIZ_ALLOWED_MODELS", "someone/huge-model, other/one")
-    hosting.current_policy().check(_config(target="someone/huge-model"), "hi")
+    current_policy().check(_config(target="someone/huge-model"), "hi")
 
 
 @pytest.mark.parametrize("path", ["/tmp", "./models/x", "~/models", "a/b/c"])
@@ -77,10 +78,10 @@ def test_hosted_mode_caps_prompt_tokens_and_gamma(hosted, fields, prompt, messag
 
 def test_caps_come_from_the_environment_and_bad_values_are_named(hosted, monkeypatch):
     monkeypatch.setenv("SPECVIZ_MAX_GAMMA", "2")
-    assert hosting.current_policy().max_gamma == 2
+    assert current_policy().max_gamma == 2
     monkeypatch.setenv("SPECVIZ_MAX_GAMMA", "lots")
     with pytest.raises(ValueError, match="SPECVIZ_MAX_GAMMA must be a whole number"):
-        hosting.current_policy()
+        current_policy()
 
 
 def test_the_app_refuses_what_hosted_mode_forbids_before_loading_anything(hosted):
@@ -103,6 +104,6 @@ def test_hosted_app_shows_its_caps_on_the_sliders(hosted):
 def test_zero_gpu_decorator_is_used_only_when_the_spaces_package_is_there(monkeypatch):
     function = lambda: 1  # noqa: E731
     monkeypatch.setitem(sys.modules, "spaces", None)  # import spaces now fails, as off a Space
-    assert hosting.gpu_decorator()(function) is function
+    assert gpu_decorator()(function) is function
     monkeypatch.setitem(sys.modules, "spaces", types.SimpleNamespace(GPU=lambda f: ("on a GPU", f)))
-    assert hosting.gpu_decorator()(function) == ("on a GPU", function)
+    assert gpu_decorator()(function) == ("on a GPU", function)

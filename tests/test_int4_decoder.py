@@ -6,8 +6,12 @@ import pytest
 import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
-from specviz import engine, int4_decoder, models, quantized_draft
+from specviz import engine
+from specviz.drafters import int4_decoder
+from specviz.models import loading as models
+from specviz.drafters import int4
 from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
+from specviz.pipeline import build_pipeline, int4_draft_step
 
 
 def tiny_llama(**overrides) -> LlamaForCausalLM:
@@ -25,7 +29,7 @@ def tiny_llama(**overrides) -> LlamaForCausalLM:
 def feed_both(hf_model, prompt_length: int, steps: list[int], crop_after: int):
     """Feed the 4-bit copy and the lean step the same chunks, both starting from the model's own prompt cache
     (as the int4 drafter does); return the largest logit difference and both cache lengths at the end."""
-    draft_copy, lean = quantized_draft.quantized_copy(hf_model), int4_decoder.Int4LlamaDecoder(hf_model)
+    draft_copy, lean = int4.quantized_copy(hf_model), int4_decoder.Int4LlamaDecoder(hf_model)
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(0, hf_model.config.vocab_size, (1, prompt_length + sum(steps)), generator=generator)
     with torch.inference_mode():
@@ -83,9 +87,9 @@ def test_models_the_lean_step_does_not_reproduce_are_refused(overrides):
 
 
 def test_the_int4_drafter_uses_the_lean_step_for_a_llama_and_the_copy_otherwise(offline_target, tmp_path):
-    pipeline = engine.build_pipeline(DecodeConfig(draft=QUANTIZED_DRAFTER).validate())
+    pipeline = build_pipeline(DecodeConfig(draft=QUANTIZED_DRAFTER).validate())
     assert isinstance(pipeline.draft_model.hf_model, int4_decoder.Int4LlamaDecoder)
     tiny_llama(attention_bias=True).save_pretrained(tmp_path)  # a local folder, loaded as a user's model would be
     offline_target.tokenizer.save_pretrained(tmp_path)
-    step = engine._quantized_draft_step(models.load_model(str(tmp_path), torch.device("cpu"), torch.float32))
-    assert isinstance(step, LlamaForCausalLM) and isinstance(step.model.layers[0].self_attn.q_proj, quantized_draft.Int4Linear)
+    step = int4_draft_step(models.load_model(str(tmp_path), torch.device("cpu"), torch.float32))
+    assert isinstance(step, LlamaForCausalLM) and isinstance(step.model.layers[0].self_attn.q_proj, int4.Int4Linear)

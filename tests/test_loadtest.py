@@ -3,7 +3,7 @@
 import html
 import json
 
-from specviz import loadtest
+from specviz.bench import loadtest
 
 
 def test_concurrent_sessions_each_get_their_own_trace(app_server, capsys):

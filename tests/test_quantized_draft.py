@@ -1,11 +1,13 @@
-"""The int4 drafter: the target's own 4-bit copy (quantized_draft.py)."""
+"""The int4 drafter: the target's own 4-bit copy (int4.py)."""
 
 import pytest
 import torch
 
-from specviz import engine, quantized_draft
+from specviz import engine
+from specviz.drafters import int4
 from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
 from tests.decoding import greedy_acceptance
+from specviz.pipeline import build_pipeline, int4_copy
 
 PROMPTS = ["Explain how a bicycle stays upright while it moves.", "Write a haiku about rain on a tin roof."]
 
@@ -13,8 +15,8 @@ PROMPTS = ["Explain how a bicycle stays upright while it moves.", "Write a haiku
 def q4_1_linear(out_features: int, in_features: int, seed: int) -> torch.nn.Linear:
     """A linear layer whose weights are Q4_1 values: w = d·q + m per group of 32, d and m in float16 as in a GGUF."""
     generator = torch.Generator().manual_seed(seed)
-    groups = in_features // quantized_draft.GROUP
-    codes = torch.randint(0, 16, (out_features, groups, quantized_draft.GROUP), generator=generator)
+    groups = in_features // int4.GROUP
+    codes = torch.randint(0, 16, (out_features, groups, int4.GROUP), generator=generator)
     codes[..., 0], codes[..., 1] = 0, 15  # every group spans its range, as llama.cpp's Q4_1 quantizer makes it
     scale = (torch.rand(out_features, groups, 1, generator=generator) * 0.02 + 5e-3).half().float()
     low = (-torch.rand(out_features, groups, 1, generator=generator) * 0.1).half().float()
@@ -26,11 +28,11 @@ def q4_1_linear(out_features: int, in_features: int, seed: int) -> torch.nn.Line
 
 def test_int4_linear_reads_every_q4_1_code_right():
     linear = q4_1_linear(96, 128, seed=0)
-    quantized = quantized_draft.Int4Linear(linear)
+    quantized = int4.Int4Linear(linear)
     # Unit rows pick single weight columns. The kernel holds each group's scale and zero in bfloat16, so a weight
     # may move by that rounding, but always by far less than half a step d/2: no 4-bit code is ever wrong.
     columns = quantized(torch.eye(128)).T  # [96, 128] = W as the kernel sees it
-    groups = linear.weight.detach().view(96, -1, quantized_draft.GROUP)
+    groups = linear.weight.detach().view(96, -1, int4.GROUP)
     half_step = (groups.amax(-1, keepdim=True) - groups.amin(-1, keepdim=True)) / 15 / 2  # [96, in/G, 1]
     error = (columns.view_as(groups) - groups).abs()
     assert bool((error < half_step / 4).all())
@@ -41,21 +43,21 @@ def test_int4_linear_reads_every_q4_1_code_right():
 def test_int8_head_is_close_to_the_float_head():
     linear = torch.nn.Linear(64, 300, bias=False)
     x = torch.randn(3, 64, generator=torch.Generator().manual_seed(2))
-    assert torch.allclose(quantized_draft.Int8RowLinear(linear)(x), linear(x), rtol=0.03, atol=0.03)
+    assert torch.allclose(int4.Int8RowLinear(linear)(x), linear(x), rtol=0.03, atol=0.03)
 
 
 def test_widths_that_are_not_multiples_of_the_group_are_refused():
     model = torch.nn.Sequential(torch.nn.Linear(48, 32))
     with pytest.raises(ValueError, match="multiples of 32"):
-        quantized_draft.quantized_copy(model)
+        int4.quantized_copy(model)
 
 
 def test_the_copy_shares_the_target_tensors_and_leaves_the_target_alone(offline_target):
     target = offline_target.hf_model
     before = target.lm_head.weight.clone()
-    draft = engine._quantized_draft(offline_target)
+    draft = int4_copy(offline_target)
     assert draft.get_input_embeddings().weight is target.get_input_embeddings().weight  # shared, not copied
-    assert isinstance(draft.get_output_embeddings(), quantized_draft.Int8RowLinear)
+    assert isinstance(draft.get_output_embeddings(), int4.Int8RowLinear)
     assert not any(type(m) is torch.nn.Linear or isinstance(m, torch.nn.Linear) for m in draft.modules())
     assert all(isinstance(m, torch.nn.Linear) for m in [target.lm_head, target.model.layers[0].mlp.up_proj])
     assert torch.equal(target.lm_head.weight, before)
@@ -63,7 +65,7 @@ def test_the_copy_shares_the_target_tensors_and_leaves_the_target_alone(offline_
 
 def test_the_copy_agrees_with_the_offline_target(offline_target):
     """The offline target is Q4_1: the copy reads its exact codes, so only bfloat16 rounding separates them."""
-    draft = engine._quantized_draft(offline_target)
+    draft = int4_copy(offline_target)
     ids = offline_target.tokenizer(PROMPTS[0] + " It stays upright because the wheels act as gyroscopes and "
                                    "the rider steers into the fall.", return_tensors="pt")["input_ids"]
     with torch.inference_mode():
@@ -82,18 +84,18 @@ def test_greedy_decoding_with_the_int4_draft_is_identical_to_the_target(offline_
 
 def test_sampled_draft_distributions_are_real(offline_target):
     config = DecodeConfig(draft=QUANTIZED_DRAFTER, gamma=3, max_new_tokens=12, temperature=1.0, seed=3).validate()
-    trace = engine.run_speculative(engine.build_pipeline(config), PROMPTS[1], config)
+    trace = engine.run_speculative(build_pipeline(config), PROMPTS[1], config)
     tops = [t.draft_top for r in trace.rounds for t in r.tokens if t.draft_top]
     assert tops and all(len(top) > 1 for top in tops)  # q is spread, not one-hot
 
 
 def test_a_target_off_the_cpu_gets_a_clear_error():
-    assert not quantized_draft.available(torch.device("meta"))
+    assert not int4.available(torch.device("meta"))
 
 
 def test_the_int4_draft_starts_from_the_target_cache_instead_of_encoding_the_prompt(offline_target):
     config = DecodeConfig(draft=QUANTIZED_DRAFTER, gamma=4, max_new_tokens=24).validate()
-    pipeline = engine.build_pipeline(config)
+    pipeline = build_pipeline(config)
     prompt = "Summarize in one sentence: " + "The river floods every spring and the farmers plant after it. " * 8
     trace = engine.run_speculative(pipeline, prompt, config)
     assert trace.rounds[0].drafted == 0  # round 0: the target encodes the prompt alone

@@ -48,7 +48,8 @@ def test_empty_and_real_traces_render():
 
 def test_plots_and_stats_show_hostile_text_literally():
     """plotly reads some HTML in labels and titles, and Markdown reads both HTML and its own marks."""
-    from specviz import figures, ui
+    from specviz import figures
+    from specviz.app import ui
     from specviz.labs import rejection_figures
     from specviz.metrics import summarize
 

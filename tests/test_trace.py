@@ -5,7 +5,8 @@ import json
 import gradio as gr
 import pytest
 
-from specviz import engine, ui
+from specviz import engine
+from specviz.app import ui
 from specviz.config import DecodeConfig
 from specviz.trace import Trace
 from tests.fakes import fake_pipeline

@@ -19,7 +19,7 @@ import numbers
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # torch is imported only when a forward is measured
-    from ..models import LanguageModel
+    from specviz.models.loading import LanguageModel
 
 PRESETS: dict[str, dict] = {
     # label: hardware peak numbers, with the course's 11B-parameter model (fp16/bf16, 2 bytes) as the workload so
@@ -91,7 +91,7 @@ def measure_forward_ms(language_model: LanguageModel, context_ids: list[int], ma
         raise ValueError("context_ids must hold at least one token: the forward is timed after a cached context")
     if not isinstance(max_tokens, int) or max_tokens < 1 or not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"max_tokens and repeats must be integers >= 1, got {max_tokens!r} and {repeats!r}")
-    from .. import profiling
+    from specviz.models import profiling
 
     return profiling.measure_verify_costs(language_model, list(context_ids), max_k=max_tokens, repeats=repeats,
                                           warmup=warmup)

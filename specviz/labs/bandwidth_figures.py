@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, base_figure
-from . import bandwidth
-from .bandwidth import PRESETS  # noqa: F401  (for the doctest and for callers: roofline_figure(**PRESETS[name]))
+from specviz.figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, base_figure
+from specviz.labs import bandwidth
+from specviz.labs.bandwidth import PRESETS  # noqa: F401  (for the doctest and for callers: roofline_figure(**PRESETS[name]))
 
 _INSIDE_TOP_LEFT = dict(x=0.01, y=0.99, xanchor="left", yanchor="top", bgcolor="rgba(255,255,255,0.85)")
 

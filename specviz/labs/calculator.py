@@ -18,7 +18,7 @@ import math
 import numbers
 from typing import Callable, Mapping
 
-from .. import theory
+from specviz import theory
 
 VerifyCost = Callable[[int], float] | Mapping[int, float]
 MAX_GAMMA_SEARCHED = 64  # best γ is searched over 1..64, as theory.optimal_gamma does

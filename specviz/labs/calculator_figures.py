@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, RED, base_figure
-from . import calculator
+from specviz.figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, RED, base_figure
+from specviz.labs import calculator
 
 Measured = tuple[float, float, int, float]  # (alpha, c, gamma, measured_speedup) of the last live run
 CURVE_COLOURS = [BLUE, GREEN, ORANGE, RED, INK, GREY]

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .. import engine
-from ..config import DecodeConfig
-from ..metrics import summarize
-from ..sampling import Standardizer
-from .rejection import chi_square_test
+from specviz import engine
+from specviz.config import DecodeConfig
+from specviz.metrics import summarize
+from specviz.sampling import Standardizer
+from specviz.labs.rejection import chi_square_test
+from specviz.pipeline import Pipeline, encode_prompt
 
 NOISE_TRIALS = 200  # simulated samples behind each noise band
 MIN_EXPECTED = 5  # chi-square bins with fewer expected counts are pooled into one "other" bin
@@ -48,15 +49,15 @@ class DistributionCheck:
         return self.accepted / self.tested if self.tested else None
 
 
-def exact_next_token_probs(pipeline: engine.Pipeline, prompt: str, config: DecodeConfig) -> torch.Tensor:
+def exact_next_token_probs(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> torch.Tensor:
     """p(x | prompt) as the engine samples it (same template and warpers): one target forward. Shape [V]."""
-    prompt_ids = engine.encode_prompt(pipeline.tokenizer, prompt, config.chat)
+    prompt_ids = encode_prompt(pipeline.tokenizer, prompt, config.chat)
     pipeline.target.reset()
     logits = pipeline.target.feed(torch.tensor(prompt_ids, dtype=torch.long, device=pipeline.device))  # [1, V]
     return Standardizer(config.temperature, config.top_k, config.top_p)(logits)[0].cpu()
 
 
-def check_distribution(pipeline: engine.Pipeline, prompt: str, config: DecodeConfig, runs: int, tokens: int = 1,
+def check_distribution(pipeline: Pipeline, prompt: str, config: DecodeConfig, runs: int, tokens: int = 1,
                        every: int = 10) -> Iterator[DistributionCheck]:
     """Run `runs` seeded speculative runs and as many plain ones; yield the counts every `every` pairs.
 
@@ -91,7 +92,7 @@ def check_distribution(pipeline: engine.Pipeline, prompt: str, config: DecodeCon
             yield check
 
 
-def _first_tokens(pipeline: engine.Pipeline, prompt: str, config: DecodeConfig, tokens: int):
+def _first_tokens(pipeline: Pipeline, prompt: str, config: DecodeConfig, tokens: int):
     """Run the engine only until it has produced `tokens` tokens (usually one round, one target forward)."""
     rounds = engine.speculative_decode(pipeline, prompt, config)
     try:
@@ -163,7 +164,7 @@ class GreedyCheck:
     explanation: str
 
 
-def check_greedy(pipeline: engine.Pipeline, prompt: str, config: DecodeConfig) -> GreedyCheck:
+def check_greedy(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> GreedyCheck:
     """At temperature 0 speculative decoding must reproduce the target's greedy tokens one for one."""
     greedy = dataclasses.replace(config, temperature=0.0).validate()
     trace = engine.run_speculative(pipeline, prompt, greedy)

@@ -16,8 +16,8 @@ import re
 
 import torch
 
-from ..sampling import residual, sample_with_uniform
-from ..verify import verify
+from specviz.sampling import residual, sample_with_uniform
+from specviz.verify import verify
 
 PRESETS = {  # name -> vocab, target p, draft q, and what the preset teaches
     "The Japan ... (textbook)": dict(vocab=["is", "stock", "girl", "cherry"], target_probs=[0.4, 0.3, 0.2, 0.1],

@@ -6,8 +6,8 @@ import math
 
 import plotly.graph_objects as go
 
-from ..figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, RED, base_figure, plot_text
-from .rejection import MISTAKES, chi_square_test, classical_rejection, overlap, total_variation, tvd_noise
+from specviz.figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, RED, base_figure, plot_text
+from specviz.labs.rejection import MISTAKES, chi_square_test, classical_rejection, overlap, total_variation, tvd_noise
 
 
 def overlap_figure(vocab: list[str], target_probs: list[float], draft_probs: list[float]) -> go.Figure:

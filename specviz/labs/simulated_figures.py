@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from .. import theory
-from ..figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, base_figure
-from .simulated import AGREEMENT_SE
+from specviz import theory
+from specviz.figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, base_figure
+from specviz.labs.simulated import AGREEMENT_SE
 
 
 def speedup_vs_gamma_figure(rows: list[dict], alpha: float, c: float) -> go.Figure:

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import torch
 
-from .. import engine
-from ..config import DecodeConfig
-from ..drafters import DraftModelDrafter
+from specviz import engine
+from specviz.config import DecodeConfig
+from specviz.drafters.model import DraftModelDrafter
+from specviz.pipeline import Pipeline
 
 WORDS = ("the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "park", "big", "red", "ball", "saw",
          "home", "sun", "was", "warm", "hat")
@@ -172,12 +173,12 @@ class WordTokenizer:
 
 
 def simulated_pipeline(overlap: float, vocab_size: int = DEFAULT_VOCAB, seed: int = 0,
-                       sharpness: float = SHARPNESS) -> engine.Pipeline:
+                       sharpness: float = SHARPNESS) -> Pipeline:
     """A target (overlap 1) and a draft at `overlap` over one world, ready for engine.speculative_decode."""
     world = SimulatedWorld(vocab_size, seed, sharpness)
     target = SimulatedModel(world, 1.0, "simulated:target")
     draft = SimulatedModel(world, overlap, f"simulated:draft(overlap={overlap:g})")
-    return engine.Pipeline(target, DraftModelDrafter(draft), WordTokenizer(vocab_size), [], torch.device("cpu"),
+    return Pipeline(target, DraftModelDrafter(draft), WordTokenizer(vocab_size), [], torch.device("cpu"),
                            torch.float32, draft)
 
 

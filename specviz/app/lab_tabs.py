@@ -8,11 +8,14 @@ import functools
 import gradio as gr
 import torch
 
-from .. import compute, engine, hosting
-from ..config import DecodeConfig, check_prompt
-from ..metrics import estimate_verify_cost, summarize
-from . import bandwidth, bandwidth_figures, calculator, calculator_figures, glossary, lossless, lossless_figures
-from . import rejection, rejection_figures
+from specviz import engine
+from specviz.app import worker
+from specviz.app.policy import current_policy
+from specviz.config import DecodeConfig, check_prompt
+from specviz.metrics import estimate_verify_cost, summarize
+from specviz.labs import bandwidth, bandwidth_figures, calculator, calculator_figures, glossary, lossless, lossless_figures
+from specviz.labs import rejection, rejection_figures
+from specviz.pipeline import Pipeline, build_pipeline, encode_prompt
 
 NO_MISTAKE = "none (the correct algorithm)"
 LOSSLESS_PROMPT = "Monday, Tuesday, Wednesday, Thursday, Friday. Monday, Tuesday, Wednesday,"  # drafts pass 38% of the time
@@ -20,11 +23,11 @@ LOSSLESS_PROMPT = "Monday, Tuesday, Wednesday, Thursday, Friday. Monday, Tuesday
 
 def lab_callback(function):
     """Run a lab callback on the model thread (torch used from a second thread slows the live decoding, see
-    compute.py), and turn its ValueError into a gr.Error with its sentence."""
+    worker.py), and turn its ValueError into a gr.Error with its sentence."""
     @functools.wraps(function)
     def wrapped(*args):
         try:
-            return compute.call(function, *args)
+            return worker.call(function, *args)
         except ValueError as error:
             raise gr.Error(str(error)) from error
     return wrapped
@@ -209,9 +212,9 @@ def bandwidth_preset(name):
 def measure_machine():
     """Time one forward of the offline target over k = 1..32 new tokens on this machine."""
     config = DecodeConfig().validate()
-    pipeline = compute.call(engine.build_pipeline, config)
-    context = engine.encode_prompt(pipeline.tokenizer, LOSSLESS_PROMPT, chat=False)
-    timings = compute.call(bandwidth.measure_forward_ms, pipeline.target, context, 32)
+    pipeline = worker.call(build_pipeline, config)
+    context = encode_prompt(pipeline.tokenizer, LOSSLESS_PROMPT, chat=False)
+    timings = worker.call(bandwidth.measure_forward_ms, pipeline.target, context, 32)
     flat = bandwidth.bandwidth_bound_until(timings)
     text = (f"One forward of {config.target} on {pipeline.device} ({str(pipeline.dtype).removeprefix('torch.')}): "
             f"{timings[1]:.1f} ms for 1 token, {timings[32]:.1f} ms for 32. It stays within 1.25× of one token's time "
@@ -254,8 +257,8 @@ def _lossless_config(temperature, lenience) -> DecodeConfig:
         raise gr.Error(f"Setting out of range: {error}.") from error
 
 
-def _lossless_pipeline(config: DecodeConfig) -> engine.Pipeline:
-    from ..ui import load_pipeline  # the app's loader turns loading failures into gr.Error
+def _lossless_pipeline(config: DecodeConfig) -> Pipeline:
+    from specviz.app.ui import load_pipeline  # the app's loader turns loading failures into gr.Error
 
     return load_pipeline(config)
 
@@ -278,7 +281,7 @@ def _check_prefix(prompt) -> None:
     if not isinstance(prompt, str) or not prompt.strip():
         raise gr.Error("The prefix is empty.")
     try:
-        check_prompt(prompt, hosting.current_policy().max_prompt_chars)
+        check_prompt(prompt, current_policy().max_prompt_chars)
     except ValueError as error:
         raise gr.Error(f"{str(error)[:1].upper()}{str(error)[1:]}.") from error
 
@@ -289,7 +292,7 @@ def lossless_run(prompt, runs, tokens, temperature, lenience):
     if config.greedy:
         raise gr.Error("At temperature 0 there is no distribution to compare: use the greedy check, or raise it.")
     pipeline = _lossless_pipeline(config)
-    feed = compute.Ahead(lossless.check_distribution(pipeline, prompt, config, int(runs), int(tokens)))
+    feed = worker.Ahead(lossless.check_distribution(pipeline, prompt, config, int(runs), int(tokens)))
     seen, finished = 0, False
     try:
         while not finished:
@@ -306,7 +309,7 @@ def greedy_run(prompt):
     _check_prefix(prompt)
     config = dataclasses.replace(_lossless_config(0, 1), max_new_tokens=48)
     pipeline = _lossless_pipeline(config)
-    result = compute.call(lossless.check_greedy, pipeline, prompt, config)
+    result = worker.call(lossless.check_greedy, pipeline, prompt, config)
     return f"**{'Identical' if result.identical else 'Different'}.** {result.explanation}"
 
 
@@ -316,7 +319,7 @@ def lenience_sweep(prompt, runs, temperature):
     for value in (1.0, 0.8, 0.5, 0.3):
         config = _lossless_config(temperature, value)
         pipeline = _lossless_pipeline(config)
-        *_, check = compute.call(lambda: list(lossless.check_distribution(pipeline, prompt, config, int(runs), 1)))
+        *_, check = worker.call(lambda: list(lossless.check_distribution(pipeline, prompt, config, int(runs), 1)))
         checks.append(check)
         rows = lossless.lenience_rows(checks)
         table = [[row["lenience"], "yes" if row["lossless"] else "NO", None if row["alpha"] is None else round(row["alpha"], 3),
@@ -360,7 +363,7 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
     with gr.Tab("Sampling lab"):
         sampling_inputs, sampling_outputs = sampling_tab()
     with gr.Tab("Simulated models"):
-        from .simulated_tab import simulated_tab
+        from specviz.app.simulated_tab import simulated_tab
 
         simulated_tab()
     with gr.Tab("Memory bandwidth"):

@@ -1,6 +1,6 @@
 """Load test: many people using one server at once, as in a classroom.
 
-    python -m specviz.loadtest [--url URL] [--sessions 8] [--runs 3] [--memory-runs 50]
+    python -m specviz.bench.loadtest [--url URL] [--sessions 8] [--runs 3] [--memory-runs 50]
 
 Starts `python app.py` on a free port of 127.0.0.1 (or drives --url), then:
 1. N gradio_client sessions at once, each doing several runs with its own prompts and seeds. Every run's trace
@@ -41,7 +41,7 @@ def start_server(log_path: Path, env: dict | None = None) -> tuple[str, subproce
         port = probe.getsockname()[1]
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     with open(log_path, "w") as log:
         process = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
@@ -158,7 +158,7 @@ def summarize(sessions: int, runs: int, concurrent: dict, memory: dict) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specviz.loadtest", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m specviz.bench.loadtest", description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="drive this running server instead of starting app.py")
     parser.add_argument("--pid", type=int, help="with --url: the server's process id, to read its memory")
     parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions")

@@ -17,13 +17,17 @@ from pathlib import Path
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from . import compute, engine, figures, hosting, models, render
-from .config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
-from .metrics import estimate_verify_cost, summarize
-from .labs.tabs import build_lab_tabs
-from .trace import Trace
+from specviz import engine, figures, render
+from specviz.app import worker
+from specviz.app.policy import current_policy, gpu_decorator
+from specviz.models import loading as models
+from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.metrics import estimate_verify_cost, summarize
+from specviz.app.lab_tabs import build_lab_tabs
+from specviz.trace import Trace
+from specviz.pipeline import Pipeline, build_pipeline
 
-ASSETS = Path(__file__).resolve().parent.parent / "assets"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 PAIRS = {
     "Offline: SmolLM2-135M-Instruct (embedded)": (OFFLINE_MODEL, DISTILLED_DRAFTER),
     "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": (OFFLINE_MODEL, QUANTIZED_DRAFTER),
@@ -54,7 +58,7 @@ class StepSession:
     config: DecodeConfig
     prompt: str
     compare: bool
-    pipeline: engine.Pipeline
+    pipeline: Pipeline
     rounds: object
     trace: Trace | None = None
     finished: bool = False
@@ -74,7 +78,7 @@ def make_config(pair, target, draft, drafter, prompt, gamma, max_new_tokens, tem
     """Translate the controls into a validated DecodeConfig, or raise gr.Error with a clear sentence."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise gr.Error("The prompt is empty: type one or click an example.")
-    policy = hosting.current_policy()
+    policy = current_policy()
     pair_target, pair_draft = PAIRS.get(pair, (None, None))
     target_id = (pair_target or (target or "")).strip()
     if drafter == PROMPT_LOOKUP:
@@ -106,9 +110,9 @@ def _whole(value, name: str) -> int:
     return int(number)
 
 
-def load_pipeline(config: DecodeConfig) -> engine.Pipeline:
+def load_pipeline(config: DecodeConfig) -> Pipeline:
     try:
-        return compute.call(engine.build_pipeline, config)
+        return worker.call(build_pipeline, config)
     except (models.ModelUnavailable, models.IncompatibleModels, ValueError) as error:
         raise gr.Error(str(error)) from error
     except Exception as error:  # out of memory while loading, among others
@@ -220,7 +224,7 @@ def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature
         adaptive=False):
     """Stream a whole run, then the final views.
 
-    The engine runs ahead on the model thread (compute.Ahead) and is never held up by drawing; every
+    The engine runs ahead on the model thread (worker.Ahead) and is never held up by drawing; every
     ROWS_INTERVAL_S this sends the newest rounds (Gradio sends only the rows appended since the last update),
     and every PLOT_INTERVAL_S the plots too. The first round is sent at once.
     """
@@ -228,8 +232,8 @@ def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature
                          adaptive)
     pipeline = load_pipeline(config)
     if compare:
-        compute.call(engine.warm_up, pipeline, config)  # a fresh server's first run would otherwise pay set-up costs
-    feed = compute.Ahead(engine.speculative_decode(pipeline, prompt, config), snapshot=_snapshot)
+        worker.call(engine.warm_up, pipeline, config)  # a fresh server's first run would otherwise pay set-up costs
+    feed = worker.Ahead(engine.speculative_decode(pipeline, prompt, config), snapshot=_snapshot)
     seen, sent, plotted, trace, held = 0, float("-inf"), float("-inf"), None, None
     try:
         while True:
@@ -245,7 +249,7 @@ def run(pair, target, draft, drafter, prompt, gamma, max_new_tokens, temperature
             held = _held(outputs, trace)
             yield (*outputs[:3], *held[:4], outputs[7], trace, None)
         if compare:
-            trace.baseline = compute.call(engine.baseline_decode, pipeline, prompt, config)
+            trace.baseline = worker.call(engine.baseline_decode, pipeline, prompt, config)
     except ValueError as error:
         raise gr.Error(str(error)) from error
     except Exception as error:
@@ -269,21 +273,21 @@ def step(session: StepSession | None, pair, target, draft, drafter, prompt, gamm
                              seed, adaptive)
         pipeline = load_pipeline(config)
         if compare:
-            compute.call(engine.warm_up, pipeline, config)
+            worker.call(engine.warm_up, pipeline, config)
         try:
             rounds = engine.speculative_decode(pipeline, prompt, config)
         except ValueError as error:
             raise gr.Error(str(error)) from error
         session = StepSession(config, prompt, bool(compare), pipeline, rounds)
     try:
-        produced = compute.step(session.rounds)
+        produced = worker.step(session.rounds)
         if produced is None:
             session.finished = True
         else:
             _, session.trace = produced
             session.finished = bool(session.trace.stop_reason)
             if session.finished and session.compare:
-                session.trace.baseline = compute.call(engine.baseline_decode, session.pipeline, session.prompt,
+                session.trace.baseline = worker.call(engine.baseline_decode, session.pipeline, session.prompt,
                                                       session.config)
     except ValueError as error:
         session.finished = True  # the next click starts afresh
@@ -336,8 +340,8 @@ def reset():
 
 
 def build_app() -> gr.Blocks:
-    policy = hosting.current_policy()
-    gpu = hosting.gpu_decorator()  # ZeroGPU on a Space, else nothing
+    policy = current_policy()
+    gpu = gpu_decorator()  # ZeroGPU on a Space, else nothing
     with gr.Blocks(title="specviz: speculative decoding, round by round",
                    delete_cache=(TRACE_FILE_TTL_S, TRACE_FILE_TTL_S)) as demo:  # Gradio's copies of files, hourly
         gr.Markdown(

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL
-from .hosting import looks_like_path
-from .offline_model import ModelUnavailable, offline_checkpoint
+from specviz.config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL
+from specviz.models.cache import WEIGHTS, WeightsCache
+from specviz.models.offline import ModelUnavailable, offline_checkpoint
 
 PRESETS: dict[str, tuple[str, str]] = {
     # name: (target, draft)
@@ -35,6 +35,11 @@ class IncompatibleModels(ValueError):
 
 
 # ---------------------------------------------------------------- device and dtype: the one place
+
+
+def looks_like_path(model_id: str) -> bool:
+    """A local path rather than a hub id ('org/name'): absolute, relative, home, or an existing folder."""
+    return model_id.startswith((".", "/", "~", "\\")) or model_id.count("/") > 1 or os.path.isdir(model_id)
 
 
 def choose_device() -> torch.device:
@@ -172,7 +177,7 @@ class LoadedModel:
 def offline_drafter(device: torch.device | None = None) -> str:
     """The offline target's default drafter on this device: lookup, else the target's own 4-bit copy, where its
     CPU kernels run; lookup, else the distilled draft elsewhere."""
-    from .quantized_draft import available
+    from specviz.drafters.int4 import available
 
     return OFFLINE_DRAFTER if available(device or choose_device()) else OFFLINE_DRAFTER_OFF_CPU
 
@@ -186,15 +191,15 @@ def resolve_preset(name: str) -> tuple[str, str]:
         raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
 
 
-def load_model(model_id: str, device: torch.device | None = None, dtype: torch.dtype | None = None) -> LoadedModel:
-    """Load (once, then from the in-process cache) a model and its tokenizer: OFFLINE_MODEL, a folder or a hub id."""
+def load_model(model_id: str, device: torch.device | None = None, dtype: torch.dtype | None = None,
+               cache: WeightsCache = WEIGHTS) -> LoadedModel:
+    """Load (once, then from the cache) a model and its tokenizer: OFFLINE_MODEL, a folder or a hub id."""
     device = device or choose_device()
     dtype = dtype or choose_dtype(device)
-    return _load_cached(model_id, device, dtype)
+    return cache.get(("model", model_id, device, dtype), lambda: _load(model_id, device, dtype))
 
 
-@functools.lru_cache(maxsize=4)
-def _load_cached(model_id: str, device: torch.device, dtype: torch.dtype) -> LoadedModel:
+def _load(model_id: str, device: torch.device, dtype: torch.dtype) -> LoadedModel:
     source = offline_checkpoint() if model_id == OFFLINE_MODEL else model_id
     tokenizer = _from_pretrained("AutoTokenizer", model_id, source)
     kwargs = {"dtype": dtype}
@@ -206,7 +211,7 @@ def _load_cached(model_id: str, device: torch.device, dtype: torch.dtype) -> Loa
     hf_model.eval()
     kernel = "stock"
     if device.type == "cpu":
-        from . import cpu_linear
+        from specviz.models import cpu_linear
 
         kernel = cpu_linear.choose_kernel(hf_model)  # times the kernels on this model (a second or two)
     return LoadedModel(hf_model, tokenizer, model_id, device, dtype, kernel)

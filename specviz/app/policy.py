@@ -17,8 +17,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import (BUILT_IN_DRAFTERS, MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, OFFLINE_MODEL, DecodeConfig,
-                     check_prompt)
+from specviz.models.loading import PRESETS, looks_like_path  # the preset pairs are what a hosted server offers
+from specviz.config import BUILT_IN_DRAFTERS, MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, OFFLINE_MODEL, DecodeConfig, check_prompt
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive
 
@@ -62,15 +62,8 @@ class Policy:
                              f"({', '.join(str(root) for root in self.model_dirs)})")
 
 
-def looks_like_path(model_id: str) -> bool:
-    """A local path rather than a hub id ('org/name'): absolute, relative, home, or an existing folder."""
-    return model_id.startswith((".", "/", "~", "\\")) or model_id.count("/") > 1 or os.path.isdir(model_id)
-
-
 def current_policy() -> Policy:
     """The policy the environment asks for, read now."""
-    from .models import PRESETS  # the preset pairs are what a hosted server offers by default
-
     hosted = os.environ.get("SPECVIZ_HOSTED", "").lower() in ("1", "true", "yes")
     dirs = tuple(Path(entry).expanduser().resolve() for entry in os.environ.get("SPECVIZ_MODEL_DIRS", "").split(os.pathsep)
                  if entry.strip())

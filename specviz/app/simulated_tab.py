@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import gradio as gr
 
-from . import simulated, simulated_figures
-from .tabs import lab_callback
+from specviz.labs import simulated, simulated_figures
+from specviz.app.lab_tabs import lab_callback
 
 
 def table(rows: list[dict]) -> dict:
@@ -21,7 +21,7 @@ def table(rows: list[dict]) -> dict:
 
 @lab_callback
 def run_view(overlap, gamma, c, max_new_tokens, temperature, seed):
-    from ..ui import views  # the live tab's views: shared render code, not a copy
+    from specviz.app.ui import views  # the live tab's views: shared render code, not a copy
 
     trace = simulated.run(float(overlap), int(gamma), float(c), int(max_new_tokens), int(seed), float(temperature))
     rows, final, stats, alpha_plot, _, speedup_plot, histogram, _ = views(trace)

@@ -22,12 +22,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 
 import torch
 from torch import nn
 
-ASSET = Path(__file__).resolve().parent.parent / "assets" / "smollm2-135m-draft.safetensors"
+from specviz.drafters.base import Draft, empty_draft
+from specviz.models.loading import LanguageModel
+from specviz.sampling import sample
+
+ASSET = Path(__file__).resolve().parents[2] / "assets" / "smollm2-135m-draft.safetensors"
 # Printed by `python -m specviz.distill` (the recipe is deterministic: two runs of an earlier one wrote identical
 # weights); a damaged or swapped file is refused.
 ASSET_SHA256 = "a8150a509081e37288a0dcae564cf2a12f95122e447f6facddab9b67c13d1239"
@@ -99,7 +104,7 @@ def load_for_target(target) -> FeatureDraft:
 
     SPECVIZ_DRAFT_FILE names another trained file (no pinned hash then), for trying a new training run.
     """
-    from .config import OFFLINE_MODEL
+    from specviz.config import OFFLINE_MODEL
 
     if target.model_id != OFFLINE_MODEL:
         raise ValueError(f"the distilled draft reads the hidden states of {OFFLINE_MODEL} and works with that target "
@@ -110,7 +115,7 @@ def load_for_target(target) -> FeatureDraft:
         raise ValueError(f"the distilled draft file {path} is missing; reinstall specviz or run python -m specviz.distill")
     draft = load(path, target.hf_model, None if override else ASSET_SHA256)
     if target.device.type == "cpu":
-        from . import cpu_linear
+        from specviz.models import cpu_linear
 
         cpu_linear.use_kernel(draft, target.linear_kernel)  # one drafted row at a time: the target's faster kernel
     return draft
@@ -160,3 +165,70 @@ def sha256(path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+class FeatureDrafter:
+    """The distilled draft (feature_draft.py): reads the target's last hidden states instead of re-reading text.
+
+    Its cache holds pairs (h_j, x_{j+1}), with x_j too for a draft that reads the current token, for every position
+    whose state h_j the target has computed. Each proposal first feeds the pairs the last verification made true
+    (accepted tokens and the correction), then drafts γ tokens, each step feeding its own predicted state with the
+    token it just drew. Until the target has encoded the prompt there is no state to read, so the first round drafts
+    nothing.
+    """
+
+    costless = False
+
+    def __init__(self, draft, target: LanguageModel, name: str):
+        from transformers import DynamicCache
+
+        self.draft = draft  # a FeatureDraft
+        self.target = target  # a LanguageModel created with keep_features=True
+        self.name = name
+        self.new_cache = lambda: DynamicCache(config=draft.config)
+        self.cache = None
+        self.true_pairs = 0  # pairs in the cache built from the target's own states (never from predictions)
+        self.forward_seconds = 0.0
+
+    def begin(self) -> None:
+        self.cache = self.new_cache()
+        self.true_pairs = 0
+
+    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+        vocab, device = self.target.vocab_size, self.target.device
+        known = self.target.cached_length  # states h_0..h_{known-1} exist
+        if gamma == 0 or known != len(sequence) - 1 or self.target.features is None:
+            return empty_draft(vocab)
+        started = time.perf_counter()
+        # Roll back the pairs fed from predicted states, then feed the pairs j = true_pairs..n-2 made true since.
+        predicted_pairs = self.cache.get_seq_length() - self.true_pairs
+        if predicted_pairs > 0:
+            self.cache.crop(-predicted_pairs)
+        first, last = self.true_pairs, len(sequence) - 1
+        features = self.target.features[first:last].unsqueeze(0)  # [1, n, H]
+        ids = torch.tensor(sequence[first:], dtype=torch.long, device=device).view(1, -1)  # [1, n + 1]
+        predicted = self._step(features, ids[:, 1:], first, ids[:, :-1])  # [1, n, H]
+        self.true_pairs = last
+        state = predicted[:, -1:]  # [1, 1, H]: ĥ for the position after the sequence
+        head_ids = self.draft.head_ids  # [S]
+        tokens, probs = [], []
+        for step in range(gamma):
+            if step > 0:  # pair (ĥ, x̂): the predicted state stands in for the one the target has not computed
+                current = tokens[-2] if step > 1 else ids[0, -1]  # x_j, the token read at that position
+                state = self._step(state, tokens[-1].view(1, 1), last + step - 1, current.view(1, 1))
+            # The warpers over the S head logits give what they give over all V with -inf outside the head, at
+            # a twelfth of the work; q is then 0 outside the head's support.
+            head_probs = standardize(self.draft.head_logits(state[0]))[0]  # [S]
+            tokens.append(head_ids[sample(head_probs, generator)].view(1))
+            probs.append(torch.zeros(vocab, device=device).index_copy_(0, head_ids, head_probs))  # [V]
+        self.forward_seconds += time.perf_counter() - started
+        return Draft(torch.cat(tokens), torch.stack(probs), gamma)
+
+    def _step(self, features: torch.Tensor, next_ids: torch.Tensor, first_position: int,
+              current_ids: torch.Tensor) -> torch.Tensor:
+        count = next_ids.shape[1]
+        positions = torch.arange(first_position, first_position + count, device=next_ids.device).view(1, -1)
+        mask = causal_mask(count, first_position + count, next_ids.device) if count > 1 else None
+        with torch.inference_mode():
+            return self.draft(features.to(self.draft.fc.weight.dtype), next_ids, positions, self.cache, mask,
+                              current_ids)

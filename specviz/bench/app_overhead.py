@@ -1,6 +1,6 @@
 """How much the app adds to a run: drawing (in process) and streaming (through the launched server).
 
-    python -m specviz.uibench [--tokens 128] [--repeats 3]
+    python -m specviz.bench.app_overhead [--tokens 128] [--repeats 3]
 
 1. In process: the engine alone against the app's `run` callback (rows every round, plots throttled),
    on the same pipeline, config and prompt, alternating, median of the repeats.
@@ -22,26 +22,29 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from specviz.pipeline import build_pipeline
 
 PROMPT = "Write a long story about a dragon who learns to paint. Use many details."
 
 
 def _controls(tokens: int):
-    from . import ui
+    from specviz.app import ui
 
     return [list(ui.PAIRS)[0], "", "", ui.PROMPT_LOOKUP, PROMPT, 4, tokens, 0, 0, 1, 0, False, False]
 
 
 def in_process(tokens: int, repeats: int) -> dict:
-    from . import compute, engine, ui
+    from specviz import engine
+    from specviz.app import worker
+    from specviz.app import ui
 
     config = ui.make_config(*_controls(tokens)[:11])
-    pipeline = compute.call(engine.build_pipeline, config)  # all model work on the app's model thread, as in the app
-    compute.call(engine.run_speculative, pipeline, PROMPT, config)  # warm-up
+    pipeline = worker.call(build_pipeline, config)  # all model work on the app's model thread, as in the app
+    worker.call(engine.run_speculative, pipeline, PROMPT, config)  # warm-up
     engine_s, app_s = [], []
     for _ in range(repeats):
         started = time.perf_counter()
-        trace = compute.call(engine.run_speculative, pipeline, PROMPT, config)
+        trace = worker.call(engine.run_speculative, pipeline, PROMPT, config)
         engine_s.append(time.perf_counter() - started)
         started = time.perf_counter()
         for _ in ui.run(*_controls(tokens)):
@@ -55,17 +58,19 @@ def in_process(tokens: int, repeats: int) -> dict:
 def through_server(tokens: int, repeats: int) -> dict:
     from gradio_client import Client
 
-    from . import compute, engine, ui
-    from .trace import Trace
+    from specviz import engine
+    from specviz.app import worker
+    from specviz.app import ui
+    from specviz.trace import Trace
 
     config = ui.make_config(*_controls(tokens)[:11])
-    pipeline = compute.call(engine.build_pipeline, config)  # all model work on the app's model thread, as in the app
-    compute.call(engine.run_speculative, pipeline, PROMPT, config)  # warm-up
+    pipeline = worker.call(build_pipeline, config)  # all model work on the app's model thread, as in the app
+    worker.call(engine.run_speculative, pipeline, PROMPT, config)  # warm-up
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     server = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/"
@@ -90,7 +95,7 @@ def through_server(tokens: int, repeats: int) -> dict:
             engine_there.append(Trace.from_json(Path(outputs[-1]).read_text(encoding="utf-8")).wall_ms / 1e3)
             updates.append(count)
             started = time.perf_counter()
-            compute.call(engine.run_speculative, pipeline, PROMPT, config)
+            worker.call(engine.run_speculative, pipeline, PROMPT, config)
             engine_here.append(time.perf_counter() - started)
         median = statistics.median
         return {"first_row_cold_s": firsts[0], "first_row_warm_s": median(firsts[1:]), "updates": median(updates),
@@ -111,7 +116,7 @@ def _first_output(job, started: float) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specviz.uibench")
+    parser = argparse.ArgumentParser(prog="python -m specviz.bench.app_overhead")
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args(argv)

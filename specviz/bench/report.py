@@ -16,7 +16,7 @@ import html as html_lib
 import statistics
 from collections import defaultdict
 
-from . import theory
+from specviz import theory
 
 ALL = "ALL"
 
@@ -182,7 +182,7 @@ def html(results: dict) -> str:
     """A standalone page: the markdown figures, then per temperature the speedup and measured-vs-theory charts."""
     import plotly.graph_objects as go
 
-    from .figures import LAYOUT, base_figure
+    from specviz.figures import LAYOUT, base_figure
 
     parts, include = [], True
     for temperature in sorted({s["temperature"] for s in results["summaries"]}):

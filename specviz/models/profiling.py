@@ -7,7 +7,7 @@ import time
 
 import torch
 
-from . import models
+from specviz.models import loading as models
 
 
 def measure_verify_costs(

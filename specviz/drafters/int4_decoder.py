@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .quantized_draft import Int4Linear, Int8RowLinear
+from specviz.drafters.int4 import Int4Linear, Int8RowLinear
 
 
 def supports(hf_model: torch.nn.Module) -> bool:

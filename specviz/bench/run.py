@@ -29,11 +29,15 @@ from pathlib import Path
 
 import torch
 
-from . import engine, hf_baselines, models, profiling
-from .config import BUILT_IN_DRAFTERS, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
-from .metrics import summarize
+from specviz import engine
+from specviz.bench import hf_baselines
+from specviz.models import loading as models
+from specviz.models import profiling
+from specviz.config import BUILT_IN_DRAFTERS, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.metrics import summarize
+from specviz.pipeline import build_pipeline, encode_prompt, int4_copy
 
-DEFAULT_PROMPTS = Path(__file__).resolve().parent.parent / "assets" / "bench_prompts.jsonl"
+DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
 METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup", "hf_assisted")
 QUICK = dict(limit=1, max_new_tokens=32, temperatures=[0.0], repeats=1)
 
@@ -109,14 +113,14 @@ class Runner:
         self.target = models.load_model(target)
         self.assistants = {draft: self._assistant_model(draft) for draft in drafts if _assistant(draft)}
         self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size).validate()
-        self.pipelines = {NGRAM_DRAFTER: engine.build_pipeline(self.base)}
+        self.pipelines = {NGRAM_DRAFTER: build_pipeline(self.base)}
         for draft in drafts:
-            self.pipelines[draft] = engine.build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
+            self.pipelines[draft] = build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
 
     def _assistant_model(self, draft: str) -> models.LoadedModel:
         if draft == QUANTIZED_DRAFTER:  # the same copy the int4 drafter uses, as a model generate() can call
             target = self.target
-            return models.LoadedModel(engine._quantized_draft(target), target.tokenizer, draft, target.device, target.dtype)
+            return models.LoadedModel(int4_copy(target), target.tokenizer, draft, target.device, target.dtype)
         return models.load_model(draft, self.target.device, self.target.dtype)
 
     def config(self, method: Method, temperature: float) -> DecodeConfig:
@@ -135,13 +139,13 @@ class Runner:
             trace = engine.run_speculative(pipeline, prompt, config)
             return {"token_ids": trace.token_ids, "wall_ms": trace.wall_ms, "trace": trace}
         hf_method = {"hf_generate": "generate", "hf_prompt_lookup": "prompt_lookup", "hf_assisted": "assisted"}[method.kind]
-        prompt_ids = engine.encode_prompt(self.target.tokenizer, prompt, config.chat)
+        prompt_ids = encode_prompt(self.target.tokenizer, prompt, config.chat)
         run = hf_baselines.run_hf(self.target, prompt_ids, config, hf_method, self.assistants.get(method.drafter))
         return {"token_ids": run.token_ids, "wall_ms": run.wall_ms}
 
     def verify_costs(self, prompt: str, max_k: int) -> dict[int, float]:
         """Measured v(k) = t(k)/t(1) for k = 1..max_k, after the prompt (the target forward over k tokens)."""
-        ids = engine.encode_prompt(self.target.tokenizer, prompt, True)
+        ids = encode_prompt(self.target.tokenizer, prompt, True)
         timings = profiling.measure_verify_costs(self.pipelines[NGRAM_DRAFTER].target, ids, max_k=max_k)
         return {k: round(v, 4) for k, v in profiling.relative_costs(timings).items()}
 
@@ -234,29 +238,29 @@ def main(argv=None) -> int:
 
 
 def _rebuild(results_path: str, out: str) -> int:
-    from . import bench_report
+    from specviz.bench import report
 
     earlier = json.loads(Path(results_path).read_text(encoding="utf-8"))
     verify_costs = {int(k): v for k, v in earlier["verify_costs"].items()}
-    results = bench_report.build_results(earlier["args"], earlier["environment"], verify_costs, earlier["rows"])
+    results = report.build_results(earlier["args"], earlier["environment"], verify_costs, earlier["rows"])
     _write(results, Path(out))
     return 0
 
 
 def _write(results: dict, out: Path) -> None:
-    from . import bench_report
+    from specviz.bench import report
 
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-    (out / "report.md").write_text(bench_report.markdown(results), encoding="utf-8")
-    (out / "report.html").write_text(bench_report.html(results), encoding="utf-8")
-    print(bench_report.markdown(results))
+    (out / "report.md").write_text(report.markdown(results), encoding="utf-8")
+    (out / "report.html").write_text(report.html(results), encoding="utf-8")
+    print(report.markdown(results))
 
 
 def _main(args) -> int:
     from transformers.utils import logging
 
-    from . import bench_report
+    from specviz.bench import report
 
     logging.set_verbosity_error()
     logging.disable_progress_bar()
@@ -277,7 +281,7 @@ def _main(args) -> int:
                    "torch": torch.__version__, "cpu_count": os.cpu_count(), "seconds": round(time.perf_counter() - started, 1)}
     if runner.target.device.type == "cuda":
         environment["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / (1 << 20), 1)
-    results = bench_report.build_results(vars(args), environment, verify_costs, rows)
+    results = report.build_results(vars(args), environment, verify_costs, rows)
     _write(results, Path(args.out))
     log(f"wrote {Path(args.out) / 'results.json'}, report.md and report.html in {environment['seconds']} s")
     return 0

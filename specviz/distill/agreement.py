@@ -1,6 +1,6 @@
 """How often the distilled draft's top token is the target's, on the target's own greedy answers, by category.
 
-    python -m specviz.draft_agreement --questions ../shared/data/spec_bench/question.jsonl --limit 4
+    python -m specviz.distill.agreement --questions ../shared/data/spec_bench/question.jsonl --limit 4
 
 The target answers each prompt greedily (T = 0), keeping its hidden state at every token. The draft then reads
 those answers as it does in training (distill.evaluate): step 1 from the target's true states, step 2 from its
@@ -18,15 +18,17 @@ from pathlib import Path
 
 import torch
 
-from . import distill, feature_draft, models
-from .bench import DEFAULT_PROMPTS, load_prompts
-from .config import OFFLINE_MODEL
-from .distill_data import generate_batch
-from .engine import _eos_ids, encode_prompt
+from specviz.distill import train as distill
+from specviz.drafters import distilled
+from specviz.models import loading as models
+from specviz.bench.run import DEFAULT_PROMPTS, load_prompts
+from specviz.config import OFFLINE_MODEL
+from specviz.distill.data import generate_batch
+from specviz.pipeline import eos_ids, encode_prompt
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m specviz.draft_agreement", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m specviz.distill.agreement", description=__doc__.split("\n")[0])
     parser.add_argument("--questions", default=str(DEFAULT_PROMPTS), help="Spec-Bench-format JSONL")
     parser.add_argument("--categories", nargs="*", help="only these categories")
     parser.add_argument("--limit", type=int, default=4, help="at most this many prompts per category")
@@ -41,11 +43,11 @@ def main(argv=None) -> int:
     if not items:
         raise ValueError(f"{args.questions}: no questions to answer")
     target = models.load_model(OFFLINE_MODEL)
-    path = Path(args.draft_file) if args.draft_file else feature_draft.ASSET
+    path = Path(args.draft_file) if args.draft_file else distilled.ASSET
     if not path.is_file():
         raise ValueError(f"no draft file at {path}")
-    draft = feature_draft.load(path, target.hf_model, None if args.draft_file else feature_draft.ASSET_SHA256)
-    eos_ids, head = _eos_ids(target), target.hf_model.get_output_embeddings()
+    draft = distilled.load(path, target.hf_model, None if args.draft_file else distilled.ASSET_SHA256)
+    eos_ids, head = eos_ids(target), target.hf_model.get_output_embeddings()
     by_category: dict[str, list] = {}
     for item in items:
         prompt = encode_prompt(target.tokenizer, item["prompt"], chat=True)
@@ -75,5 +77,5 @@ if __name__ == "__main__":
     try:
         sys.exit(main())
     except (ValueError, OSError) as error:
-        print(f"specviz.draft_agreement: {error}", file=sys.stderr)
+        print(f"specviz.distill.agreement: {error}", file=sys.stderr)
         sys.exit(1)

@@ -1,4 +1,4 @@
-"""Distil the shipped draft (feature_draft.py) from the offline target. Seeded and reproducible.
+"""Distil the shipped draft (distilled.py) from the offline target. Seeded and reproducible.
 
     python -m specviz.distill                      # the shipped recipe: about 44 min of data, 22 min of training on 2 CPU cores
     python -m specviz.distill --prompts 16 --requests 8 --passages 8 --max-new-tokens 24 --steps 3 --out /tmp/d.safetensors
@@ -27,17 +27,18 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from . import feature_draft, models
-from .config import OFFLINE_MODEL
-from .distill_data import Corpus, build_corpus
-from .offline_model import cache_root
+from specviz.drafters import distilled
+from specviz.models import loading as models
+from specviz.config import OFFLINE_MODEL
+from specviz.distill.data import Corpus, build_corpus
+from specviz.models.offline import cache_root
 
 VALIDATION_EVERY = 40  # every 40th sequence is held out
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m specviz.distill", description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(feature_draft.ASSET), help="where to write the draft (.safetensors)")
+    parser.add_argument("--out", default=str(distilled.ASSET), help="where to write the draft (.safetensors)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prompts", type=int, default=600, help="first-stage templated prompts")
     parser.add_argument("--requests", type=int, default=1000,
@@ -94,7 +95,7 @@ def main(argv=None) -> int:
     report.update(sequences=len(corpus.sequences), tokens=corpus.token_count, generated_tokens=corpus.generated_count,
                   args={k: v for k, v in vars(args).items() if k not in ("out", "cache_dir", "data_only")
                         and _LATER_OPTIONS.get(k, object()) != v})
-    digest = feature_draft.save(draft, args.out, report)  # no timings inside: a rerun writes the same bytes
+    digest = distilled.save(draft, args.out, report)  # no timings inside: a rerun writes the same bytes
     print(json.dumps(report, indent=1))
     print(f"data {corpus.seconds / 60:.1f} min, training {(time.perf_counter() - started) / 60:.1f} min")
     print(f"wrote {args.out} ({Path(args.out).stat().st_size / 1e6:.1f} MB), sha256 {digest}")
@@ -110,11 +111,11 @@ def load_or_build_corpus(target, args) -> Corpus:
     path = folder / f"corpus-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
     if path.exists():
         return Corpus.load(path)
-    from .engine import _eos_ids
+    from specviz.pipeline import eos_ids
 
     print(f"generating data with {OFFLINE_MODEL} on {target.device} in {dtype} ...")
     writer = target if dtype == target.dtype else models.load_model(OFFLINE_MODEL, target.device, dtype)
-    corpus = build_corpus(writer.hf_model, target.tokenizer, _eos_ids(target), args.prompts, args.passages,
+    corpus = build_corpus(writer.hf_model, target.tokenizer, eos_ids(target), args.prompts, args.passages,
                           args.max_new_tokens, args.gen_batch, args.seed, word_prompts=args.word_prompts,
                           request_count=args.requests)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,13 +136,13 @@ def frequent_tokens(corpus: Corpus, size: int, always: list[int]) -> torch.Tenso
 # ---------------------------------------------------------------- training
 
 
-def train(hf_model, corpus: Corpus, args) -> tuple[feature_draft.FeatureDraft, dict]:
+def train(hf_model, corpus: Corpus, args) -> tuple[distilled.FeatureDraft, dict]:
     generator = torch.Generator().manual_seed(args.seed)
     eos = [i for i in [hf_model.generation_config.eos_token_id] if isinstance(i, int)]
     head_ids = frequent_tokens(corpus, args.head_size, eos)
     embedding = hf_model.get_input_embeddings().weight.detach().float()
     head_weight = hf_model.get_output_embeddings().weight.detach().float()[head_ids.to(embedding.device)]
-    draft = feature_draft.FeatureDraft(hf_model.config, head_ids, embedding, head_weight.clone(), args.current_token)
+    draft = distilled.FeatureDraft(hf_model.config, head_ids, embedding, head_weight.clone(), args.current_token)
     _initialise(draft, generator)
     draft.to(embedding.device).train()  # trained in float32 on the target's device (a GPU when there is one)
 
@@ -305,10 +306,3 @@ def _coverage(sequences, head_ids: torch.Tensor) -> float:
     generated = torch.tensor([t for s in sequences for t in s.token_ids[s.prompt_length:]], dtype=torch.long)
     return float(torch.isin(generated, head_ids).float().mean()) if generated.numel() else 0.0
 
-
-if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except (ValueError, OSError) as error:
-        print(f"specviz.distill: {error}", file=sys.stderr)
-        sys.exit(1)

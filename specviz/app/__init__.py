@@ -1,0 +1,1 @@
+"""The Gradio app: the only package that imports gradio."""

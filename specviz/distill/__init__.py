@@ -1,0 +1,1 @@
+"""Training the distilled draft for the offline target: prompts, data, training and agreement checks."""

@@ -1,0 +1,1 @@
+"""Drafters: each kind behind the one small protocol in base.py."""

@@ -1,0 +1,54 @@
+"""Drafters: anything that proposes up to γ tokens together with q, the distribution each was drawn from.
+
+The interface is two methods, as in transformers' candidate generators:
+- `begin()` starts a new sequence;
+- `propose(sequence, gamma, standardize, generator)` returns a `Draft` for the text so far.
+
+The kinds: a draft model (model.py), prompt lookup and lookup-then-draft (lookup.py), the distilled draft
+that reads the target's hidden states (distilled.py), and the target's own 4-bit copy, which is a draft model
+whose step is int4.py / int4_decoder.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+import torch
+
+
+@dataclass
+class Draft:
+    tokens: torch.Tensor  # [k] proposed ids, k ≤ γ (k may be 0: nothing to propose)
+    probs: torch.Tensor  # [k, V] q_i, exactly the distribution token i was drawn from
+    forwards: int  # draft-model forward passes spent
+
+
+class Drafter(Protocol):
+    name: str
+    costless: bool  # proposing costs next to nothing beside a model forward (so adaptive γ may propose first)
+
+    def begin(self) -> None: ...
+
+    def propose(
+        self,
+        sequence: list[int],
+        gamma: int,
+        standardize: Callable[[torch.Tensor], torch.Tensor],
+        generator: torch.Generator,
+    ) -> Draft: ...
+
+
+def empty_draft(vocab_size: int) -> Draft:
+    """Nothing to propose this round."""
+    return Draft(torch.empty(0, dtype=torch.long), torch.empty(0, vocab_size), 0)
+
+
+def common_prefix_length(first: list[int], second: list[int]) -> int:
+    """How many leading ids two sequences share: [1, 2, 3], [1, 2, 4] -> 2."""
+    length = 0
+    for a, b in zip(first, second):
+        if a != b:
+            break
+        length += 1
+    return length

@@ -1,0 +1,62 @@
+"""A draft model: a small causal LM of the target's vocabulary that samples γ tokens one forward at a time."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+
+from specviz.drafters.base import Draft, common_prefix_length, empty_draft
+from specviz.models.loading import LanguageModel
+from specviz.sampling import sample
+
+
+class DraftModelDrafter:
+    """A small causal LM that samples γ tokens autoregressively from its standardized distributions.
+
+    Its KV cache always holds a prefix of the sequence. Each proposal first rolls the cache back to the longest
+    prefix still valid (after a rejection, or the bonus token it never saw), then feeds only what is new.
+
+    A `twin` is a target of the same architecture (the int4 drafter's): the draft then starts each sequence from
+    a copy of the twin's cache instead of encoding the prompt a second time, and drafts nothing until the twin
+    has encoded it. Any draft state keeps the method exact, since q is whatever the draft sampled from.
+    """
+
+    costless = False
+
+    def __init__(self, model: LanguageModel, twin: LanguageModel | None = None):
+        self.model = model
+        self.twin = twin
+        self.name = model.name
+        self.cached_ids: list[int] = []
+
+    def begin(self) -> None:
+        self.model.reset()
+        self.cached_ids = []
+
+    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+        vocab = self.model.vocab_size
+        if gamma == 0:
+            return empty_draft(vocab)
+        if self.twin is not None and not self.cached_ids:
+            if self.twin.cached_length == 0:  # round 0: the target encodes the prompt alone, a plain step
+                return empty_draft(vocab)
+            self.model.cache, self.model.cached_length = copy.deepcopy(self.twin.cache), self.twin.cached_length
+            self.cached_ids = list(sequence[: self.twin.cached_length])
+        # Roll back to the valid prefix; always re-feed at least the last token to get fresh logits.
+        valid = min(common_prefix_length(self.cached_ids, sequence), len(sequence) - 1)
+        self.model.crop(valid)
+        new_ids = torch.tensor(sequence[valid:], dtype=torch.long, device=self.model.device)
+        tokens, probs = [], []
+        logits = self.model.feed(new_ids, sync=False)  # [1, V]
+        # 1. Sample x_1..x_γ one at a time, keeping each q_i. x_γ is sampled but never fed back. Everything stays
+        #    on the device: no host sync inside this loop (the engine synchronises once, after drafting).
+        for step in range(gamma):
+            if step > 0:
+                logits = self.model.feed(tokens[-1], sync=False)
+            draft_probs = standardize(logits)[0]  # [V]
+            tokens.append(sample(draft_probs, generator).view(1))
+            probs.append(draft_probs)
+        drafted = torch.cat(tokens)  # [γ]
+        self.cached_ids = list(sequence) + drafted[:-1].tolist()
+        return Draft(drafted, torch.stack(probs), gamma)

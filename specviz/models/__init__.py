@@ -1,0 +1,2 @@
+"""Models: device and dtype chosen once, loading and caching (loading.py), the embedded offline model
+(offline.py), the packed CPU linear kernel (cpu_linear.py) and v(k) measurement (profiling.py)."""

@@ -1,0 +1,130 @@
+"""The one place where a target and a drafter are assembled from a DecodeConfig.
+
+It builds only the drafter that was asked for. Weights that pipelines share (loaded models, the distilled
+draft, the target's 4-bit copy) come from one explicit WeightsCache; the pipeline itself holds the per-run
+wrappers (KV caches), so build a new one for each run, or reset it (the engine does) before reuse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.drafters.base import Drafter
+from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
+from specviz.drafters.model import DraftModelDrafter
+from specviz.models import loading as models
+from specviz.models.cache import WEIGHTS, WeightsCache
+
+
+@dataclass
+class Pipeline:
+    """A target, a drafter and the tokenizer they share, ready to decode."""
+
+    target: models.LanguageModel
+    drafter: Drafter
+    tokenizer: object
+    eos_ids: list[int]
+    device: torch.device
+    dtype: torch.dtype
+    draft_model: models.LanguageModel | None = None
+    cache: WeightsCache = WEIGHTS  # where shared weights, and the record of warm-ups, live
+
+    @property
+    def context_limit(self) -> int:
+        """The longest sequence both models can hold."""
+        if self.draft_model is None:
+            return self.target.max_length
+        return min(self.target.max_length, self.draft_model.max_length)
+
+    def forward_seconds(self) -> float:
+        """Seconds spent so far inside model forwards, the target's and the drafter's."""
+        total = self.target.forward_seconds
+        if self.draft_model is not None:
+            return total + self.draft_model.forward_seconds
+        return total + getattr(self.drafter, "forward_seconds", 0.0)  # a distilled drafter times its own head
+
+
+def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipeline:
+    """Load (or reuse) the models named by config and check that they can work together."""
+    target = models.load_model(config.target, cache=cache)
+    eos = eos_ids(target)
+    model_id, draft_model = config.drafting_model, None
+    if model_id == NGRAM_DRAFTER:
+        target_model = target.language_model(target.logits_width)
+        drafter = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos)
+    elif model_id == DISTILLED_DRAFTER:
+        from specviz.drafters.distilled import FeatureDrafter
+
+        target_model = target.language_model(target.logits_width, keep_features=True)  # the draft reads its states
+        drafter = FeatureDrafter(distilled_draft(target, cache), target_model, DISTILLED_DRAFTER)
+    elif model_id == QUANTIZED_DRAFTER:
+        target_model = target.language_model(target.logits_width)
+        step = int4_draft_step(target, cache)
+        draft_model = models.LanguageModel(step, target.logits_width, target.device, QUANTIZED_DRAFTER)
+        drafter = DraftModelDrafter(draft_model, twin=target_model)  # starts from the target's prompt cache
+    else:
+        draft = models.load_model(model_id, target.device, target.dtype, cache=cache)
+        vocab = models.shared_vocab_size(target, draft)
+        target_model, draft_model = target.language_model(vocab), draft.language_model(vocab)
+        drafter = DraftModelDrafter(draft_model)
+    if config.lookup_first:
+        lookup = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos)
+        drafter = LookupThenModelDrafter(lookup, drafter, config.draft)
+    return Pipeline(target_model, drafter, target.tokenizer, eos, target.device, target.dtype, draft_model, cache)
+
+
+def distilled_draft(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
+    """The distilled draft for this loaded target, loaded once and shared by every pipeline (it holds no state)."""
+    from specviz.drafters.distilled import load_for_target
+
+    return cache.get(("distilled", target.model_id, target.device, target.dtype), lambda: load_for_target(target))
+
+
+def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
+    """The target's 4-bit copy, built once per loaded target (about a second) and shared: it holds no state."""
+    from specviz.drafters.int4 import quantized_copy
+
+    _check_int4_kernels(target)
+    return cache.get(("int4", target.model_id, target.device, target.dtype), lambda: quantized_copy(target.hf_model))
+
+
+def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
+    """What the int4 drafter calls: the lean 4-bit decode step for a plain Llama (the copy's numbers, less
+    overhead), else the 4-bit copy itself. Built once per loaded target and shared: it holds no state."""
+    from specviz.drafters import int4_decoder
+
+    _check_int4_kernels(target)
+    if not int4_decoder.supports(target.hf_model):
+        return int4_copy(target, cache)
+    key = ("int4-decoder", target.model_id, target.device, target.dtype)
+    return cache.get(key, lambda: int4_decoder.Int4LlamaDecoder(target.hf_model))
+
+
+def _check_int4_kernels(target: models.LoadedModel) -> None:
+    from specviz.drafters import int4
+
+    if not int4.available(target.device):
+        raise ValueError(f"the {QUANTIZED_DRAFTER!r} draft runs on a CPU with torch's 4-bit kernels; this target is on "
+                         f"{target.device.type}: choose another drafter")
+
+
+def encode_prompt(tokenizer, prompt: str, chat: bool) -> list[int]:
+    """Token ids of the prompt, wrapped in the chat template when asked for and the tokenizer has one."""
+    if chat and getattr(tokenizer, "chat_template", None):
+        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+    return tokenizer(prompt)["input_ids"]
+
+
+def eos_ids(loaded: models.LoadedModel) -> list[int]:
+    """Every id that ends generation: the tokenizer's EOS and the generation config's."""
+    ids = set()
+    for source in (loaded.tokenizer.eos_token_id, getattr(loaded.hf_model.generation_config, "eos_token_id", None)):
+        if isinstance(source, int):
+            ids.add(source)
+        elif source:
+            ids.update(int(value) for value in source)
+    return sorted(ids)

@@ -1,0 +1,118 @@
+"""The shape of the package, read from its import graph (every `import` in every module, lazy ones too).
+
+Data flows one way (DESIGN.md): models -> drafters -> pipeline -> engine -> trace -> metrics/theory ->
+figures/render -> app. Only specviz/app/ imports gradio; the core never imports the tools (app, bench,
+distill); nothing imports in a cycle.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "specviz"
+TOOLS = ("specviz.app", "specviz.bench", "specviz.distill")
+ENTRY_POINTS = {"specviz.cli", "specviz.__main__"}  # they dispatch to the tools by name (`python -m specviz bench`)
+MAX_LINES = 300
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute names of every module this file imports, at any depth of the file (lazy imports count)."""
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
+    return names
+
+
+def _graph() -> dict[str, set[str]]:
+    modules = {_module_name(path): path for path in PACKAGE.rglob("*.py")}
+    return {name: {other for other in _imports(path) if other in modules and other != name}
+            for name, path in modules.items()}
+
+
+def _in(module: str, packages) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in packages)
+
+
+def test_only_the_app_imports_gradio():
+    offenders = sorted(_module_name(path) for path in PACKAGE.rglob("*.py")
+                       if not _in(_module_name(path), ["specviz.app"])
+                       and any(name == "gradio" or name.startswith("gradio.") for name in _imports(path)))
+    assert offenders == []
+
+
+def test_the_core_never_imports_the_tools():
+    graph = _graph()
+    offenders = sorted((module, other) for module, others in graph.items() for other in others
+                       if not _in(module, TOOLS) and module not in ENTRY_POINTS and _in(other, TOOLS))
+    assert offenders == []
+
+
+def test_labs_are_pure_maths_and_figures():
+    graph = _graph()
+    offenders = sorted((module, other) for module, others in graph.items() if _in(module, ["specviz.labs"])
+                       for other in others if _in(other, TOOLS))
+    assert offenders == []
+
+
+def test_there_is_no_import_cycle():
+    graph = _graph()
+    # Package __init__ modules are namespaces here, not importers of their children.
+    edges = {module: {other for other in others if not (module + ".").startswith(other + ".")}
+             for module, others in graph.items()}
+    state: dict[str, int] = {}
+    cycles = []
+
+    def visit(module, path):
+        state[module] = 1
+        for other in sorted(edges.get(module, ())):
+            if state.get(other) == 1:
+                cycles.append(path[path.index(other):] + [other])
+            elif other not in state:
+                visit(other, path + [other])
+        state[module] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+@pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda path: str(path.relative_to(PACKAGE)))
+def test_no_file_is_over_300_lines(path):
+    assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_LINES
+
+
+def test_the_graph_reader_sees_a_planted_cycle_and_a_planted_gradio_import(tmp_path, monkeypatch):
+    """Negative control: the checks above can fail."""
+    fake = tmp_path / "specviz"
+    (fake / "labs").mkdir(parents=True)
+    (fake / "app").mkdir()
+    (fake / "app" / "ui.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "labs" / "__init__.py").write_text("")
+    (fake / "a.py").write_text("from specviz import b\n")
+    (fake / "b.py").write_text("def f():\n    from specviz.a import x\n")
+    (fake / "labs" / "tab.py").write_text("import gradio as gr\nfrom specviz.app import ui\n")
+    monkeypatch.setitem(globals(), "PACKAGE", fake)
+    with pytest.raises(AssertionError):
+        test_there_is_no_import_cycle()
+    with pytest.raises(AssertionError):
+        test_only_the_app_imports_gradio()
+    with pytest.raises(AssertionError):
+        test_the_core_never_imports_the_tools()
