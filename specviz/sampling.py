@@ -2,6 +2,8 @@
 
 Temperature, top-k and top-p are transformers' own logits warpers, applied identically to the target and
 the draft. Temperature 0 is greedy, represented as a one-hot distribution so the same exact test applies.
+Every helper computes in float32 at least (fp16 and bf16 inputs are cast up; float64 stays float64), so a
+half-precision q is never compared with, or subtracted from, a float32 p in half precision.
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ def one_hot(ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
     return rows.scatter_(-1, ids.unsqueeze(-1), 1.0)
 
 
+def compute_dtype(*tensors: torch.Tensor) -> torch.dtype:
+    """The dtype the helpers compute in: the inputs' common dtype, at least float32.
+
+    >>> compute_dtype(torch.ones(1, dtype=torch.bfloat16), torch.ones(1, dtype=torch.float16))
+    torch.float32
+    """
+    dtype = torch.float32
+    for tensor in tensors:
+        dtype = torch.promote_types(dtype, tensor.dtype)
+    return dtype
+
+
 def residual(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> torch.Tensor:
     """The correction distribution norm(max(0, p - q)) over the last axis (Leviathan, algorithm 1).
 
@@ -48,6 +62,8 @@ def residual(target_probs: torch.Tensor, draft_probs: torch.Tensor) -> torch.Ten
     >>> residual(torch.tensor([.4, .3, .2, .1]), torch.tensor([.5, .25, .15, .1]))
     tensor([0.0000, 0.5000, 0.5000, 0.0000])
     """
+    dtype = compute_dtype(target_probs, draft_probs)
+    target_probs, draft_probs = target_probs.to(dtype), draft_probs.to(dtype)
     positive = (target_probs - draft_probs).clamp(min=0)
     mass = positive.sum(dim=-1, keepdim=True)
     safe_mass = torch.where(mass > 0, mass, torch.ones_like(mass))
@@ -59,7 +75,7 @@ def sample_with_uniform(probs: torch.Tensor, uniform: torch.Tensor | float) -> t
 
     Tokens with zero probability are never chosen. With an explicit uniform any draw can be replayed.
     """
-    cdf = probs.cumsum(dim=-1)  # [..., V]
+    cdf = probs.to(compute_dtype(probs)).cumsum(dim=-1)  # [..., V]; a bf16 cdf could not resolve the uniform
     uniform = torch.as_tensor(uniform, dtype=cdf.dtype, device=cdf.device)
     point = (uniform * cdf[..., -1]).unsqueeze(-1)  # scale to the mass actually present
     index = torch.searchsorted(cdf, point, right=True).squeeze(-1)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.sampling import residual, sample_with_uniform
+from specviz.sampling import compute_dtype, residual, sample_with_uniform
 
 CORRECTED = "corrected"
 BONUS = "bonus"
@@ -39,6 +39,8 @@ def verify(
 
     Shapes: draft_tokens [γ], draft_probs [γ, V], target_probs [γ+1, V], uniforms [γ] (γ may be 0).
     The next token is drawn by inverse CDF from `next_uniform` if given, else from `generator`.
+    Probabilities are compared and subtracted in float32 at least, whatever their dtype (fp16 and bf16 are cast
+    up). A draft id outside [0, V), or shapes that do not fit, raise ValueError.
 
     lenience l < 1 (Leviathan et al., appendix on lenience; the same as drawing r ~ U[0, l)) accepts with
     min(1, p/(l·q)) instead: more drafts pass, and the output NO LONGER follows p. It exists for the
@@ -47,15 +49,20 @@ def verify(
     Example (the textbook case): p = [.4, .3, .2, .1], q = [.5, .25, .15, .1], x = 0, r = 0.9.
     min(1, .4/.5) = 0.8 < 0.9, so x is rejected and the correction comes from norm(max(0, p - q)) = [0, .5, .5, 0].
     """
-    gamma = draft_tokens.shape[0]
-    if draft_probs.shape[0] != gamma or target_probs.shape[0] != gamma + 1 or uniforms.shape[0] != gamma:
+    gamma, vocab_size = draft_tokens.shape[0], target_probs.shape[-1]
+    if (draft_probs.shape[0] != gamma or target_probs.shape[0] != gamma + 1 or uniforms.shape[0] != gamma
+            or draft_probs.shape[-1] != vocab_size):
         raise ValueError(
             f"shape mismatch: draft_tokens {tuple(draft_tokens.shape)}, draft_probs {tuple(draft_probs.shape)}, "
             f"target_probs {tuple(target_probs.shape)}, uniforms {tuple(uniforms.shape)}"
         )
-    positions = torch.arange(gamma, device=draft_tokens.device)
     if not 0 < lenience <= 1:
         raise ValueError(f"lenience must be in (0, 1], got {lenience}")
+    if gamma and bool(((draft_tokens < 0) | (draft_tokens >= vocab_size)).any()):  # a negative id would index from the end
+        raise ValueError(f"draft ids must be in [0, {vocab_size}), got {draft_tokens.tolist()}")
+    dtype = compute_dtype(draft_probs, target_probs)
+    draft_probs, target_probs = draft_probs.to(dtype), target_probs.to(dtype)  # [γ, V], [γ+1, V]
+    positions = torch.arange(gamma, device=draft_tokens.device)
     # 3. Acceptance probability of each draft: min(1, p_i(x_i) / q_i(x_i)). q_i(x_i) > 0 because x_i ~ q_i.
     target_at_draft = target_probs[positions, draft_tokens]  # [γ]
     draft_at_draft = draft_probs[positions, draft_tokens] * lenience  # [γ]; l·q with lenience

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specviz.sampling import residual, sample_with_uniform
+from specviz.sampling import residual, sample, sample_with_uniform
 from specviz.verify import BONUS, CORRECTED, verify
 
 TARGET = torch.tensor([0.4, 0.3, 0.2, 0.1])  # the "The Japan" example: {is, stock, girl, cherry}
@@ -145,3 +145,57 @@ def test_lenience_accepts_what_the_exact_test_rejects_and_is_checked():
     assert lenient.accepted_count == 1 and lenient.accept_probs == pytest.approx([1.0])  # min(1, .4 / (.5 · .5))
     with pytest.raises(ValueError, match="lenience"):
         verify(torch.tensor([0]), draft_probs, target_probs, torch.tensor([0.9]), lenience=0.0)
+
+
+def _low_precision_case(dtype: torch.dtype, vocab: int = 1000, gamma: int = 4):
+    """Random p [γ+1, V] and q [γ, V] rounded to `dtype`, drafts x ~ q, and uniforms placed just under the float32
+    acceptance probabilities of the rounded values, where a comparison in half precision would go the other way."""
+    generator = torch.Generator().manual_seed(3)
+    target = torch.softmax(2 * torch.randn(gamma + 1, vocab, generator=generator), dim=-1).to(dtype)
+    draft = torch.softmax(2 * torch.randn(gamma, vocab, generator=generator), dim=-1).to(dtype)
+    drafts = sample(draft.float(), generator)  # [γ]
+    positions = torch.arange(gamma)
+    ratio = (target.float()[positions, drafts] / draft.float()[positions, drafts]).clamp(max=1.0)
+    return drafts, draft, target, (ratio - 1e-4).clamp(min=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_inputs_give_the_float32_result(dtype):
+    drafts, draft, target, uniforms = _low_precision_case(dtype)
+    low = verify(drafts, draft, target, uniforms, next_uniform=0.37)
+    full = verify(drafts, draft.float(), target.float(), uniforms, next_uniform=0.37)
+    assert (low.accepted_count, low.next_token, low.next_kind) == (full.accepted_count, full.next_token, full.next_kind)
+    assert low.accept_probs == full.accept_probs  # exactly: the same float32 arithmetic
+    assert low.next_probs.dtype == torch.float32 and torch.equal(low.next_probs, full.next_probs)
+    assert torch.equal(residual(target[:-1], draft), residual(target[:-1].float(), draft.float()))
+    for uniform in torch.linspace(0, 0.999, 97):
+        assert int(sample_with_uniform(target[0], uniform)) == int(sample_with_uniform(target[0].float(), uniform))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_half_precision_case_is_sensitive(dtype):
+    """The comparison above has power: computed in the low dtype itself, the acceptance probabilities differ."""
+    drafts, draft, target, _ = _low_precision_case(dtype)
+    positions = torch.arange(drafts.numel())
+    in_low = (target[positions, drafts] / draft[positions, drafts]).clamp(max=1.0).float()
+    in_float32 = torch.tensor(verify(drafts, draft, target, torch.zeros(drafts.numel()), next_uniform=0.0).accept_probs)
+    assert not torch.equal(in_low, in_float32)
+
+
+@pytest.mark.parametrize("bad_id", [-1, 4, 1000])
+def test_draft_ids_outside_the_vocabulary_are_refused(bad_id):
+    target_probs = torch.stack([TARGET, TARGET])  # V = 4
+    with pytest.raises(ValueError, match=r"draft ids must be in \[0, 4\)"):
+        verify(torch.tensor([bad_id]), DRAFT.view(1, -1), target_probs, torch.tensor([0.5]), next_uniform=0.5)
+
+
+@pytest.mark.parametrize("edge_id", [0, 3])
+def test_draft_ids_at_both_ends_of_the_vocabulary_are_verified(edge_id):
+    target_probs = torch.stack([TARGET, TARGET])
+    result = verify(torch.tensor([edge_id]), DRAFT.view(1, -1), target_probs, torch.tensor([0.0]), next_uniform=0.5)
+    assert result.accepted_count == 1 and result.accept_probs == pytest.approx([min(1.0, float(TARGET[edge_id] / DRAFT[edge_id]))])
+
+
+def test_a_draft_vocabulary_of_another_size_is_refused():
+    with pytest.raises(ValueError, match="shape mismatch"):
+        verify(torch.tensor([0]), DRAFT[:3].view(1, -1) / DRAFT[:3].sum(), torch.stack([TARGET, TARGET]), torch.tensor([0.5]))
