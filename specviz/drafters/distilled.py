@@ -216,8 +216,12 @@ class FeatureDrafter:
             if step > 0:  # pair (ĥ, x̂): the predicted state stands in for the one the target has not computed
                 current = tokens[-2] if step > 1 else ids[0, -1]  # x_j, the token read at that position
                 state = self._step(state, tokens[-1].view(1, 1), last + step - 1, current.view(1, 1))
-            # The warpers over the S head logits give what they give over all V with -inf outside the head, at
-            # a twelfth of the work; q is then 0 outside the head's support.
+            # Warping the S head logits costs a twelfth of warping all V with -inf outside the head, and q is then 0
+            # outside the head's support. The two agree up to float rounding (~1e-6 relative) except on ties:
+            # greedy breaks them alike (head_ids ascend, so argmax takes the lowest id either way) and top-k keeps
+            # every tie at the k-th logit either way, but top-p sorts with an unstable sort, so among tokens tied
+            # at the nucleus edge it may keep a different one than over all V. Exactness is unaffected: q is the
+            # distribution the token was really drawn from, and that q is what verify() tests.
             head_probs = standardize(self.draft.head_logits(state[0]))[0]  # [S]
             tokens.append(head_ids[sample(head_probs, generator)].view(1))
             probs.append(torch.zeros(vocab, device=device).index_copy_(0, head_ids, head_probs))  # [V]
