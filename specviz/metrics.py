@@ -1,8 +1,13 @@
-"""Trace -> numbers: acceptance, tokens per round, cost ratio c, and measured against theoretical speedup."""
+"""Trace -> numbers: acceptance, tokens per round, cost ratio c, and measured against theoretical speedup; and the
+two statistics every check of the output's distribution uses (Pearson's χ² test and the total variation distance)."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+
+import torch
 
 from specviz import theory
 from specviz.trace import ACCEPTED, REJECTED, Trace
@@ -16,7 +21,6 @@ class Metrics:
     tested_positions: int  # acceptance tests that ran (drafts after a rejection are never tested)
     accepted_tokens: int
     alpha: float  # accepted / tested: the per-token acceptance rate the theory calls α
-    mean_accept_prob: float  # mean of min(1, p/q) over tested drafts: another estimate of α = E[β]
     alpha_per_position: list[float | None]  # position i: accepted at i / reached i (None if never reached)
     reached_per_position: list[int]
     accepted_per_position: list[int]
@@ -29,10 +33,9 @@ class Metrics:
     c: float  # draft_step_ms / target_step_ms
     c_basis: str  # "baseline" or "verify" (verify time overstates a target step on CPU)
     tokens_per_s: float
-    speedup_theoretical: float  # E(α, γ) / (γc + 1)
+    speedup_theoretical: float  # Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' draft lengths k_r (γ when all full)
     speedup_measured: float | None  # baseline wall time per token / speculative wall time per token
     identical: bool | None  # generated ids equal the baseline's (meaningful at temperature 0)
-    overhead_fraction: float  # share of wall time outside model forwards
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -42,17 +45,15 @@ def summarize(trace: Trace) -> Metrics:
     gamma = int(trace.config["gamma"])
     reached = [0] * gamma
     accepted = [0] * gamma
-    accept_probs = []
     for round_ in trace.rounds:
         for token in round_.tokens:
             if token.kind in (ACCEPTED, REJECTED):
                 reached[token.position - 1] += 1
                 accepted[token.position - 1] += token.kind == ACCEPTED
-                accept_probs.append(token.accept_prob)
     tested, accepted_total = sum(reached), sum(accepted)
     alpha = accepted_total / tested if tested else 0.0
     rounds = max(len(trace.rounds), 1)
-    drafted = sum(round_.drafted for round_ in trace.rounds)
+    draft_lengths = [round_.drafted for round_ in trace.rounds]  # k_r: fewer than γ with adaptive γ or near the end
     draft_ms = sum(round_.draft_ms for round_ in trace.rounds)
     verify_ms = sum(round_.verify_ms for round_ in trace.rounds)
     # Step costs leave out round 1, whose forwards also encode the whole prompt.
@@ -73,11 +74,10 @@ def summarize(trace: Trace) -> Metrics:
     return Metrics(
         rounds=len(trace.rounds),
         generated_tokens=generated,
-        drafted_tokens=drafted,
+        drafted_tokens=sum(draft_lengths),
         tested_positions=tested,
         accepted_tokens=accepted_total,
         alpha=alpha,
-        mean_accept_prob=sum(accept_probs) / len(accept_probs) if accept_probs else 0.0,
         alpha_per_position=[a / r if r else None for a, r in zip(accepted, reached)],
         reached_per_position=reached,
         accepted_per_position=accepted,
@@ -90,10 +90,9 @@ def summarize(trace: Trace) -> Metrics:
         c=c,
         c_basis=basis,
         tokens_per_s=1e3 * generated / trace.wall_ms if trace.wall_ms > 0 else 0.0,
-        speedup_theoretical=theory.speedup(min(max(alpha, 0.0), 1.0), gamma, c),
+        speedup_theoretical=theory.speedup_over_rounds(alpha, draft_lengths, c) if draft_lengths else 0.0,
         speedup_measured=speedup_measured,
         identical=identical,
-        overhead_fraction=1.0 - trace.forward_ms / trace.wall_ms if trace.wall_ms > 0 else 0.0,
     )
 
 
@@ -114,9 +113,59 @@ def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | No
         points[1] = trace.baseline.step_ms
     if len(points) < 2:
         return None
-    xs, ys = list(points), list(points.values())
-    mean_x, mean_y = sum(xs) / len(xs), sum(ys) / len(ys)
-    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys)) / sum((x - mean_x) ** 2 for x in xs)
-    slope = max(slope, 0.0)  # timing noise must not make longer verifies cheaper
-    one = max(mean_y + slope * (1 - mean_x), 1e-6)
-    return {k: max(mean_y + slope * (k - mean_x), one) / one for k in range(1, max_k + 1)}
+    slope, intercept = theory.fit_line(list(points.items()))  # milliseconds against k
+    if slope < 0:  # timing noise must not make longer verifies cheaper: the flat line through the mean instead
+        slope, intercept = 0.0, sum(points.values()) / len(points)
+    one = max(slope + intercept, 1e-6)
+    return {k: max(slope * k + intercept, one) / one for k in range(1, max_k + 1)}
+
+
+def chi_square_test(counts, expected_probs, min_expected: float = 5.0) -> tuple[float, int, float]:
+    """Pearson's χ² of counts [K] against expected_probs [K]: (statistic, dof, p-value = Q(dof/2, statistic/2)).
+
+    Bins expected to be empty are skipped, unless they hold counts (then statistic = inf, p-value = 0: an
+    impossible token was seen). Bins expecting fewer than `min_expected` draws are pooled into one (a pool still
+    under it joins the smallest other bin). Fewer than two bins left: (0.0, 0, 1.0).
+    counts [600, 400] against [.5, .5] -> (40.0, 1, 2.5e-10).
+    """
+    observed = torch.as_tensor(counts, dtype=torch.float64).flatten()
+    probs = torch.as_tensor(expected_probs, dtype=torch.float64).flatten()
+    total = float(observed.sum())
+    if total <= 0:
+        raise ValueError("chi-square test needs at least one sample")
+    expected = probs / probs.sum() * total
+    possible = expected > 0
+    if bool((observed[~possible] > 0).any()):
+        return math.inf, int(possible.sum()) - 1, 0.0
+    large, small = possible & (expected >= min_expected), possible & (expected < min_expected)
+    observed_bins, expected_bins = observed[large].tolist(), expected[large].tolist()
+    if bool(small.any()):  # pool the small bins; a pool still too small joins the smallest large bin
+        pooled = float(expected[small].sum())
+        at = expected_bins.index(min(expected_bins)) if pooled < min_expected and expected_bins else len(expected_bins)
+        observed_bins[at:at + 1] = [sum(observed_bins[at:at + 1]) + float(observed[small].sum())]
+        expected_bins[at:at + 1] = [sum(expected_bins[at:at + 1]) + pooled]
+    dof = len(expected_bins) - 1
+    if dof < 1:
+        return 0.0, 0, 1.0
+    statistic = sum((o - e) ** 2 / e for o, e in zip(observed_bins, expected_bins))
+    half_dof, half_statistic = torch.tensor([dof / 2, statistic / 2], dtype=torch.float64)
+    return statistic, dof, float(torch.special.gammaincc(half_dof, half_statistic))  # Q(dof/2, χ²/2)
+
+
+def total_variation(first, second) -> float:
+    """½ Σ |a − b| between two distributions, each divided by its own sum (counts or probabilities): sequences or
+    tensors of equal length, or mappings key -> weight (a missing key weighs 0). It is the largest difference in
+    probability the two give any event.
+
+    >>> total_variation([0.4, 0.3, 0.2, 0.1], [50, 25, 15, 10]), total_variation({"a": 3}, {"a": 1, "b": 1})
+    (0.1, 0.5)
+    """
+    if isinstance(first, Mapping) or isinstance(second, Mapping):
+        keys = list(set(first) | set(second))
+        first, second = [first.get(key, 0) for key in keys], [second.get(key, 0) for key in keys]
+    first = torch.as_tensor(first, dtype=torch.float64).flatten()
+    second = torch.as_tensor(second, dtype=torch.float64).flatten()
+    if first.numel() != second.numel():
+        raise ValueError(f"the distributions have {first.numel()} and {second.numel()} entries")
+    first, second = first / first.sum().clamp(min=1e-300), second / second.sum().clamp(min=1e-300)
+    return 0.5 * float((first - second).abs().sum())

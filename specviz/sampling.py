@@ -81,7 +81,7 @@ def sample_with_uniform(probs: torch.Tensor, uniform: torch.Tensor | float) -> t
     index = torch.searchsorted(cdf, point, right=True).squeeze(-1)
     # Rounding can push the point past the last positive entry; fall back to the last token with mass, the
     # first index where the cdf reaches its total (a binary search, not another pass over the vocabulary).
-    last_positive = torch.searchsorted(cdf, cdf[..., -1:], right=False).squeeze(-1)
+    last_positive = torch.searchsorted(cdf, cdf[..., -1:].contiguous(), right=False).squeeze(-1)
     return torch.minimum(index, last_positive)
 
 

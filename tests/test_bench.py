@@ -82,11 +82,11 @@ def test_identity_flags_compare_with_plain_and_only_when_greedy():
                                     {"token_ids": [1, 2, 3], "wall_ms": 25.0}],
             method["hf_prompt_lookup"]: [{"token_ids": [1, 2, 4], "wall_ms": 15.0}]}
     item = {"id": 1, "category": "qa", "prompt": "?"}
-    greedy = {r["method"]: r for r in bench._prompt_rows(item, 0.0, runs, gamma=4)}
+    greedy = {r["method"]: r for r in bench._prompt_rows(item, 0.0, runs)}
     assert greedy["plain"]["identical"] and greedy["hf_generate"]["identical"] and greedy["hf_prompt_lookup"]["identical"] is False
     assert greedy["hf_generate"]["wall_ms"] == 25.0  # the median of the repeats
     assert greedy["hf_generate"]["speedup"] == pytest.approx(30.0 / 25.0)
-    sampled = bench._prompt_rows(item, 1.0, runs, gamma=4)
+    sampled = bench._prompt_rows(item, 1.0, runs)
     assert all(r["identical"] is None for r in sampled)
 
 
@@ -95,7 +95,8 @@ def test_predicted_speedup_is_the_verify_cost_aware_theory():
     assert report.predicted_speedup(0.4, [0, 0, 0], costs) == pytest.approx(1.0)
     fixed = report.predicted_speedup(0.7, [4] * 10, costs, draft_steps=10 * 4 * 0.05)
     assert fixed == pytest.approx(theory.speedup_with_verify_cost(0.7, 4, 0.05, costs))
-    assert report._verify_cost(7, costs) == pytest.approx(1.8 + 0.2 * 2)  # extended along the line from v(1)
+    beyond = report.predicted_speedup(0.7, [6] * 10, costs, draft_steps=10 * 6 * 0.05)  # v(7) was never measured
+    assert beyond == pytest.approx(theory.speedup_with_verify_cost(0.7, 6, 0.05, costs))  # theory's extension
 
 
 def test_bad_prompt_files_and_arguments_get_one_line_errors(tmp_path, capsys):

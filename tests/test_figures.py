@@ -8,6 +8,7 @@ from specviz import engine, figures, theory
 from specviz.config import DecodeConfig
 from specviz.metrics import estimate_verify_cost, summarize
 from tests.fakes import fake_pipeline
+from tests.test_metrics import hand_built_trace
 
 
 @pytest.fixture(scope="module")
@@ -80,3 +81,20 @@ def test_verify_cost_ignores_a_draft_length_seen_in_one_round_only(trace):
     steady.baseline = copy.deepcopy(trace.baseline)
     steady.baseline.step_ms = 40.0  # a mean over many plain steps counts as a point
     assert estimate_verify_cost(steady)[5] == pytest.approx(50.0 / 40.0)
+
+
+def test_histogram_predicts_from_what_each_round_drafted():
+    """Rounds of 4, 2, 0 and 3 drafts (adaptive γ, a round cut short): each round's own capped law, not γ's."""
+    hand_built = hand_built_trace()
+    sizes, lengths = [len(r.emitted) for r in hand_built.rounds], [r.drafted for r in hand_built.rounds]
+    alpha = summarize(hand_built).alpha
+    figure = figures.tokens_per_round_figure(sizes, alpha, 4, draft_lengths=lengths)
+    observed, predicted = figure.data
+    assert list(observed.x) == [1, 2, 3, 4, 5] and list(observed.y) == [2, 0, 2, 0, 0]
+
+    def law(n, k):  # P(a round that drafted k yields n tokens)
+        return 0.0 if n > k + 1 else alpha**k if n == k + 1 else alpha ** (n - 1) * (1 - alpha)
+
+    assert list(predicted.y) == pytest.approx([sum(law(n, k) for k in lengths) for n in range(1, 6)])
+    as_if_gamma = figures.tokens_per_round_figure(sizes, alpha, 4).data[1]
+    assert list(as_if_gamma.y) != pytest.approx(list(predicted.y))  # the plain-step round alone yields 1 for sure

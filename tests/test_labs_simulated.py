@@ -109,14 +109,6 @@ def test_simulated_vs_theory_rows_agree():
         assert row["speedup_theory"] == pytest.approx(theory.speedup(0.8, row["gamma"], 0.1), abs=1e-4)
 
 
-def test_chi_square_p_value_is_exact_for_two_degrees_of_freedom():
-    counts, probs = torch.tensor([30.0, 50.0, 20.0]), torch.tensor([0.3, 0.4, 0.3])
-    statistic, dof, p_value = simulated.chi_square_test(counts, probs)
-    assert statistic == pytest.approx(0 + 2.5 + 10 / 3) and dof == 2
-    assert p_value == pytest.approx(math.exp(-statistic / 2))  # chi-square with 2 dof is exponential
-    assert simulated.chi_square_test(torch.tensor([5.0, 1.0]), torch.tensor([1.0, 0.0]))[2] == 0.0
-
-
 def test_speculative_output_follows_the_target_and_the_draft_does_not():
     rows = simulated.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=4)
     verdicts = {(row["event"], row["sampler"]): row for row in rows}

@@ -59,3 +59,39 @@ def test_returns_plain_python_numbers():
     assert not math.isnan(theory.expected_tokens(1.0, 3))
     with pytest.raises(ValueError):
         theory.expected_tokens(1.5, 3)
+
+
+def test_verify_cost_table_is_read_interpolated_and_extended():
+    costs = {1: 1.0, 2: 1.3, 3: 1.5, 4: 1.6, 5: 1.8}
+    assert theory.verify_cost_at(costs, 3) == 1.5 and theory.verify_cost_at(lambda k: 2.0 * k, 3) == 6.0
+    assert theory.verify_cost_at({1: 1.0, 5: 2.0}, 2) == pytest.approx(1.25)  # a straight line between measured sizes
+    # Beyond the largest: the least-squares slope of the last four sizes, Σ(dk·dv)/Σdk² = 0.8 / 5 = 0.16.
+    assert theory.verify_cost_at(costs, 7) == pytest.approx(1.8 + 0.16 * 2)
+    assert theory.verify_cost_at(costs, 7, extrapolate=False) == 1.8  # held, as adaptive γ prices untried sizes
+    assert theory.verify_cost_at({3: 40.0, 5: 50.0}, 1) == 40.0  # below the smallest: the smallest's cost
+    assert theory.verify_cost_at({1: 1.0, 2: 1.3, 3: 1.2, 4: 1.1, 5: 1.05}, 7) == 1.05  # a falling tail is held
+    assert theory.speedup_with_verify_cost(0.7, 6, 0.05, costs) == pytest.approx(
+        theory.expected_tokens(0.7, 6) / (6 * 0.05 + 1.8 + 0.16 * 2))
+
+
+def test_fit_line_is_least_squares():
+    assert theory.fit_line([(1, 1.0), (3, 2.0), (5, 3.0)]) == (0.5, 0.5)
+    slope, intercept = theory.fit_line([(0, 0.0), (1, 1.0), (2, 1.0)])  # by the normal equations: 1/2 and 1/6
+    assert (slope, intercept) == (pytest.approx(0.5), pytest.approx(1 / 6))
+    assert theory.fit_line([(4, 2.0), (4, 4.0)]) == (0.0, 3.0)  # one x: the flat line through the mean
+
+
+def test_speedup_and_tokens_per_round_over_rounds_of_different_lengths():
+    alpha, lengths, c = 0.6, [4, 1, 0, 4], 0.1
+    by_hand = sum(sum(alpha**i for i in range(k + 1)) for k in lengths) / sum(k * c + 1 for k in lengths)
+    assert theory.speedup_over_rounds(alpha, lengths, c) == pytest.approx(by_hand)
+    assert theory.speedup_over_rounds(alpha, [3, 3, 3], c) == pytest.approx(theory.speedup(alpha, 3, c))
+    assert theory.speedup_over_rounds(alpha, lengths, draft_steps=0.0) == pytest.approx(
+        sum(sum(alpha**i for i in range(k + 1)) for k in lengths) / len(lengths))  # free drafting, v = 1
+    counts = theory.tokens_per_round_counts(alpha, lengths)
+    # k = 4: [.4, .24, .144, .0864, .1296]; k = 1: [.4, .6]; k = 0: [1]; a round of k drafts yields at most k + 1.
+    law4 = [0.4, 0.24, 0.144, 0.0864, 0.6**4]
+    assert counts == pytest.approx([2 * law4[0] + 0.4 + 1, 2 * law4[1] + 0.6, *[2 * p for p in law4[2:]]])
+    assert sum(counts) == pytest.approx(len(lengths))
+    with pytest.raises(ValueError):
+        theory.speedup_over_rounds(alpha, [], c)

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from specviz.metrics import chi_square_test
 from specviz.sampling import residual, sample, sample_with_uniform
 from specviz.verify import BONUS, CORRECTED, verify
 
@@ -91,12 +92,14 @@ def test_sample_with_uniform_never_picks_zero_mass():
     assert picks == {1, 3}
 
 
-def _speculative_draws(target, draft, samples, generator, always_accept=False):
+def _speculative_draws(target, draft, samples, generator, always_accept=False, sampled_from=None):
     """`samples` independent one-draft rounds through verify() itself: x ~ q, r ~ U[0, 1), then accept or correct.
 
-    The negative control passes r = 0 and p = 1 wherever q > 0, so every draft is accepted: tokens follow q.
+    Negative controls: always_accept passes p = 1 wherever q > 0, so every draft is accepted and tokens follow q;
+    sampled_from draws x from that q′ while verify() is told q, the bug of a sampler that reports another q.
     """
-    drafted = torch.multinomial(draft, samples, replacement=True, generator=generator)  # [samples]
+    drafted = torch.multinomial(draft if sampled_from is None else sampled_from, samples, replacement=True,
+                                generator=generator)  # [samples]
     uniforms = torch.rand(samples, generator=generator)
     next_uniforms = torch.rand(samples, generator=generator)
     target_probs = torch.stack([torch.where(draft > 0, 1.0, 0.0) if always_accept else target, target])  # [2, V]
@@ -108,12 +111,8 @@ def _speculative_draws(target, draft, samples, generator, always_accept=False):
 
 
 def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
-    expected = probs * counts.sum()
-    statistic = float(((counts - expected) ** 2 / expected).sum())
-    dof = probs.numel() - 1
-    # Survival function of chi-square by the Wilson-Hilferty normal approximation (good for dof ≥ 3).
-    z = ((statistic / dof) ** (1 / 3) - (1 - 2 / (9 * dof))) / (2 / (9 * dof)) ** 0.5
-    return float(0.5 * torch.erfc(torch.tensor(z) / 2**0.5))
+    """The p-value of specviz's one χ² helper (small bins pooled, exact Q(dof/2, χ²/2))."""
+    return chi_square_test(counts, probs)[2]
 
 
 @pytest.mark.parametrize("target,draft", [
@@ -134,6 +133,19 @@ def test_negative_control_always_accept_fails_the_same_test():
     draws = _speculative_draws(TARGET, DRAFT, 20_000, generator, always_accept=True)
     counts = torch.bincount(draws, minlength=4).float()
     assert _chi_square_p_value(counts, TARGET) < 1e-6  # it follows q, not p
+
+
+@pytest.mark.parametrize("really_sampled_from", [
+    torch.tensor([0.25, 0.25, 0.25, 0.25]),  # some other q′
+    torch.tensor([1.0, 0.0, 0.0, 0.0]),  # a greedy draft (argmax of q) that reports its softmax q
+])
+def test_negative_control_a_draft_that_reports_another_q_fails_the_test(really_sampled_from):
+    generator = torch.Generator().manual_seed(1234)
+    draws = _speculative_draws(TARGET, DRAFT, 2_000, generator, sampled_from=really_sampled_from)
+    counts = torch.bincount(draws, minlength=4).float()
+    assert _chi_square_p_value(counts, TARGET) < 1e-6  # the output no longer follows p
+    honest = _speculative_draws(TARGET, really_sampled_from, 2_000, torch.Generator().manual_seed(1234))
+    assert _chi_square_p_value(torch.bincount(honest, minlength=4).float(), TARGET) > 1e-3  # reporting q′ repairs it
 
 
 def test_lenience_accepts_what_the_exact_test_rejects_and_is_checked():

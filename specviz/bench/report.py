@@ -67,22 +67,12 @@ def _summarize(temperature, category, method, group, verify_costs) -> dict:
 
 def predicted_speedup(alpha: float, draft_lengths: list[int], verify_costs: dict[int, float],
                       draft_steps: float = 0.0) -> float | None:
-    """Σ E(α, k_r) / (Σ v(k_r + 1) + draft_steps) over rounds, draft_steps being the drafting time in target
-    steps (Σ k_r c for a draft model); v beyond the measured range is extended linearly."""
+    """Σ E(α, k_r) / (Σ v(k_r + 1) + draft_steps) over rounds (theory.speedup_over_rounds), draft_steps being the
+    drafting time in target steps (Σ k_r c for a draft model); v beyond the measured range is theory's extension."""
     if not draft_lengths:
         return None
     alpha = min(max(alpha, 0.0), 1.0)
-    tokens = sum(theory.expected_tokens(alpha, k) if k else 1.0 for k in draft_lengths)
-    cost = sum(_verify_cost(k + 1, verify_costs) for k in draft_lengths) + draft_steps
-    return tokens / cost
-
-
-def _verify_cost(k: int, verify_costs: dict[int, float]) -> float:
-    if k in verify_costs:
-        return verify_costs[k]
-    top = max(verify_costs)
-    slope = (verify_costs[top] - verify_costs[1]) / (top - 1) if top > 1 else 0.0
-    return verify_costs[top] + slope * (k - top)
+    return theory.speedup_over_rounds(alpha, draft_lengths, verify_cost=verify_costs, draft_steps=draft_steps)
 
 
 def headline_figures(rows: list[dict], summaries: list[dict]) -> dict:

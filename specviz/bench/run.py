@@ -163,7 +163,7 @@ def run_benchmark(runner: Runner, prompts: list[dict], plan: list[Method], tempe
             for repeat in range(repeats):  # interleaved, every other pass reversed, so drifts hit every method alike
                 for method in plan if repeat % 2 == 0 else reversed(plan):
                     runs[method].append(runner.run(method, item["prompt"], temperature))
-            rows += _prompt_rows(item, temperature, runs, runner.base.gamma)
+            rows += _prompt_rows(item, temperature, runs)
             plain = next((r for r in rows[-len(plan):] if r["method"] == "plain"), None)
             log(f"T={temperature} {item['category']:>15} #{item['id']}: " + "  ".join(
                 f"{r['method']} {r['tokens_per_s']:.1f}" + (f" ({r['speedup']:.2f}x)" if plain and r is not plain else "")
@@ -171,7 +171,7 @@ def run_benchmark(runner: Runner, prompts: list[dict], plan: list[Method], tempe
     return rows
 
 
-def _prompt_rows(item: dict, temperature: float, runs: dict, gamma: int) -> list[dict]:
+def _prompt_rows(item: dict, temperature: float, runs: dict) -> list[dict]:
     plain_runs = next((v for m, v in runs.items() if m.kind == "plain"), None)
     plain_ids = plain_runs[0]["token_ids"] if plain_runs else None
     plain_step_ms = statistics.median(r["step_ms"] for r in plain_runs) if plain_runs else None
@@ -186,7 +186,7 @@ def _prompt_rows(item: dict, temperature: float, runs: dict, gamma: int) -> list
         row["tokens_per_s"] = 1e3 * tokens / row["wall_ms"] if row["wall_ms"] else 0.0
         row["identical"] = (median_run["token_ids"] == plain_ids) if temperature == 0 and plain_ids is not None else None
         if "trace" in median_run:
-            row.update(_speculative_figures(median_run["trace"], plain_step_ms, gamma))
+            row.update(_speculative_figures(median_run["trace"], plain_step_ms))
         rows.append(row)
     plain_row = next((r for r in rows if r["kind"] == "plain"), None)
     for row in rows:
@@ -194,7 +194,7 @@ def _prompt_rows(item: dict, temperature: float, runs: dict, gamma: int) -> list
     return rows
 
 
-def _speculative_figures(trace, plain_step_ms: float | None, gamma: int) -> dict:
+def _speculative_figures(trace, plain_step_ms: float | None) -> dict:
     """α, tokens per round, c, and the rounds' draft lengths, from the trace (c against plain's own step)."""
     metrics = summarize(trace)
     return {"alpha": metrics.alpha, "tested": metrics.tested_positions, "accepted": metrics.accepted_tokens,

@@ -168,7 +168,7 @@ def sha256(path) -> str:
 
 
 class FeatureDrafter:
-    """The distilled draft (feature_draft.py): reads the target's last hidden states instead of re-reading text.
+    """The distilled draft (FeatureDraft above): reads the target's last hidden states instead of re-reading text.
 
     Its cache holds pairs (h_j, x_{j+1}), with x_j too for a draft that reads the current token, for every position
     whose state h_j the target has computed. Each proposal first feeds the pairs the last verification made true

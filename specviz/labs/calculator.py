@@ -13,14 +13,13 @@ target step, ĉ the same ratio for arithmetic operations, v(k) the time of a tar
 
 from __future__ import annotations
 
-import bisect
 import math
 import numbers
 from typing import Callable, Mapping
 
 from specviz import theory
+from specviz.theory import VerifyCost, extend_verify_cost
 
-VerifyCost = Callable[[int], float] | Mapping[int, float]
 MAX_GAMMA_SEARCHED = 64  # best γ is searched over 1..64, as theory.optimal_gamma does
 GPU_LIKE_LABEL, MEASURED_LABEL = "v(k) = 1 (GPU-like)", "measured v(k)"
 
@@ -39,38 +38,6 @@ def cost_model_label(verify_cost: VerifyCost | None) -> str:
     return GPU_LIKE_LABEL if verify_cost is None or verify_cost is GPU_LIKE_VERIFY_COST else MEASURED_LABEL
 
 
-def extend_verify_cost(measured: Mapping[int, float], max_k: int) -> dict[int, float]:
-    """A measured v(k) (keys from 1, as profiling.relative_costs gives) as a dict over exactly k = 1..max_k.
-
-    Inside the measured range gaps are interpolated linearly; keys above max_k are dropped. Beyond the range we
-    EXTRAPOLATE LINEARLY, with the slope of a least-squares line through the last (up to) four measured points,
-    floored at 0. Holding the last value instead would claim that verifying 64 tokens costs what 16 did: false once
-    the forward turns compute-bound (its time then grows about linearly in k), and it would push the best γ far past
-    anything measured. A line is what a compute-bound forward does; the floor keeps noise from making cost fall.
-
-    {1: 1.0, 2: 1.2, 3: 1.4}, max_k=5 -> {1: 1.0, 2: 1.2, 3: 1.4, 4: 1.6, 5: 1.8}
-    {1: 1.0, 3: 1.4}, max_k=2      -> {1: 1.0, 2: 1.2}
-    """
-    if not measured or 1 not in measured:
-        raise ValueError("a measured verify cost needs v(1) (the time of a one-token forward, normally 1.0)")
-    if not isinstance(max_k, numbers.Integral) or max_k < 1:
-        raise ValueError(f"max_k must be an integer >= 1, got {max_k!r}")
-    points = sorted((int(k), float(v)) for k, v in measured.items())
-    if points[0][0] < 1 or any(not math.isfinite(v) or v <= 0 for _, v in points):
-        raise ValueError(f"verify costs need integer keys k >= 1 and positive finite values, got {dict(points)}")
-    keys, values = [k for k, _ in points], [v for _, v in points]
-    slope = max(0.0, _least_squares_slope(points[-4:]))
-    extended = {}
-    for k in range(1, max_k + 1):
-        if k >= keys[-1]:
-            extended[k] = values[-1] + slope * (k - keys[-1])
-            continue
-        right = bisect.bisect_left(keys, k)  # keys[right - 1] < k <= keys[right]
-        (k0, v0), (k1, v1) = points[max(right - 1, 0)], points[right]
-        extended[k] = v1 if k1 == k else v0 + (v1 - v0) * (k - k0) / (k1 - k0)
-    return extended
-
-
 def readout(alpha: float, gamma: int, c: float, verify_cost: VerifyCost | None = None,
             c_hat: float | None = None, max_gamma: int = MAX_GAMMA_SEARCHED) -> dict:
     """Everything the calculator shows for one (α, γ, c), as plain numbers.
@@ -82,7 +49,7 @@ def readout(alpha: float, gamma: int, c: float, verify_cost: VerifyCost | None =
     best_gamma / best_speedup  the best γ in 1..max_gamma and its speedup, under the cost model used
     viable  α > c;  gamma_one_bound  (1 + α) / (1 + c), the speedup γ = 1 guarantees
     speedup_with_verify_cost  E / (γc + v(γ+1)) when verify_cost (a dict k -> v(k), v(1) = 1, or a function) is
-        given, else None. A measured dict is extended past its range by `extend_verify_cost`.
+        given, else None. A measured dict is extended past its range by `theory.extend_verify_cost`.
 
     (0.5, 3, 0.02) -> expected_tokens 1.875, speedup 1.875 / 1.06 = 1.7689, best_gamma 4, gamma_one_bound 1.4706
     """
@@ -183,12 +150,3 @@ def _check_cost(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) or value < 0:
         raise ValueError(f"{name} (draft step cost relative to a target step) must be a finite number >= 0, got {value!r}")
     return float(value)
-
-
-def _least_squares_slope(points: list[tuple[int, float]]) -> float:
-    if len(points) < 2:
-        return 0.0
-    mean_k = sum(k for k, _ in points) / len(points)
-    mean_v = sum(v for _, v in points) / len(points)
-    spread = sum((k - mean_k) ** 2 for k, _ in points)
-    return sum((k - mean_k) * (v - mean_v) for k, v in points) / spread

@@ -20,13 +20,13 @@ import torch
 
 from specviz import engine
 from specviz.config import DecodeConfig
-from specviz.metrics import summarize
+from specviz.metrics import chi_square_test, summarize, total_variation
 from specviz.sampling import Standardizer
-from specviz.labs.rejection import chi_square_test
 from specviz.pipeline import Pipeline, encode_prompt
 
 NOISE_TRIALS = 200  # simulated samples behind each noise band
 MIN_EXPECTED = 5  # chi-square bins with fewer expected counts are pooled into one "other" bin
+OUTSIDE = -1  # the bin of every token outside p's listed top
 
 
 @dataclass
@@ -111,19 +111,11 @@ def first_token_counts(counts: Counter) -> Counter:
     return first
 
 
-def total_variation(left: Counter | dict, right: Counter | dict) -> float:
-    """½ Σ |a − b| between two distributions given as counts or probabilities (each normalised here)."""
-    left_total, right_total = sum(left.values()) or 1, sum(right.values()) or 1
-    keys = set(left) | set(right)
-    return 0.5 * sum(abs(left.get(key, 0) / left_total - right.get(key, 0) / right_total) for key in keys)
-
-
 def tvd_to_exact(counts: Counter, exact: dict[int, float]) -> float:
     """TVD of first-token counts from p, with the tokens outside `exact` (p's top) pooled into one bin on both sides."""
-    runs = sum(counts.values()) or 1
-    listed = sum(abs(counts.get(token, 0) / runs - prob) for token, prob in exact.items())
-    outside = abs(sum(count for token, count in counts.items() if token not in exact) / runs - (1 - sum(exact.values())))
-    return 0.5 * (listed + outside)
+    listed = {token: counts.get(token, 0) for token in exact}
+    listed[OUTSIDE] = sum(count for token, count in counts.items() if token not in exact)
+    return total_variation(listed, {**exact, OUTSIDE: max(0.0, 1.0 - sum(exact.values()))})
 
 
 def noise_band(exact: dict[int, float], runs: int, seed: int = 0, two_samples: bool = False, level: float = 0.99) -> float:
@@ -137,9 +129,7 @@ def noise_band(exact: dict[int, float], runs: int, seed: int = 0, two_samples: b
         first = torch.bincount(torch.multinomial(probs, runs, replacement=True, generator=generator), minlength=len(probs))
         if two_samples:
             second = torch.bincount(torch.multinomial(probs, runs, replacement=True, generator=generator), minlength=len(probs))
-            values.append(0.5 * float((first / runs - second / runs).abs().sum()))
-        else:
-            values.append(0.5 * float((first / runs - probs).abs().sum()))
+        values.append(total_variation(first, second if two_samples else probs))
     return float(torch.tensor(values).quantile(level))
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 
 from specviz.figures import BLUE, GREY, LAYOUT, ORANGE, RED, base_figure, plot_text
-from specviz.labs.lossless import DistributionCheck, first_token_counts, noise_band, total_variation, tvd_to_exact
+from specviz.labs.lossless import DistributionCheck, first_token_counts, noise_band, tvd_to_exact
+from specviz.metrics import total_variation
 
 SHOWN_TOKENS = 12
 

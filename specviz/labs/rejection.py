@@ -16,6 +16,7 @@ import re
 
 import torch
 
+from specviz.metrics import chi_square_test, total_variation  # noqa: F401  (the lab's statistics, for its tab)
 from specviz.sampling import residual, sample_with_uniform
 from specviz.verify import verify
 
@@ -210,44 +211,6 @@ def exact_output_distribution(target_probs, draft_probs, mistake: str | None = N
     repair = target if mistake == "resample_from_target" else residual(target, tested)
     kept = draft * accept  # [V]
     return (kept + (1 - kept.sum()) * repair).tolist()
-
-
-def chi_square_test(counts, expected_probs) -> tuple[float, int, float]:
-    """Pearson's χ² of counts against expected_probs: (statistic, dof, p-value = Q(dof/2, statistic/2)).
-
-    Bins expected to be empty are skipped, unless they hold counts (then statistic = inf, p-value = 0: an
-    impossible token was seen). Bins with expected count < 5 are pooled into one (or into the smallest bin).
-    counts [600, 400] against [.5, .5] -> (40.0, 1, 2.5e-10).
-    """
-    observed = torch.as_tensor(counts, dtype=torch.float64)
-    probs = torch.as_tensor(expected_probs, dtype=torch.float64)
-    total = float(observed.sum())
-    if total <= 0:
-        raise ValueError("chi-square test needs at least one sample")
-    expected = probs / probs.sum() * total
-    possible = expected > 0
-    dof = int(possible.sum()) - 1
-    if bool((observed[~possible] > 0).any()):
-        return math.inf, dof, 0.0
-    large, small = possible & (expected >= 5), possible & (expected < 5)
-    observed_bins, expected_bins = observed[large].tolist(), expected[large].tolist()
-    if bool(small.any()):  # pool the small bins; a pool still under 5 joins the smallest large bin
-        pooled = float(expected[small].sum())
-        at = expected_bins.index(min(expected_bins)) if pooled < 5 and expected_bins else len(expected_bins)
-        observed_bins[at:at + 1] = [sum(observed_bins[at:at + 1]) + float(observed[small].sum())]
-        expected_bins[at:at + 1] = [sum(expected_bins[at:at + 1]) + pooled]
-    dof = len(expected_bins) - 1
-    if dof < 1:
-        return 0.0, 0, 1.0
-    statistic = sum((o - e) ** 2 / e for o, e in zip(observed_bins, expected_bins))
-    half_dof, half_statistic = torch.tensor([dof / 2, statistic / 2], dtype=torch.float64)
-    return statistic, dof, float(torch.special.gammaincc(half_dof, half_statistic))  # Q(dof/2, χ²/2)
-
-
-def total_variation(first_probs, second_probs) -> float:
-    """½ Σ |a − b|, the largest difference in probability the two distributions give any event."""
-    first, second = _pair(first_probs, second_probs)
-    return 0.5 * float((first / first.sum() - second / second.sum()).abs().sum())
 
 
 def tvd_noise(expected_probs, sample_count: int) -> float:

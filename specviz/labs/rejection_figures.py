@@ -7,7 +7,8 @@ import math
 import plotly.graph_objects as go
 
 from specviz.figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, RED, base_figure, plot_text
-from specviz.labs.rejection import MISTAKES, chi_square_test, classical_rejection, overlap, total_variation, tvd_noise
+from specviz.labs.rejection import MISTAKES, classical_rejection, overlap, tvd_noise
+from specviz.metrics import chi_square_test, total_variation
 
 
 def overlap_figure(vocab: list[str], target_probs: list[float], draft_probs: list[float]) -> go.Figure:

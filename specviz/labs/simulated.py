@@ -20,12 +20,12 @@ import math
 import torch
 
 from specviz import engine, theory
+from specviz.metrics import chi_square_test, total_variation
 from specviz.trace import Baseline, Trace
 from specviz.labs.simulated_models import DEFAULT_VOCAB, PROMPT, WORDS, simulated_config, simulated_pipeline
 
 AGREEMENT_SE = 3.0  # simulation and theory agree when they differ by at most this many standard errors
 SIGNIFICANCE = 0.001  # a chi-square p-value below this says "does not follow the target"
-MIN_EXPECTED = 5.0  # chi-square bins expecting fewer draws are pooled into one
 VIABILITY_CHECK_COLUMNS = ("min_alpha", "best_gamma", "alpha_below", "speedup_below", "speedup_below_se", "alpha_above",
                            "speedup_above", "speedup_above_se", "confirmed")
 
@@ -60,30 +60,6 @@ def run(overlap: float, gamma: int, c: float, max_new_tokens: int = 48, seed: in
 
 
 # ---------------------------------------------------------------- a. the output follows the target, the draft does not
-
-
-def chi_square_test(counts: torch.Tensor, probs: torch.Tensor) -> tuple[float, int, float]:
-    """(statistic, degrees of freedom, p-value) of observed counts [K] against probabilities [K].
-
-    Bins expecting fewer than MIN_EXPECTED draws are pooled; a draw where probs is 0 gives p-value 0.
-    p = Q(dof/2, statistic/2), the regularized upper incomplete gamma function.
-    >>> chi_square_test(torch.tensor([50., 50.]), torch.tensor([.5, .5]))
-    (0.0, 1, 1.0)
-    """
-    counts, probs = counts.double().flatten(), probs.double().flatten()
-    if float(counts[probs == 0].sum()) > 0:
-        return math.inf, int((probs > 0).sum()) - 1, 0.0
-    expected = probs * counts.sum()
-    small = (expected < MIN_EXPECTED) & (probs > 0)
-    kept = (expected >= MIN_EXPECTED)
-    observed = torch.cat([counts[kept], counts[small].sum().view(1)])
-    expected = torch.cat([expected[kept], expected[small].sum().view(1)])
-    if not bool(small.any()):
-        observed, expected = observed[:-1], expected[:-1]
-    statistic = float(((observed - expected) ** 2 / expected).sum())
-    dof = max(observed.numel() - 1, 1)
-    p_value = float(torch.special.gammaincc(torch.tensor(dof / 2, dtype=torch.float64), torch.tensor(statistic / 2)))
-    return statistic, dof, p_value
 
 
 @functools.lru_cache(maxsize=8)
@@ -127,7 +103,7 @@ def distribution_check(overlap: float = 0.6, gamma: int = 4, n_runs: int = 1000,
             outcomes = pairs[:, 0] if width == 1 else pairs[:, 0] * vocab + pairs[:, 1]
             counts = torch.bincount(outcomes, minlength=probs.numel()).double()
             statistic, dof, p_value = chi_square_test(counts, probs)
-            tvd = 0.5 * float((counts / n_runs - probs.double()).abs().sum())
+            tvd = total_variation(counts, probs)
             rows.append(dict(event=event, sampler=sampler, samples=n_runs, chi_square=round(statistic, 2), dof=dof,
                              p_value=p_value, tvd=round(tvd, 4), follows_target=p_value >= SIGNIFICANCE))
     return rows

@@ -1,0 +1,94 @@
+"""metrics.py: summarize on a hand-built trace whose every number is known, and the one χ² and TVD helpers."""
+
+import math
+
+import pytest
+import torch
+
+from specviz.config import DecodeConfig
+from specviz.metrics import chi_square_test, summarize, total_variation
+from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Baseline, Round, Token, Trace
+
+ALPHA = 4 / 6  # 4 of the 6 tested drafts below are accepted
+DRAFT_LENGTHS = [4, 2, 0, 3]  # γ = 4; round 2 was cut short, round 3 a plain step (adaptive), round 4 drafted 3
+
+
+def _round(index: int, drafted: int, kinds: list[str], draft_ms: float) -> Round:
+    """A round whose tokens have these kinds at positions 1, 2, ..; a correction sits at the rejected position."""
+    tokens, position = [], 0
+    for kind in kinds:
+        position += kind != CORRECTED  # the correction replaces the rejected draft at its position
+        tokens.append(Token(token_id=index * 10 + position, text="x", kind=kind, position=position, target_prob=0.5,
+                            draft_prob=None if kind == BONUS else 0.5, accept_prob=None if kind in (BONUS, CORRECTED) else 1.0))
+    accepted = kinds.count(ACCEPTED)
+    return Round(index=index, drafted=drafted, accepted=accepted, tokens=tokens, draft_ms=draft_ms, verify_ms=10.0,
+                 draft_forwards=drafted, draft_token_ids=list(range(drafted)), draft_texts=["x"] * drafted)
+
+
+def hand_built_trace() -> Trace:
+    """Four rounds (tokens produced 3, 3, 1, 1; 8 in all), draft steps of 1 ms against a 10 ms target step: c = 0.1."""
+    rounds = [
+        _round(0, 4, [ACCEPTED, ACCEPTED, REJECTED, CORRECTED], draft_ms=4.0),  # position 4 drafted, never tested
+        _round(1, 2, [ACCEPTED, ACCEPTED, BONUS], draft_ms=2.0),
+        _round(2, 0, [BONUS], draft_ms=0.0),
+        _round(3, 3, [REJECTED, CORRECTED], draft_ms=3.0),
+    ]
+    token_ids = [token.token_id for round_ in rounds for token in round_.emitted]
+    config = DecodeConfig(gamma=4, adaptive=True, temperature=1.0).to_dict()
+    return Trace(config=config, prompt="p", prompt_token_count=1, target_name="t", draft_name="d", device="cpu",
+                 dtype="float32", rounds=rounds, token_ids=token_ids, stop_reason="max_new_tokens", wall_ms=40.0,
+                 forward_ms=35.0, baseline=Baseline(text="", token_ids=list(token_ids), wall_ms=80.0, step_ms=10.0))
+
+
+def test_summarize_counts_acceptance_per_position_and_tokens_per_round():
+    metrics = summarize(hand_built_trace())
+    assert (metrics.rounds, metrics.generated_tokens, metrics.drafted_tokens) == (4, 8, 9)
+    assert (metrics.tested_positions, metrics.accepted_tokens) == (6, 4)
+    assert metrics.alpha == pytest.approx(ALPHA)
+    assert metrics.reached_per_position == [3, 2, 1, 0] and metrics.accepted_per_position == [2, 2, 0, 0]
+    assert metrics.alpha_per_position == [pytest.approx(2 / 3), 1.0, 0.0, None]  # position 4 was never reached
+    assert metrics.tokens_per_round == 2.0 and metrics.target_calls == 4
+
+
+def test_summarize_costs_and_speedups():
+    metrics = summarize(hand_built_trace())
+    assert metrics.draft_step_ms == pytest.approx(1.0)  # rounds 2-4: 5 ms over 5 draft forwards
+    assert (metrics.target_step_ms, metrics.c_basis) == (10.0, "baseline") and metrics.c == pytest.approx(0.1)
+    assert metrics.speedup_measured == pytest.approx(2.0) and metrics.identical  # 10 ms a token against 5
+    assert metrics.tokens_per_s == pytest.approx(200.0)
+
+
+def test_theoretical_speedup_uses_what_each_round_drafted():
+    """Σ_r E(α, k_r) / Σ_r (k_r c + 1), with E(α, k) = 1 + α + .. + α^k written out, not the config's γ."""
+    expected = sum(sum(ALPHA**i for i in range(k + 1)) for k in DRAFT_LENGTHS) / sum(k * 0.1 + 1 for k in DRAFT_LENGTHS)
+    as_if_every_round_drafted_gamma = sum(ALPHA**i for i in range(5)) / (4 * 0.1 + 1)
+    speedup = summarize(hand_built_trace()).speedup_theoretical
+    assert speedup == pytest.approx(expected)
+    assert abs(speedup - as_if_every_round_drafted_gamma) > 0.1
+
+
+# ---------------------------------------------------------------- the one χ² helper
+
+
+def test_chi_square_against_closed_forms():
+    statistic, dof, p_value = chi_square_test([600, 400], [0.5, 0.5])
+    assert (statistic, dof) == (pytest.approx(40.0), 1) and p_value == pytest.approx(math.erfc(math.sqrt(20)), rel=1e-9)
+    statistic, dof, p_value = chi_square_test([30, 50, 20], [0.3, 0.4, 0.3])
+    assert statistic == pytest.approx(0 + 2.5 + 10 / 3) and dof == 2
+    assert p_value == pytest.approx(math.exp(-statistic / 2), rel=1e-9)  # Q(1, x/2) = e^(−x/2): χ² with 2 dof
+    assert chi_square_test(torch.tensor([30.0, 50.0, 20.0]), torch.tensor([0.3, 0.4, 0.3]))[2] == pytest.approx(p_value)
+    assert chi_square_test([50, 50, 0], [0.5, 0.5, 0.0])[:2] == (0.0, 1)  # an empty impossible bin is skipped
+    assert chi_square_test([50, 49, 1], [0.5, 0.5, 0.0]) == (math.inf, 1, 0.0)  # an impossible token was seen
+    assert chi_square_test(torch.tensor([5.0, 1.0]), torch.tensor([1.0, 0.0]))[2] == 0.0
+    pooled = chi_square_test([500, 480, 2, 1, 17], [0.5, 0.48, 0.002, 0.001, 0.017])  # expected 2, 1 pool with 17
+    assert pooled[1] == 2 and pooled[0] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="at least one sample"):
+        chi_square_test([0, 0], [0.5, 0.5])
+
+
+def test_total_variation_of_sequences_tensors_and_mappings():
+    assert total_variation([1, 0], [0, 1]) == 1.0 and total_variation([0.4, 0.6], [4, 6]) == pytest.approx(0.0)
+    assert total_variation(torch.tensor([0.4, 0.3, 0.2, 0.1]), [0.5, 0.25, 0.15, 0.1]) == pytest.approx(0.1)  # 1 − β
+    assert total_variation({"a": 3, "b": 1}, {"a": 1, "c": 1}) == pytest.approx(0.5)  # ½(|.75 − .5| + .25 + .5)
+    with pytest.raises(ValueError, match="entries"):
+        total_variation([0.5, 0.5], [1.0])
