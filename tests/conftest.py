@@ -15,8 +15,8 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def offline_target():
     """The embedded SmolLM2-135M-Instruct (converted from its GGUF on first use, then cached)."""
-    from specviz.models import loading as models
     from specviz.config import OFFLINE_MODEL
+    from specviz.models import loading as models
 
     return models.load_model(OFFLINE_MODEL, torch.device("cpu"), torch.float32)
 
