@@ -147,11 +147,11 @@ def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
         samples[PACKED] = []
     packed_copies: dict[int, torch.Tensor] = {}  # made once for the timing; dropped below unless chosen
     for attempt in range(repeats + 1):  # the first pass warms up
-        for kernel in samples:
+        for kernel, timings in samples.items():
             use_kernel(hf_model, kernel, packed_copies)
             seconds = sum(_forward_seconds(hf_model, rows) for rows in (1, 5))
             if attempt:
-                samples[kernel].append(seconds)
+                timings.append(seconds)
     chosen = min(samples, key=lambda kernel: statistics.median(samples[kernel]))
     use_kernel(hf_model, chosen, packed_copies)  # a module other than PackedLinear keeps no packed copy
     return chosen
