@@ -60,8 +60,29 @@ class FixedGamma:
     def after_draft(self, start: int, proposal: list[int]) -> int:
         return len(proposal)
 
-    def observe(self, sequence: list[int], accept_probs: list[float], timing: "RoundTiming | None") -> None:
+    def observe(self, sequence: list[int], accept_probs: list[float], timing: RoundTiming | None) -> None:
         pass
+
+
+class ScriptedGamma(FixedGamma):
+    """Draft lengths read from a recorded run, one per round: a replay asks for what the run drafted.
+
+    >>> policy = ScriptedGamma([3, 0])
+    >>> policy.before_draft(4), policy.after_draft(7, [1, 2, 3]), policy.before_draft(4)
+    (3, 3, 0)
+    """
+
+    def __init__(self, lengths: list[int]):
+        self.lengths = list(lengths)
+        self.round = 0
+
+    def before_draft(self, room: int) -> int:
+        length = self.lengths[self.round] if self.round < len(self.lengths) else room
+        self.round += 1
+        return min(length, room)
+
+
+GammaPolicy = FixedGamma  # the interface: FixedGamma, ScriptedGamma and AdaptiveGamma all provide it
 
 
 @dataclass(frozen=True)
@@ -97,7 +118,8 @@ class AdaptiveGamma:
 
     def acceptance(self) -> list[float]:
         """a_1..a_γ: the running conditional acceptance rate of each draft position."""
-        return [(acc + PRIOR_WEIGHT * self.prior_alpha) / (reach + PRIOR_WEIGHT) for acc, reach in zip(self.accepted, self.reached)]
+        prior = PRIOR_WEIGHT * self.prior_alpha
+        return [(acc + prior) / (reach + PRIOR_WEIGHT) for acc, reach in zip(self.accepted, self.reached)]
 
     def expected_tokens(self, k: int) -> float:
         """E_k = 1 + Σ_j Π_{i≤j} a_i: tokens a round with k drafts yields on average."""

@@ -17,11 +17,11 @@ Recording for the views (recording.py) happens after each round's timed sections
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import torch
 
-from specviz.adaptive import RoundTiming, gamma_policy
+from specviz.adaptive import GammaPolicy, RoundTiming, gamma_policy
 from specviz.config import DecodeConfig
 from specviz.models import loading as models
 from specviz.pipeline import Pipeline, encode_prompt
@@ -31,13 +31,17 @@ from specviz.trace import Baseline, Round, Trace
 from specviz.verify import verify
 
 
-def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Iterator[tuple[Round, Trace]]:
-    """Yield (round, trace so far) after every draft/verify cycle. The trace is complete after the last one."""
+def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
+                       policy: GammaPolicy | None = None) -> Iterator[tuple[Round, Trace]]:
+    """Yield (round, trace so far) after every draft/verify cycle. The trace is complete after the last one.
+
+    `policy` chooses each round's draft length; by default the config's (fixed γ, or adaptive). A replay
+    passes ScriptedGamma with a recorded run's lengths, since adaptive choices depend on timings."""
     trace, prompt_ids = new_trace(pipeline, prompt, config)
     target, drafter, device = pipeline.target, pipeline.drafter, pipeline.device
     standardize = Standardizer(config.temperature, config.top_k, config.top_p)
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    policy = gamma_policy(config.gamma, config.adaptive, getattr(drafter, "costless", False))
+    policy = policy or gamma_policy(config.gamma, config.adaptive, getattr(drafter, "costless", False))
     texts, text = TokenTexts(pipeline.tokenizer), IncrementalText(pipeline.tokenizer)
     sequence = list(prompt_ids)
     target.reset()

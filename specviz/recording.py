@@ -6,7 +6,6 @@ from __future__ import annotations
 import torch
 
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, TopToken
-from specviz.verify import VerifyResult
 
 TOP_N = 10  # entries of p and q kept per position, enough to draw the p-vs-q bars
 

@@ -1,12 +1,22 @@
 import pytest
 import torch
 
+# A test that uses one of these loads the real offline model (or starts the app): it belongs to the slow tier.
+SLOW_FIXTURES = {"offline_target", "tiny_draft_folder", "app_server", "app_url"}
+
+
+def pytest_collection_modifyitems(items):
+    """Mark every test that needs the real model as slow, so `pytest -m "not slow"` is the one-minute loop."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def offline_target():
     """The embedded SmolLM2-135M-Instruct (converted from its GGUF on first use, then cached)."""
-    from specviz.models import loading as models
     from specviz.config import OFFLINE_MODEL
+    from specviz.models import loading as models
 
     return models.load_model(OFFLINE_MODEL, torch.device("cpu"), torch.float32)
 

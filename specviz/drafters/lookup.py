@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from specviz.drafters.base import Draft, Drafter, empty_draft
+from specviz.drafters.base import Draft, Drafter
 from specviz.sampling import one_hot
 
 
@@ -51,7 +51,7 @@ class LookupThenModelDrafter:
 
     costless = False
 
-    def __init__(self, lookup: PromptLookupDrafter, model: "FeatureDrafter | DraftModelDrafter", name: str):
+    def __init__(self, lookup: PromptLookupDrafter, model: Drafter, name: str):
         self.lookup, self.model, self.name = lookup, model, name
 
     @property

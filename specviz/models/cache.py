@@ -8,7 +8,8 @@ inspected and emptied (after an out-of-memory error, say). Entries hold no per-r
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Callable, Hashable, TypeVar
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
 T = TypeVar("T")
 

