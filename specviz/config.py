@@ -54,7 +54,7 @@ class DecodeConfig:
         """The draft without its lookup prefix: a model id or folder, or a built-in drafter."""
         return self.draft.removeprefix(LOOKUP_FIRST)
 
-    def validate(self) -> "DecodeConfig":
+    def validate(self) -> DecodeConfig:
         """Raise ValueError naming the first bad field; return self when all are fine."""
         _check_int("gamma", self.gamma, 1, MAX_GAMMA)
         _check_int("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)
@@ -85,7 +85,7 @@ class DecodeConfig:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "DecodeConfig":
+    def from_dict(cls, data: dict) -> DecodeConfig:
         known = {field.name for field in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in known})
 

@@ -63,7 +63,10 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     head = drafted or closing
     target, draft = _as_map(head.target_top), _as_map(head.draft_top)
     residual = _as_map(closing.residual_top) if closing is not None and closing.kind == "corrected" else {}
-    ids = sorted(set(target) | set(draft) | set(residual), key=lambda i: -max(target.get(i, (0, ""))[0], draft.get(i, (0, ""))[0]))[:12]
+    def shown_prob(token_id: int) -> float:  # the larger of p and q, to rank the bars
+        return max(target.get(token_id, (0.0, ""))[0], draft.get(token_id, (0.0, ""))[0])
+
+    ids = sorted(set(target) | set(draft) | set(residual), key=lambda i: -shown_prob(i))[:12]
     labels = [_label(target.get(i) or draft.get(i) or residual.get(i), i) for i in ids]
     p = [target.get(i, (0.0, ""))[0] for i in ids]
     q = [draft.get(i, (0.0, ""))[0] for i in ids]
@@ -79,7 +82,8 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     title = f"Round {round_.index + 1}, position {position}"
     if drafted is not None:
         if drafted.token_id in ids:
-            figure.add_annotation(x=labels[ids.index(drafted.token_id)], y=max(p[ids.index(drafted.token_id)], q[ids.index(drafted.token_id)]),
+            at = ids.index(drafted.token_id)
+            figure.add_annotation(x=labels[at], y=max(p[at], q[at]),
                                   text=f"drafted ({drafted.kind})", showarrow=True, arrowhead=2, ay=-35)
         verdict = "<" if drafted.kind == "accepted" else "≥"
         title += f": r = {drafted.uniform:.3f} {verdict} min(1, p/q) = {drafted.accept_prob:.3f}"
@@ -105,7 +109,8 @@ def speedup_figure(alpha: float, c: float, gamma_used: int, measured: float | No
                        marker=dict(symbol="star", size=15, color=BLUE))
     if verify_cost:
         costed = [theory.speedup_with_verify_cost(alpha, g, c, verify_cost) for g in gammas]
-        figure.add_scatter(x=gammas, y=costed, mode="lines+markers", name="with measured v(k)", line=dict(color=ORANGE, dash="dot"))
+        figure.add_scatter(x=gammas, y=costed, mode="lines+markers", name="with measured v(k)",
+                           line=dict(color=ORANGE, dash="dot"))
         best_costed = theory.optimal_gamma(alpha, c, verify_cost=verify_cost, max_gamma=max_gamma)
         figure.add_scatter(x=[best_costed], y=[costed[best_costed - 1]], mode="markers", name=f"best γ with v(k) = {best_costed}",
                            marker=dict(symbol="star", size=15, color=ORANGE))

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import math
 import numbers
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 VerifyCost = Callable[[int], float] | Mapping[int, float]
 TAIL_POINTS = 4  # measured sizes whose least-squares slope extends v(k) beyond the largest

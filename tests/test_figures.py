@@ -3,6 +3,7 @@
 import copy
 
 import pytest
+import torch
 
 from specviz import engine, figures, theory
 from specviz.config import DecodeConfig
@@ -65,9 +66,24 @@ def test_histogram_counts_rounds_and_predicts_the_capped_geometric(trace):
     assert sum(predicted.y) == pytest.approx(len(sizes))
 
 
-def test_verify_cost_estimate_is_relative_to_one_token(trace):
-    cost = estimate_verify_cost(trace)
-    assert cost[1] == pytest.approx(1.0) and all(cost[k + 1] >= cost[k] for k in range(1, 17))
+def test_verify_cost_estimate_is_the_least_squares_line_relative_to_one_token(trace):
+    """v(k) = t(k) / t(1) on the line through the mean verify time at each k seen twice and the baseline's step."""
+    timed = copy.deepcopy(trace)
+    for round_ in timed.rounds:  # drafts of 1..4 tokens; 20 ms + 4 ms a token fed, ± 1 ms of noise
+        round_.drafted = 1 + round_.index % 4
+        round_.verify_ms = 20.0 + 4.0 * (round_.drafted + 1) + (-1.0) ** (round_.index // 4)
+    timed.baseline.step_ms = 23.0
+    by_size = {}
+    for round_ in timed.rounds[1:]:  # round 1 also encoded the prompt
+        by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)
+    points = {k: sum(ms) / len(ms) for k, ms in by_size.items() if len(ms) >= 2} | {1: 23.0}
+    assert sorted(points) == [1, 2, 3, 4, 5]
+    sizes = torch.tensor([[float(k), 1.0] for k in points], dtype=torch.float64)  # [n, 2]: k and an intercept
+    times = torch.tensor(list(points.values()), dtype=torch.float64).view(-1, 1)
+    slope, intercept = torch.linalg.lstsq(sizes, times).solution.flatten().tolist()
+    cost = estimate_verify_cost(timed)
+    assert [cost[k] for k in range(1, 18)] == pytest.approx([(slope * k + intercept) / (slope + intercept) for k in range(1, 18)])
+    assert cost[5] == pytest.approx(40.0 / 24.0, rel=0.05)  # close to the line the timings were made from
 
 
 def test_verify_cost_ignores_a_draft_length_seen_in_one_round_only(trace):

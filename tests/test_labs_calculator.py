@@ -158,7 +158,8 @@ def test_curves_one_line_per_alpha_with_best_gamma_and_measured_point():
         line = next(trace for trace in figure.data if trace.name == f"α = {alpha:.2f}")
         assert list(line.x) == list(range(1, 13))
         assert list(line.y) == pytest.approx([speedup_by_hand(alpha, g, 0.05) for g in range(1, 13)])
-        star = next(trace for trace in figure.data if trace.name == f"best γ = {best_gamma_by_hand(alpha, 0.05, max_gamma=12)} for α = {alpha:.2f}")
+        star_name = f"best γ = {best_gamma_by_hand(alpha, 0.05, max_gamma=12)} for α = {alpha:.2f}"
+        star = next(trace for trace in figure.data if trace.name == star_name)
         assert star.marker.symbol == "star"
     point = next(trace for trace in figure.data if trace.name and trace.name.startswith("last run"))
     assert list(point.x) == [4] and list(point.y) == [2.1]

@@ -6,7 +6,20 @@ import math
 import pytest
 import torch
 
-from specviz.labs.rejection import MISTAKES, PRESETS, chi_square_test, classical_rejection, exact_output_distribution, overlap, parse_distribution, sample_many, speculative_outputs, speculative_step, total_variation, tvd_noise
+from specviz.labs.rejection import (
+    MISTAKES,
+    PRESETS,
+    chi_square_test,
+    classical_rejection,
+    exact_output_distribution,
+    overlap,
+    parse_distribution,
+    sample_many,
+    speculative_outputs,
+    speculative_step,
+    total_variation,
+    tvd_noise,
+)
 from specviz.labs.rejection_figures import histogram_figure, overlap_figure, step_figure
 
 JAPAN = PRESETS["The Japan ... (textbook)"]

@@ -61,7 +61,7 @@ def test_cropping_gives_the_logits_of_a_fresh_feed():
 def test_tokenizer_reads_like_text():
     tokenizer = WordTokenizer(16)
     assert tokenizer.decode(tokenizer("The cat sat on a mat")["input_ids"]) == " the cat sat on a mat"
-    assert all(0 <= i < 16 for i in tokenizer("zebra quokka")["input_ids"])
+    assert tokenizer("zebra quokka")["input_ids"] == [532 % 16, 652 % 16]  # unknown words: their letters' codes
 
 
 def test_a_run_renders_every_kind_and_reports_simulated_cost():

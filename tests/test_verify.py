@@ -82,7 +82,8 @@ def test_no_nan_when_residual_has_no_mass():
     same = torch.tensor([0.25, 0.25, 0.5])
     assert torch.equal(residual(same, same), same)
     onehot = torch.tensor([0.0, 1.0, 0.0])
-    result = verify(torch.tensor([1]), onehot.view(1, -1), torch.stack([onehot, onehot]), torch.tensor([0.999]), next_uniform=0.999)
+    result = verify(torch.tensor([1]), onehot.view(1, -1), torch.stack([onehot, onehot]), torch.tensor([0.999]),
+                    next_uniform=0.999)
     assert (result.accepted_count, result.next_token) == (1, 1)
 
 
@@ -205,7 +206,8 @@ def test_draft_ids_outside_the_vocabulary_are_refused(bad_id):
 def test_draft_ids_at_both_ends_of_the_vocabulary_are_verified(edge_id):
     target_probs = torch.stack([TARGET, TARGET])
     result = verify(torch.tensor([edge_id]), DRAFT.view(1, -1), target_probs, torch.tensor([0.0]), next_uniform=0.5)
-    assert result.accepted_count == 1 and result.accept_probs == pytest.approx([min(1.0, float(TARGET[edge_id] / DRAFT[edge_id]))])
+    assert result.accepted_count == 1
+    assert result.accept_probs == pytest.approx([min(1.0, float(TARGET[edge_id] / DRAFT[edge_id]))])
 
 
 def test_a_draft_vocabulary_of_another_size_is_refused():

@@ -6,8 +6,8 @@ The theory a speculative method is held to is the verify-cost-aware one, applied
 
 with α and v(k) measured, k_r the draft length of round r (prompt lookup and adaptive γ draft fewer than γ in
 some rounds; a round with k_r = 0 is one plain step), and the drafting time measured. For a draft model the
-last term is Σ k_r c; prompt lookup spends its (tiny) proposal time in every round, even one that keeps none. The physical limit of a method is one
-single-token target forward per round: tokens/s = tokens per round / target step.
+last term is Σ k_r c; prompt lookup spends its (tiny) proposal time in every round, even one that keeps none. The
+physical limit of a method is one single-token target forward per round: tokens/s = tokens per round / target step.
 """
 
 from __future__ import annotations
@@ -84,20 +84,13 @@ def headline_figures(rows: list[dict], summaries: list[dict]) -> dict:
         for r in at_t:
             by_prompt[(r["category"], r["id"])][r["method"]] = r
         methods = list(dict.fromkeys(r["method"] for r in at_t))
-        entry = {}
-
-        def ratio(numerator: str, denominator: str):
-            values = [p[numerator]["tokens_per_s"] / p[denominator]["tokens_per_s"] for p in by_prompt.values()
-                      if numerator in p and denominator in p and p[denominator]["tokens_per_s"]]
-            return _median(values)
-
-        entry["plain_over_hf_generate"] = ratio("plain", "hf_generate")
+        entry = {"plain_over_hf_generate": _median_ratio(by_prompt, "plain", "hf_generate")}
         for method in methods:
             if method.startswith("specviz") and " γ=" not in method:  # the same γ as transformers' methods
                 drafter = method[method.index("[") : method.index("]") + 1]
                 equivalent = "hf_prompt_lookup" if drafter == "[ngram]" else f"hf_assisted{drafter}"
                 if equivalent in methods:
-                    entry[f"{method}_over_{equivalent}"] = ratio(method, equivalent)
+                    entry[f"{method}_over_{equivalent}"] = _median_ratio(by_prompt, method, equivalent)
         per_category = [s for s in summaries if s["temperature"] == temperature and s["category"] != ALL]
         for method in methods:
             speedups = [s["speedup"] for s in per_category if s["method"] == method and s["speedup"]]
@@ -123,6 +116,12 @@ def headline_figures(rows: list[dict], summaries: list[dict]) -> dict:
     return figures
 
 
+def _median_ratio(by_prompt: dict, numerator: str, denominator: str) -> float | None:
+    """The median over prompts of numerator's tokens/s over denominator's, where both ran."""
+    return _median([p[numerator]["tokens_per_s"] / p[denominator]["tokens_per_s"] for p in by_prompt.values()
+                    if numerator in p and denominator in p and p[denominator]["tokens_per_s"]])
+
+
 def _median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
@@ -134,7 +133,7 @@ def _fmt(value, spec: str = ".2f", suffix: str = "") -> str:
 
 def markdown(results: dict) -> str:
     env, args = results["environment"], results["args"]
-    lines = [f"# specviz benchmark", "",
+    lines = ["# specviz benchmark", "",
              f"target `{args['target']}` on {env['device']} ({env['dtype']}, linear kernel {env['linear_kernel']}, "
              f"{env['torch_threads']} torch threads), γ = {args['gamma']}, {args['max_new_tokens']} new tokens, "
              f"{args['repeats']} timed repeats per prompt (median), prompts from `{args['questions']}`.", "",
@@ -142,7 +141,8 @@ def markdown(results: dict) -> str:
              + ", ".join(f"v({k}) = {v:.2f}" for k, v in results["verify_costs"].items()), "", "## Figures", ""]
     for key, entry in results["figures"].items():
         if isinstance(entry, dict):
-            lines.append(f"- **{key}**: " + "; ".join(f"{name} {_fmt(v, '.3f') if isinstance(v, float) else v}" for name, v in entry.items()))
+            shown = (f"{name} {_fmt(value, '.3f') if isinstance(value, float) else value}" for name, value in entry.items())
+            lines.append(f"- **{key}**: " + "; ".join(shown))
         else:
             lines.append(f"- **{key}**: {entry}")
     header = ("| category | method | prompts | tok/s | speedup | α | tok/round | mean k | c | theory | measured/theory "
@@ -153,14 +153,16 @@ def markdown(results: dict) -> str:
                         key=lambda s: (s["category"] == ALL, s["category"])):
             of_limit = s["tokens_per_s"] / s["limit_tokens_per_s"] if s.get("limit_tokens_per_s") else None
             lines.append(
-                f"| {s['category']} | {s['method']} | {s['prompts']} | {s['tokens_per_s']:.1f} | {_fmt(s['speedup'], '.2f', 'x')} "
-                f"| {_fmt(s.get('alpha'), '.2f')} | {_fmt(s.get('tokens_per_round'), '.2f')} | {_fmt(s.get('mean_draft_length'), '.2f')} "
-                f"| {_fmt(s.get('c'), '.4f')} | {_fmt(s.get('speedup_theory'), '.2f', 'x')} | {_fmt(s.get('measured_over_theory'), '.2f')} "
+                f"| {s['category']} | {s['method']} | {s['prompts']} | {s['tokens_per_s']:.1f} "
+                f"| {_fmt(s['speedup'], '.2f', 'x')} | {_fmt(s.get('alpha'), '.2f')} | {_fmt(s.get('tokens_per_round'), '.2f')} "
+                f"| {_fmt(s.get('mean_draft_length'), '.2f')} | {_fmt(s.get('c'), '.4f')} "
+                f"| {_fmt(s.get('speedup_theory'), '.2f', 'x')} | {_fmt(s.get('measured_over_theory'), '.2f')} "
                 f"| {s['identical'] or '–'} | {_fmt(of_limit, '.0%')} |")
     gaps = [s for s in results["summaries"] if s["category"] == ALL and "ms_per_token" in s]
     if gaps:
         lines += ["", "## Where a token's time goes (ms per token, all prompts)", "",
-                  "| T | method | physical limit | verify beyond one step | drafting | engine rest | measured |", "|---|---|---|---|---|---|---|"]
+                  "| T | method | physical limit | verify beyond one step | drafting | engine rest | measured |",
+                  "|---|---|---|---|---|---|---|"]
         for s in gaps:
             g = s["ms_per_token"]
             lines.append(f"| {s['temperature']:g} | {s['method']} | {g['limit']:.1f} | {g['verify_beyond_one_step']:.1f} "
@@ -178,22 +180,23 @@ def html(results: dict) -> str:
     for temperature in sorted({s["temperature"] for s in results["summaries"]}):
         at_t = [s for s in results["summaries"] if s["temperature"] == temperature]
         categories = list(dict.fromkeys(s["category"] for s in at_t))
-        bars = [go.Bar(name=method, x=categories, y=[next((s["speedup"] for s in at_t if s["category"] == c and s["method"] == method), None)
-                                                     for c in categories])
+        speedup_of = {(s["category"], s["method"]): s["speedup"] for s in at_t}
+        bars = [go.Bar(name=method, x=categories, y=[speedup_of.get((c, method)) for c in categories])
                 for method in dict.fromkeys(s["method"] for s in at_t)]
         speedups = base_figure(*bars)
-        speedups.update_layout(**{**LAYOUT, "height": 420}, barmode="group", title=f"Speedup over plain decoding, T = {temperature:g}",
-                               yaxis_title="× plain tokens/s")
+        speedups.update_layout(**{**LAYOUT, "height": 420}, barmode="group", yaxis_title="× plain tokens/s",
+                               title=f"Speedup over plain decoding, T = {temperature:g}")
         speedups.add_hline(y=1.0, line_dash="dot")
         theory_points = [s for s in at_t if s.get("speedup_theory") and s["category"] != ALL]
-        scatter = base_figure(*[go.Scatter(name=method, mode="markers", text=[s["category"] for s in theory_points if s["method"] == method],
-                                           x=[s["speedup_theory"] for s in theory_points if s["method"] == method],
-                                           y=[s["speedup"] for s in theory_points if s["method"] == method])
-                                for method in dict.fromkeys(s["method"] for s in theory_points)])
+        by_method = {method: [s for s in theory_points if s["method"] == method] for method in dict.fromkeys(
+            s["method"] for s in theory_points)}
+        scatter = base_figure(*[go.Scatter(name=method, mode="markers", text=[s["category"] for s in points],
+                                           x=[s["speedup_theory"] for s in points], y=[s["speedup"] for s in points])
+                                for method, points in by_method.items()])
         top = max([1.5] + [max(s["speedup_theory"], s["speedup"] or 0) for s in theory_points])
         scatter.add_trace(go.Scatter(x=[0, top], y=[0, top], mode="lines", name="measured = theory", line=dict(dash="dot")))
-        scatter.update_layout(**{**LAYOUT, "height": 420}, title=f"Measured against verify-cost-aware theory, T = {temperature:g}",
-                              xaxis_title="predicted speedup", yaxis_title="measured speedup")
+        scatter.update_layout(**{**LAYOUT, "height": 420}, xaxis_title="predicted speedup", yaxis_title="measured speedup",
+                              title=f"Measured against verify-cost-aware theory, T = {temperature:g}")
         for figure in (speedups, scatter):
             parts.append(figure.to_html(full_html=False, include_plotlyjs=include))
             include = False

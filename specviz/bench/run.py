@@ -31,10 +31,10 @@ import torch
 
 from specviz import engine
 from specviz.bench import hf_baselines
-from specviz.models import loading as models
-from specviz.models import profiling
 from specviz.config import BUILT_IN_DRAFTERS, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
 from specviz.metrics import summarize
+from specviz.models import loading as models
+from specviz.models import profiling
 from specviz.pipeline import build_pipeline, encode_prompt, int4_copy
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
@@ -207,12 +207,14 @@ def _speculative_figures(trace, plain_step_ms: float | None) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m specviz.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--questions", default=str(DEFAULT_PROMPTS), help="Spec-Bench-format JSONL (default: assets/bench_prompts.jsonl)")
+    parser.add_argument("--questions", default=str(DEFAULT_PROMPTS),
+                        help="Spec-Bench-format JSONL (default: assets/bench_prompts.jsonl)")
     parser.add_argument("--categories", nargs="*", help="only these categories")
     parser.add_argument("--limit", type=int, help="at most this many prompts per category")
     parser.add_argument("--methods", nargs="*", choices=METHODS, default=list(METHODS))
     parser.add_argument("--target", default=OFFLINE_MODEL)
-    parser.add_argument("--draft", nargs="*", default=[], help="draft model ids or folders, 'distilled' for the shipped draft of the offline target; "
+    parser.add_argument("--draft", nargs="*", default=[],
+                        help="draft model ids or folders, 'distilled' for the shipped draft of the offline target; "
                         "'ngram+' before any of them drafts by prompt lookup where it matches, with that draft elsewhere "
                         "(prompt lookup always runs)")
     parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from specviz import theory
 from specviz.theory import VerifyCost, extend_verify_cost

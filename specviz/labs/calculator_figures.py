@@ -65,7 +65,7 @@ def speedup_curves(c: float, alphas=(0.5, 0.6, 0.7, 0.8, 0.9), verify_cost: calc
         _add_curve(figure, alpha, c, gammas, verify_cost, colour, name=f"α = {alpha:.2f}")
     if measured is not None:
         alpha, run_c, gamma, value = _checked_measured(measured)
-        _add_curve(figure, alpha, run_c, gammas, verify_cost, RED, name=f"theory at the run's α, c",
+        _add_curve(figure, alpha, run_c, gammas, verify_cost, RED, name="theory at the run's α, c",
                    dash="dash", star=False)
         figure.add_scatter(x=[gamma], y=[value], mode="markers+text", name=_measured_label(alpha, run_c, gamma, value),
                            text=[f"last run {value:.2f}×"], textposition="bottom center",

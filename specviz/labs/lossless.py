@@ -21,8 +21,8 @@ import torch
 from specviz import engine
 from specviz.config import DecodeConfig
 from specviz.metrics import chi_square_test, summarize, total_variation
-from specviz.sampling import Standardizer
 from specviz.pipeline import Pipeline, encode_prompt
+from specviz.sampling import Standardizer
 
 NOISE_TRIALS = 200  # simulated samples behind each noise band
 MIN_EXPECTED = 5  # chi-square bins with fewer expected counts are pooled into one "other" bin

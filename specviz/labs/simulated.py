@@ -20,9 +20,9 @@ import math
 import torch
 
 from specviz import engine, theory
+from specviz.labs.simulated_models import DEFAULT_VOCAB, PROMPT, WORDS, simulated_config, simulated_pipeline
 from specviz.metrics import chi_square_test, total_variation
 from specviz.trace import Baseline, Trace
-from specviz.labs.simulated_models import DEFAULT_VOCAB, PROMPT, WORDS, simulated_config, simulated_pipeline
 
 AGREEMENT_SE = 3.0  # simulation and theory agree when they differ by at most this many standard errors
 SIGNIFICANCE = 0.001  # a chi-square p-value below this says "does not follow the target"

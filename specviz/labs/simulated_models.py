@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import torch
 
-from specviz import engine
 from specviz.config import DecodeConfig
 from specviz.drafters.model import DraftModelDrafter
 from specviz.pipeline import Pipeline
