@@ -16,6 +16,7 @@ def _run(tmp_path, *extra):
     return out, json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.slow
 def test_quick_mode_on_two_prompts_writes_a_complete_report(tmp_path, offline_target):
     out, results = _run(tmp_path, "--methods", "plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup",
                         "--also-gammas", "2")
@@ -50,6 +51,7 @@ def test_quick_mode_on_two_prompts_writes_a_complete_report(tmp_path, offline_ta
     assert (tmp_path / "again" / "report.md").read_text() == report
 
 
+@pytest.mark.slow
 def test_a_draft_model_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, offline_target, tiny_draft_folder):
     _, results = _run(tmp_path, "--categories", "qa", "--methods", "plain", "specviz", "hf_assisted",
                       "--draft", tiny_draft_folder)
@@ -67,6 +69,7 @@ def test_lookup_first_drafters_are_labelled_by_folder_name_and_never_run_as_assi
     assert [m.label for m in plan] == ["hf_assisted[draft]", "hf_assisted[int4]"]  # the int4 copy is a plain model
 
 
+@pytest.mark.slow
 def test_the_int4_copy_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, offline_target):
     _, results = _run(tmp_path, "--categories", "qa", "--methods", "plain", "specviz", "hf_assisted", "--draft", "int4")
     assert [r["method"] for r in results["rows"]] == ["plain", "specviz[ngram]", "specviz[int4]", "hf_assisted[int4]"]

@@ -59,6 +59,7 @@ def test_word_prompts_are_built_around_whole_vocabulary_words():
     assert sum(("volcano" in p or "harbour" in p) for p in prompts[1::2]) == 20  # every other prompt
 
 
+@pytest.mark.slow
 def test_the_target_writes_distinct_finished_requests_of_its_own(offline_target):
     from specviz.distill.data import self_written_requests
 
@@ -73,6 +74,7 @@ def test_the_target_writes_distinct_finished_requests_of_its_own(offline_target)
         assert len(request.split()) >= 4 and "<|im_" not in request and "assistant" not in request.split()[0]
 
 
+@pytest.mark.slow
 def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
     kept = offline_target.language_model(offline_target.logits_width, keep_features=True)
     plain = offline_target.language_model(offline_target.logits_width)
@@ -88,6 +90,7 @@ def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
     assert torch.allclose(kept.features, states, atol=1e-4)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("current_token", [False, True])
 def test_drafting_from_a_cache_computes_what_training_computes(offline_target, current_token):
     """The drafter's incremental path (cached true pairs, then its own predicted states) and the batched,
@@ -125,6 +128,7 @@ def test_drafting_from_a_cache_computes_what_training_computes(offline_target, c
         assert torch.allclose(drafted.probs[step, head_ids], q, atol=1e-6, rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_shipped_draft_loads_offline_and_its_hash_matches(offline_target):
     assert distilled.ASSET.stat().st_size <= 25 * 1024 * 1024
     assert distilled.sha256(distilled.ASSET) == distilled.ASSET_SHA256
@@ -141,6 +145,7 @@ def test_the_shipped_draft_was_written_by_the_script_defaults():
     assert recorded == defaults
 
 
+@pytest.mark.slow
 def test_a_draft_file_that_does_not_match_the_pinned_hash_is_refused(tmp_path, offline_target):
     damaged = tmp_path / "draft.safetensors"
     damaged.write_bytes(distilled.ASSET.read_bytes()[:-1] + b" ")
@@ -148,6 +153,7 @@ def test_a_draft_file_that_does_not_match_the_pinned_hash_is_refused(tmp_path, o
         distilled.load(damaged, offline_target.hf_model, distilled.ASSET_SHA256)
 
 
+@pytest.mark.slow
 def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, tiny_draft_folder):
     from specviz.models import loading as models
 
@@ -156,12 +162,14 @@ def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, ti
         distilled.load_for_target(other)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("draft,adaptive", [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (LOOKUP_THEN_DISTILLED, False)])
 def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(offline_target, draft, adaptive):
     config = DecodeConfig(draft=draft, gamma=4, max_new_tokens=40, adaptive=adaptive).validate()
     assert greedy_acceptance(config, PROMPTS) > 0.1  # a trained draft (a random one is accepted ~never)
 
 
+@pytest.mark.slow
 def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target):
     config = DecodeConfig(draft=DISTILLED_DRAFTER, gamma=3, max_new_tokens=12, temperature=1.0, seed=5).validate()
     trace = engine.run_speculative(build_pipeline(config), PROMPTS[0], config)
@@ -173,6 +181,7 @@ def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target)
     assert all(e.token_id in head for top in tops for e in top)  # q is 0 outside the head's support
 
 
+@pytest.mark.slow
 def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere(offline_target):
     config = DecodeConfig(draft=LOOKUP_THEN_DISTILLED, gamma=4, max_new_tokens=40, temperature=1.0, seed=3).validate()
     prompt = "Repeat this sentence three times: the quick brown fox jumps over the lazy dog."
@@ -185,6 +194,7 @@ def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere
     assert any(len(t.draft_top) > 1 for r in drafted for t in r.tokens)  # the draft's real q
 
 
+@pytest.mark.slow
 def test_a_few_training_steps_run_end_to_end(tmp_path, offline_target):
     out = tmp_path / "draft.safetensors"
     args = ["--prompts", "8", "--requests", "2", "--passages", "2", "--max-new-tokens", "64", "--gen-batch", "4", "--steps", "2",
