@@ -9,9 +9,19 @@ import argparse
 import json
 import sys
 
-from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig, check_prompt
-from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Trace
+from specviz.config import (
+    DISTILLED_DRAFTER,
+    LOOKUP_FIRST,
+    NGRAM_DRAFTER,
+    OFFLINE_DRAFTER,
+    OFFLINE_DRAFTER_OFF_CPU,
+    OFFLINE_MODEL,
+    QUANTIZED_DRAFTER,
+    DecodeConfig,
+    check_prompt,
+)
 from specviz.pipeline import build_pipeline
+from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Trace
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
 MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
@@ -39,10 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--prompt", required=True, help="the text to continue")
     gen.add_argument("--preset", help="offline, gpt2-xl, smollm2-1.7b or qwen2.5-1.5b")
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
-    gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' for "
-                                     f"the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own 4-bit copy; '{LOOKUP_FIRST}' before a draft tries prompt lookup "
-                                     f"first (default: '{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a GPU, "
-                                     f"else '{NGRAM_DRAFTER}')")
+    gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' "
+                                     f"for the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own "
+                                     f"4-bit copy; '{LOOKUP_FIRST}' before a draft tries prompt lookup first (default: "
+                                     f"'{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a "
+                                     f"GPU, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
     gen.add_argument("--gamma", type=int, default=defaults.gamma, help="tokens drafted per round (γ)")
     gen.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens)
@@ -57,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--baseline", action="store_true", help="also decode plainly and compare")
     gen.add_argument("--json", action="store_true", help="print one JSON object instead of coloured rounds")
     gen.add_argument("--trace-out", help="write the full trace as JSON to this file")
-    replay_command = commands.add_parser("replay", help="show a trace written by generate --trace-out, or check that it reproduces")
+    replay_command = commands.add_parser("replay",
+                                         help="show a trace written by generate --trace-out, or check that it reproduces")
     replay_command.add_argument("trace", help="the trace JSON file")
     replay_command.add_argument("--check", action="store_true",
                         help="re-run its configuration and prompt and compare every round: drafts, accepted count, "

@@ -9,6 +9,8 @@ configuration and prompt, run again on the same models and device, must give rou
 - the same final token (the correction or bonus; an accepted EOS when it ended the text);
 - p_i(x) and q_i(x) within TOLERANCE (they are recomputed by the models, not copied).
 
+Adaptive γ chooses each round's draft length from measured timings, which no re-run reproduces, so an adaptive
+trace is replayed with its recorded lengths (ScriptedGamma); the rest of each round must still come out the same.
 `first_difference` stops the re-run at the first round that differs and names it with a one-line reason.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+from specviz.adaptive import ScriptedGamma
 from specviz.config import DecodeConfig
 from specviz.engine import speculative_decode
 from specviz.pipeline import Pipeline, build_pipeline
@@ -34,23 +37,21 @@ def first_difference(trace: Trace, pipeline: Pipeline | None = None) -> Mismatch
     """Re-run trace.prompt with trace.config and compare every round; None when all of them reproduce.
 
     pipeline: the models to run on (tests pass a scripted one); by default built from trace.config.
-    Adaptive γ picks each round's draft length from measured timings, so an adaptive trace reproduces only
-    while the re-run's timings lead to the same lengths.
     """
     config = DecodeConfig.from_dict(trace.config)
     if pipeline is None:
         pipeline = build_pipeline(config)
     recorded = trace.rounds
+    # A fixed γ is replayed by the engine's own policy; adaptive lengths are read from the trace.
+    policy = ScriptedGamma([round_.drafted for round_ in recorded]) if config.adaptive else None
     replayed_count = 0
-    for replayed, _ in speculative_decode(pipeline, trace.prompt, config):
+    for replayed, _ in speculative_decode(pipeline, trace.prompt, config, policy):
         index = replayed_count
         replayed_count += 1
         if index >= len(recorded):
             return Mismatch(index, f"the re-run goes on past the {len(recorded)} recorded rounds")
         reason = round_difference(replayed, recorded[index])
         if reason is not None:
-            if config.adaptive and replayed.drafted != recorded[index].drafted:
-                reason += " (adaptive γ chose the draft length from measured timings)"
             return Mismatch(index, reason)
     if replayed_count < len(recorded):
         return Mismatch(replayed_count, f"the re-run stopped after {replayed_count} rounds; the trace has {len(recorded)}")

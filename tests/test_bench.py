@@ -5,8 +5,8 @@ import json
 import pytest
 
 from specviz import theory
-from specviz.bench import run as bench
 from specviz.bench import report
+from specviz.bench import run as bench
 
 
 def _run(tmp_path, *extra):
@@ -16,7 +16,6 @@ def _run(tmp_path, *extra):
     return out, json.loads((out / "results.json").read_text())
 
 
-@pytest.mark.slow
 def test_quick_mode_on_two_prompts_writes_a_complete_report(tmp_path, offline_target):
     out, results = _run(tmp_path, "--methods", "plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup",
                         "--also-gammas", "2")
@@ -51,7 +50,6 @@ def test_quick_mode_on_two_prompts_writes_a_complete_report(tmp_path, offline_ta
     assert (tmp_path / "again" / "report.md").read_text() == report
 
 
-@pytest.mark.slow
 def test_a_draft_model_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, offline_target, tiny_draft_folder):
     _, results = _run(tmp_path, "--categories", "qa", "--methods", "plain", "specviz", "hf_assisted",
                       "--draft", tiny_draft_folder)
@@ -69,7 +67,6 @@ def test_lookup_first_drafters_are_labelled_by_folder_name_and_never_run_as_assi
     assert [m.label for m in plan] == ["hf_assisted[draft]", "hf_assisted[int4]"]  # the int4 copy is a plain model
 
 
-@pytest.mark.slow
 def test_the_int4_copy_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, offline_target):
     _, results = _run(tmp_path, "--categories", "qa", "--methods", "plain", "specviz", "hf_assisted", "--draft", "int4")
     assert [r["method"] for r in results["rows"]] == ["plain", "specviz[ngram]", "specviz[int4]", "hf_assisted[int4]"]
@@ -86,7 +83,8 @@ def test_identity_flags_compare_with_plain_and_only_when_greedy():
             method["hf_prompt_lookup"]: [{"token_ids": [1, 2, 4], "wall_ms": 15.0}]}
     item = {"id": 1, "category": "qa", "prompt": "?"}
     greedy = {r["method"]: r for r in bench._prompt_rows(item, 0.0, runs, gamma=4)}
-    assert greedy["plain"]["identical"] and greedy["hf_generate"]["identical"] and greedy["hf_prompt_lookup"]["identical"] is False
+    assert greedy["plain"]["identical"] and greedy["hf_generate"]["identical"]
+    assert greedy["hf_prompt_lookup"]["identical"] is False
     assert greedy["hf_generate"]["wall_ms"] == 25.0  # the median of the repeats
     assert greedy["hf_generate"]["speedup"] == pytest.approx(30.0 / 25.0)
     sampled = bench._prompt_rows(item, 1.0, runs, gamma=4)

@@ -20,7 +20,6 @@ def run_cli(*args):
     return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
-@pytest.mark.slow
 def test_json_output_has_the_contract_keys(offline_target):
     """The one smoke test in a process of its own: `python -m specviz generate ... --json`."""
     result = run_cli("generate", "--prompt", "Say hello twice: hello hello", "--max-new-tokens", "16", "--json", "--baseline")
@@ -33,7 +32,6 @@ def test_json_output_has_the_contract_keys(offline_target):
     assert len(summary["alpha_per_position"]) == 4
 
 
-@pytest.mark.slow
 def test_plain_output_marks_kinds_without_colour(offline_target, capsys):
     code = main(["generate", "--prompt", "Count: one two three", "--max-new-tokens", "8", "--no-chat"])
     result = capsys.readouterr()

@@ -4,27 +4,27 @@ import pytest
 import torch
 
 from specviz import engine
-from specviz.distill import train as distill
-from specviz.drafters import distilled
 from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, DecodeConfig
-
-LOOKUP_THEN_DISTILLED = LOOKUP_FIRST + DISTILLED_DRAFTER
+from specviz.distill import train as distill
+from specviz.distill import unrolled
 from specviz.distill.prompts import first_stage_prompts, passage_prompts, vocabulary_words
+from specviz.drafters import distilled
+from specviz.pipeline import build_pipeline, distilled_draft, eos_ids
 from specviz.trace import ACCEPTED, REJECTED
 from tests.decoding import greedy_acceptance
-from specviz.pipeline import build_pipeline, distilled_draft, eos_ids
 
+LOOKUP_THEN_DISTILLED = LOOKUP_FIRST + DISTILLED_DRAFTER
 PROMPTS = ["Write a haiku about autumn leaves.", "What is the boiling point of water at sea level?",
            "Give three tips for learning to play the guitar."]
 
 
 def test_one_unrolled_block_is_plain_causal_attention():
-    mask = distill.unrolled_mask(4, 1)[0, 0]
+    mask = unrolled.unrolled_mask(4, 1)[0, 0]
     assert torch.equal(mask, torch.tril(torch.ones(4, 4, dtype=torch.bool)))
 
 
 def test_second_block_sees_true_pairs_before_drafting_began_and_itself():
-    mask = distill.unrolled_mask(4, 2)[0, 0]
+    mask = unrolled.unrolled_mask(4, 2)[0, 0]
     # Block 2 at pair 2 is drafting step 2: step 1 read the true pair 1, so it sees true pairs 0..1 and itself.
     assert mask[4 + 2, :4].tolist() == [True, True, False, False]
     assert mask[4 + 2, 4:].tolist() == [False, False, True, False]
@@ -32,7 +32,7 @@ def test_second_block_sees_true_pairs_before_drafting_began_and_itself():
 
 
 def test_third_block_sees_its_own_chain_of_predictions():
-    mask = distill.unrolled_mask(5, 3)[0, 0]
+    mask = unrolled.unrolled_mask(5, 3)[0, 0]
     row = mask[10 + 4]  # block 3, pair 4: true pairs 0..2, block 2 at pair 3, itself
     assert row[:5].tolist() == [True, True, True, False, False]
     assert row[5:10].tolist() == [False, False, False, True, False]
@@ -59,7 +59,6 @@ def test_word_prompts_are_built_around_whole_vocabulary_words():
     assert sum(("volcano" in p or "harbour" in p) for p in prompts[1::2]) == 20  # every other prompt
 
 
-@pytest.mark.slow
 def test_the_target_writes_distinct_finished_requests_of_its_own(offline_target):
     from specviz.distill.data import self_written_requests
 
@@ -74,7 +73,6 @@ def test_the_target_writes_distinct_finished_requests_of_its_own(offline_target)
         assert len(request.split()) >= 4 and "<|im_" not in request and "assistant" not in request.split()[0]
 
 
-@pytest.mark.slow
 def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
     kept = offline_target.language_model(offline_target.logits_width, keep_features=True)
     plain = offline_target.language_model(offline_target.logits_width)
@@ -90,7 +88,6 @@ def test_target_keeps_the_hidden_state_of_every_cached_token(offline_target):
     assert torch.allclose(kept.features, states, atol=1e-4)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("current_token", [False, True])
 def test_drafting_from_a_cache_computes_what_training_computes(offline_target, current_token):
     """The drafter's incremental path (cached true pairs, then its own predicted states) and the batched,
@@ -118,17 +115,16 @@ def test_drafting_from_a_cache_computes_what_training_computes(offline_target, c
         next_ids = torch.tensor([ids[1:] + [proposed[0]]])  # [1, n]: x_{j+1}, the last one drafted
         current_ids = torch.tensor([ids])  # [1, n]: x_j
         positions = torch.arange(n).view(1, -1)
-        first = draft(features, next_ids, positions, attention_mask=distill.unrolled_mask(n, 1),
+        first = draft(features, next_ids, positions, attention_mask=unrolled.unrolled_mask(n, 1),
                       current_ids=current_ids)  # [1, n, H]
         inputs = torch.cat([features, torch.cat([features[:, :1], first[:, :-1]], 1)], 1)  # block 2 reads ĥ
-        second = draft(inputs, next_ids.repeat(1, 2), positions.repeat(1, 2), attention_mask=distill.unrolled_mask(n, 2),
+        second = draft(inputs, next_ids.repeat(1, 2), positions.repeat(1, 2), attention_mask=unrolled.unrolled_mask(n, 2),
                        current_ids=current_ids.repeat(1, 2))[:, n:]
     for step, state in enumerate([first[0, n - 2], second[0, n - 1]]):  # q_1 from ĥ_{n-1}, q_2 from ĥ_n
         q = torch.softmax(draft.head_logits(state), -1)  # [S]
         assert torch.allclose(drafted.probs[step, head_ids], q, atol=1e-6, rtol=1e-4)
 
 
-@pytest.mark.slow
 def test_shipped_draft_loads_offline_and_its_hash_matches(offline_target):
     assert distilled.ASSET.stat().st_size <= 25 * 1024 * 1024
     assert distilled.sha256(distilled.ASSET) == distilled.ASSET_SHA256
@@ -145,7 +141,6 @@ def test_the_shipped_draft_was_written_by_the_script_defaults():
     assert recorded == defaults
 
 
-@pytest.mark.slow
 def test_a_draft_file_that_does_not_match_the_pinned_hash_is_refused(tmp_path, offline_target):
     damaged = tmp_path / "draft.safetensors"
     damaged.write_bytes(distilled.ASSET.read_bytes()[:-1] + b" ")
@@ -153,7 +148,6 @@ def test_a_draft_file_that_does_not_match_the_pinned_hash_is_refused(tmp_path, o
         distilled.load(damaged, offline_target.hf_model, distilled.ASSET_SHA256)
 
 
-@pytest.mark.slow
 def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, tiny_draft_folder):
     from specviz.models import loading as models
 
@@ -162,14 +156,13 @@ def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, ti
         distilled.load_for_target(other)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("draft,adaptive", [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (LOOKUP_THEN_DISTILLED, False)])
+@pytest.mark.parametrize("draft,adaptive",
+                         [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (LOOKUP_THEN_DISTILLED, False)])
 def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(offline_target, draft, adaptive):
     config = DecodeConfig(draft=draft, gamma=4, max_new_tokens=40, adaptive=adaptive).validate()
     assert greedy_acceptance(config, PROMPTS) > 0.1  # a trained draft (a random one is accepted ~never)
 
 
-@pytest.mark.slow
 def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target):
     config = DecodeConfig(draft=DISTILLED_DRAFTER, gamma=3, max_new_tokens=12, temperature=1.0, seed=5).validate()
     trace = engine.run_speculative(build_pipeline(config), PROMPTS[0], config)
@@ -181,7 +174,6 @@ def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target)
     assert all(e.token_id in head for top in tops for e in top)  # q is 0 outside the head's support
 
 
-@pytest.mark.slow
 def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere(offline_target):
     config = DecodeConfig(draft=LOOKUP_THEN_DISTILLED, gamma=4, max_new_tokens=40, temperature=1.0, seed=3).validate()
     prompt = "Repeat this sentence three times: the quick brown fox jumps over the lazy dog."
@@ -194,7 +186,6 @@ def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere
     assert any(len(t.draft_top) > 1 for r in drafted for t in r.tokens)  # the draft's real q
 
 
-@pytest.mark.slow
 def test_a_few_training_steps_run_end_to_end(tmp_path, offline_target):
     out = tmp_path / "draft.safetensors"
     args = ["--prompts", "8", "--requests", "2", "--passages", "2", "--max-new-tokens", "64", "--gen-batch", "4", "--steps", "2",

@@ -12,7 +12,6 @@ QUESTIONS = [("writing", "Write a haiku about autumn leaves."), ("qa", "What is 
              ("writing", "Write two sentences about the sea.")]
 
 
-@pytest.mark.slow
 def test_agreement_is_reported_for_every_category_and_overall(tmp_path, offline_target, capsys):
     questions = tmp_path / "questions.jsonl"
     questions.write_text("\n".join(json.dumps({"question_id": i, "category": c, "turns": [p]})

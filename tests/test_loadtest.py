@@ -3,12 +3,9 @@
 import html
 import json
 
-import pytest
-
 from specviz.bench import loadtest
 
 
-@pytest.mark.slow
 def test_concurrent_sessions_each_get_their_own_trace(app_server, capsys):
     url, process = app_server
     code = loadtest.main(["--url", url, "--pid", str(process.pid), "--sessions", "3", "--runs", "2",

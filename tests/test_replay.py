@@ -95,6 +95,22 @@ def test_missing_or_extra_rounds_are_named(recorded):
     assert mismatch.round_index == len(recorded.rounds) and "stopped after" in mismatch.reason
 
 
+def test_an_adaptive_trace_replays_with_its_recorded_draft_lengths():
+    """Adaptive γ chooses lengths from measured timings; the replay drafts what the trace records instead."""
+    config = DecodeConfig(**{**CONFIG.to_dict(), "gamma": 4, "adaptive": True})
+
+    def lookup_then_model():
+        return fake_pipeline(VOCAB, drafter="ngram+model", draft_salt=1)
+
+    trace = Trace.from_json(engine.run_speculative(lookup_then_model(), PROMPT, config).to_json())
+    assert len({r.drafted for r in trace.rounds}) > 1  # the lengths vary from round to round
+    assert first_difference(trace, lookup_then_model()) is None
+    changed = next(r for r in trace.rounds if r.drafted >= 2)
+    changed.drafted -= 1  # the replay asks for one draft fewer there
+    mismatch = first_difference(trace, lookup_then_model())
+    assert mismatch.round_index == changed.index and mismatch.reason.startswith("drafted")
+
+
 # ---------------------------------------------------------------- the `replay` subcommand, on the scripted models
 
 
@@ -145,12 +161,13 @@ def test_a_bad_trace_file_is_one_line_and_exit_2(tmp_path, capsys, content, frag
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("draft", ["ngram", "distilled", "int4", "ngram+int4"])
-def test_a_t1_run_of_each_offline_drafter_replays_exactly(tmp_path, capsys, offline_target, draft):
+@pytest.mark.parametrize("draft,options", [("ngram", []), ("distilled", []), ("int4", []), ("ngram+int4", []),
+                                           ("ngram+int4", ["--adaptive"])])
+def test_a_t1_run_of_each_offline_drafter_replays_exactly(tmp_path, capsys, offline_target, draft, options):
     path = tmp_path / "trace.json"
     assert cli.main(["generate", "--prompt", "Repeat twice: the quick brown fox jumps over the lazy dog.",
                      "--draft", draft, "--temperature", "1", "--seed", "3", "--max-new-tokens", "24",
-                     "--json", "--trace-out", str(path)]) == 0
+                     "--json", "--trace-out", str(path), *options]) == 0
     rounds = json.loads(capsys.readouterr().out)["rounds"]
     assert cli.main(["replay", str(path), "--check"]) == 0
     assert capsys.readouterr().out == f"all {rounds} rounds reproduce\n"

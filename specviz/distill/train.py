@@ -4,7 +4,8 @@
     python -m specviz.distill --prompts 16 --requests 8 --passages 8 --max-new-tokens 24 --steps 3 --out /tmp/d.safetensors
 
 1. Data (data.py): the target answers the project's own prompts and requests it writes itself; we keep
-   every token and the target's final-norm hidden state h_j there. Cached under $SPECVIZ_CACHE/distill/, keyed by the data arguments.
+   every token and the target's final-norm hidden state h_j there. Cached under $SPECVIZ_CACHE/distill/, keyed by the
+   data arguments.
 2. Head support S: the most frequent tokens the target generated (frequency-ranked drafting).
 3. Training, with training-time test (HASS / EAGLE-3, unrolled.py): block 1 reads the true states h_j; block k reads the
    states predicted by block k-1 and attends to true pairs only up to where drafting would have started, so
@@ -20,17 +21,16 @@ import argparse
 import hashlib
 import json
 import math
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-from specviz.drafters import distilled
-from specviz.models import loading as models
 from specviz.config import OFFLINE_MODEL
 from specviz.distill.data import Corpus, build_corpus
 from specviz.distill.unrolled import block_losses, evaluate
+from specviz.drafters import distilled
+from specviz.models import loading as models
 from specviz.models.offline import cache_root
 
 VALIDATION_EVERY = 40  # every 40th sequence is held out
