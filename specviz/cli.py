@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                                          help="show a trace written by generate --trace-out, or check that it reproduces")
     replay_command.add_argument("trace", help="the trace JSON file")
     replay_command.add_argument("--check", action="store_true",
-                        help="re-run its configuration and prompt and compare every round: drafts, accepted count, "
-                             "uniforms, final token, p(x) and q(x) within 1e-5; exit 1 naming the first that differs")
+                                help="re-run its configuration and prompt and compare every round: drafts, accepted "
+                                     "count, uniforms, final token, p(x) and q(x) within 1e-5; exit 1 naming the "
+                                     "first that differs")
     cost = commands.add_parser("verify-cost", help="measure v(k), the target's forward time over k tokens")
     cost.add_argument("--target", default=OFFLINE_MODEL)
     cost.add_argument("--context", type=int, default=256, help="tokens already in the cache")
