@@ -1,4 +1,7 @@
-"""The command line: `python -m specviz generate --prompt TEXT ...` and `python -m specviz verify-cost`."""
+"""The command line: `python -m specviz generate | replay | verify-cost | bench | loadtest`.
+
+`bench` and `loadtest` hand the rest of the command line to their tools (specviz/bench/), imported only then.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +9,28 @@ import argparse
 import json
 import sys
 
-from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig, check_prompt
-from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
+from specviz.config import (
+    DISTILLED_DRAFTER,
+    LOOKUP_FIRST,
+    NGRAM_DRAFTER,
+    OFFLINE_DRAFTER,
+    OFFLINE_DRAFTER_OFF_CPU,
+    OFFLINE_MODEL,
+    QUANTIZED_DRAFTER,
+    DecodeConfig,
+    check_prompt,
+)
 from specviz.pipeline import build_pipeline
+from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Trace
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
 MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
 RESET = "\033[0m"
+LEGEND = "legend: token = accepted, [-x-] = rejected, [+x+] = corrected, [^x^] = bonus"
+FORWARDED = {  # subcommands whose arguments belong to a tool: `python -m specviz bench --help` shows them
+    "bench": "the benchmark against plain decoding and transformers (python -m specviz bench --help)",
+    "loadtest": "concurrent sessions against the launched app (python -m specviz loadtest --help)",
+}
 
 
 class UsageError(Exception):
@@ -31,10 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--prompt", required=True, help="the text to continue")
     gen.add_argument("--preset", help="offline, gpt2-xl, smollm2-1.7b or qwen2.5-1.5b")
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
-    gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' for "
-                                     f"the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own 4-bit copy; '{LOOKUP_FIRST}' before a draft tries prompt lookup "
-                                     f"first (default: '{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a GPU, "
-                                     f"else '{NGRAM_DRAFTER}')")
+    gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' "
+                                     f"for the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own "
+                                     f"4-bit copy; '{LOOKUP_FIRST}' before a draft tries prompt lookup first (default: "
+                                     f"'{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a "
+                                     f"GPU, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
     gen.add_argument("--gamma", type=int, default=defaults.gamma, help="tokens drafted per round (γ)")
     gen.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens)
@@ -49,12 +68,21 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--baseline", action="store_true", help="also decode plainly and compare")
     gen.add_argument("--json", action="store_true", help="print one JSON object instead of coloured rounds")
     gen.add_argument("--trace-out", help="write the full trace as JSON to this file")
+    replay_command = commands.add_parser("replay",
+                                         help="show a trace written by generate --trace-out, or check that it reproduces")
+    replay_command.add_argument("trace", help="the trace JSON file")
+    replay_command.add_argument("--check", action="store_true",
+                                help="re-run its configuration and prompt and compare every round: drafts, accepted "
+                                     "count, uniforms, final token, p(x) and q(x) within 1e-5; exit 1 naming the "
+                                     "first that differs")
     cost = commands.add_parser("verify-cost", help="measure v(k), the target's forward time over k tokens")
     cost.add_argument("--target", default=OFFLINE_MODEL)
     cost.add_argument("--context", type=int, default=256, help="tokens already in the cache")
     cost.add_argument("--max-k", type=int, default=16)
     cost.add_argument("--repeats", type=int, default=7)
     cost.add_argument("--json", action="store_true")
+    for name, description in FORWARDED.items():  # listed for --help; main() forwards them before parsing
+        commands.add_parser(name, help=description, add_help=False)
     return parser
 
 
@@ -96,7 +124,7 @@ def generate(args) -> int:
     colour = sys.stdout.isatty()
     trace = None
     if not args.json and not colour:
-        print("legend: token = accepted, [-x-] = rejected, [+x+] = corrected, [^x^] = bonus")
+        print(LEGEND)
     for round_, trace in engine.speculative_decode(pipeline, args.prompt, config):
         if not args.json:
             print(format_round(round_, colour), flush=True)
@@ -136,6 +164,41 @@ def _print_summary(trace, metrics) -> None:
     print(line)
 
 
+def replay(args) -> int:
+    """Print a recorded trace's rounds or, with --check, re-run it and name the first round that differs."""
+    try:
+        with open(args.trace, encoding="utf-8") as handle:
+            trace = Trace.from_json(handle.read())
+    except (OSError, ValueError) as error:  # ValueError: not JSON, not UTF-8, or not a trace
+        raise UsageError(f"{args.trace}: {error}") from None
+    if not args.check:
+        colour = sys.stdout.isatty()
+        if not colour:
+            print(LEGEND)
+        for round_ in trace.rounds:
+            print(format_round(round_, colour))
+        print(f"\n{trace.text}")
+        return 0
+    from specviz.replay import first_difference
+
+    mismatch = first_difference(trace)
+    if mismatch is None:
+        print(f"all {len(trace.rounds)} rounds reproduce")
+        return 0
+    # numbered from 1, as the rounds are listed
+    print(f"round {mismatch.round_index + 1} does not reproduce: {mismatch.reason}", file=sys.stderr)
+    return 1
+
+
+def forward(command: str, argv: list[str]) -> int:
+    """Run a tool's own main() on the rest of the command line (its own parser, errors and exit codes)."""
+    if command == "bench":
+        from specviz.bench.run import main as tool_main
+    else:
+        from specviz.bench.loadtest import main as tool_main
+    return tool_main(argv)
+
+
 def verify_cost(args) -> int:
     from specviz.models import loading as models
     from specviz.models.profiling import measure_verify_costs, relative_costs
@@ -160,10 +223,13 @@ def verify_cost(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     from specviz.models.loading import IncompatibleModels, ModelUnavailable
 
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in FORWARDED:
+        return forward(argv[0], argv[1:])
     try:
         args = build_parser().parse_args(argv)
         _quiet_transformers()
-        return generate(args) if args.command == "generate" else verify_cost(args)
+        return {"generate": generate, "replay": replay, "verify-cost": verify_cost}[args.command](args)
     except UsageError as error:
         print(f"specviz: {error}", file=sys.stderr)
         return 2

@@ -1,13 +1,17 @@
-"""The command line as a user runs it: one JSON object, coloured rounds, one-line errors."""
+"""The command line: one JSON object, coloured rounds, one-line errors, the tools' subcommands.
+
+Every test but one calls `specviz.cli.main` in this process; the smoke test starts `python -m specviz` as a user does.
+"""
 
 import json
 import os
+import runpy
 import subprocess
 import sys
 
 import pytest
 
-from specviz.cli import build_parser, config_from_args, format_round
+from specviz.cli import build_parser, config_from_args, format_round, main
 from specviz.trace import Round, Token
 
 
@@ -17,6 +21,7 @@ def run_cli(*args):
 
 
 def test_json_output_has_the_contract_keys(offline_target):
+    """The one smoke test in a process of its own: `python -m specviz generate ... --json`."""
     result = run_cli("generate", "--prompt", "Say hello twice: hello hello", "--max-new-tokens", "16", "--json", "--baseline")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
@@ -27,11 +32,12 @@ def test_json_output_has_the_contract_keys(offline_target):
     assert len(summary["alpha_per_position"]) == 4
 
 
-def test_plain_output_marks_kinds_without_colour(offline_target):
-    result = run_cli("generate", "--prompt", "Count: one two three", "--max-new-tokens", "8", "--no-chat")
-    assert result.returncode == 0, result.stderr
-    assert "legend:" in result.stdout and "\033[" not in result.stdout
-    assert "round   1" in result.stdout and "tokens/s" in result.stdout
+def test_plain_output_marks_kinds_without_colour(offline_target, capsys):
+    code = main(["generate", "--prompt", "Count: one two three", "--max-new-tokens", "8", "--no-chat"])
+    result = capsys.readouterr()
+    assert code == 0, result.err
+    assert "legend:" in result.out and "\033[" not in result.out
+    assert "round   1" in result.out and "tokens/s" in result.out
 
 
 @pytest.mark.parametrize("args,fragment", [
@@ -46,12 +52,36 @@ def test_plain_output_marks_kinds_without_colour(offline_target):
     (["generate", "--prompt", "hi", "--target", "ngram+distilled"], "can only be the drafter"),
     (["generate"], "required: --prompt"),
 ])
-def test_bad_arguments_give_one_line_and_non_zero_exit(args, fragment):
-    result = run_cli(*args)
-    assert result.returncode != 0
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and fragment in lines[0], result.stderr
-    assert result.stdout == ""
+def test_bad_arguments_give_one_line_and_non_zero_exit(args, fragment, capsys):
+    code = main(args)
+    result = capsys.readouterr()
+    assert code != 0
+    lines = result.err.strip().splitlines()
+    assert len(lines) == 1 and fragment in lines[0], result.err
+    assert result.out == ""
+
+
+def test_help_lists_every_subcommand(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["--help"])
+    assert exit_.value.code == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in ("generate", "replay", "verify-cost", "bench", "loadtest"))
+
+
+def test_bench_and_loadtest_hand_their_arguments_to_the_tools(tmp_path, capsys):
+    assert main(["bench", "--categories", "nope", "--out", str(tmp_path / "o")]) == 2
+    assert "no prompts" in capsys.readouterr().err  # the benchmark's own check, so it parsed --categories
+    assert main(["loadtest", "--sessions", "0"]) == 2
+    assert capsys.readouterr().err.startswith("loadtest: --sessions")
+    assert not (tmp_path / "o").exists()
+
+
+def test_python_m_specviz_bench_still_runs_the_benchmark(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["specviz.bench", "--categories", "nope", "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("specviz.bench", run_name="__main__")  # what `python -m specviz.bench` runs
+    assert exit_.value.code == 2 and "no prompts" in capsys.readouterr().err
 
 
 def test_the_offline_target_drafts_with_lookup_then_its_4bit_copy_on_a_cpu_unless_told_otherwise(monkeypatch):

@@ -4,27 +4,27 @@ import pytest
 import torch
 
 from specviz import engine
-from specviz.distill import train as distill
-from specviz.drafters import distilled
 from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, DecodeConfig
-
-LOOKUP_THEN_DISTILLED = LOOKUP_FIRST + DISTILLED_DRAFTER
+from specviz.distill import train as distill
+from specviz.distill import unrolled
 from specviz.distill.prompts import first_stage_prompts, passage_prompts, vocabulary_words
+from specviz.drafters import distilled
+from specviz.pipeline import build_pipeline, distilled_draft, eos_ids
 from specviz.trace import ACCEPTED, REJECTED
 from tests.decoding import greedy_acceptance
-from specviz.pipeline import build_pipeline, distilled_draft, eos_ids
 
+LOOKUP_THEN_DISTILLED = LOOKUP_FIRST + DISTILLED_DRAFTER
 PROMPTS = ["Write a haiku about autumn leaves.", "What is the boiling point of water at sea level?",
            "Give three tips for learning to play the guitar."]
 
 
 def test_one_unrolled_block_is_plain_causal_attention():
-    mask = distill.unrolled_mask(4, 1)[0, 0]
+    mask = unrolled.unrolled_mask(4, 1)[0, 0]
     assert torch.equal(mask, torch.tril(torch.ones(4, 4, dtype=torch.bool)))
 
 
 def test_second_block_sees_true_pairs_before_drafting_began_and_itself():
-    mask = distill.unrolled_mask(4, 2)[0, 0]
+    mask = unrolled.unrolled_mask(4, 2)[0, 0]
     # Block 2 at pair 2 is drafting step 2: step 1 read the true pair 1, so it sees true pairs 0..1 and itself.
     assert mask[4 + 2, :4].tolist() == [True, True, False, False]
     assert mask[4 + 2, 4:].tolist() == [False, False, True, False]
@@ -32,7 +32,7 @@ def test_second_block_sees_true_pairs_before_drafting_began_and_itself():
 
 
 def test_third_block_sees_its_own_chain_of_predictions():
-    mask = distill.unrolled_mask(5, 3)[0, 0]
+    mask = unrolled.unrolled_mask(5, 3)[0, 0]
     row = mask[10 + 4]  # block 3, pair 4: true pairs 0..2, block 2 at pair 3, itself
     assert row[:5].tolist() == [True, True, True, False, False]
     assert row[5:10].tolist() == [False, False, False, True, False]
@@ -115,10 +115,10 @@ def test_drafting_from_a_cache_computes_what_training_computes(offline_target, c
         next_ids = torch.tensor([ids[1:] + [proposed[0]]])  # [1, n]: x_{j+1}, the last one drafted
         current_ids = torch.tensor([ids])  # [1, n]: x_j
         positions = torch.arange(n).view(1, -1)
-        first = draft(features, next_ids, positions, attention_mask=distill.unrolled_mask(n, 1),
+        first = draft(features, next_ids, positions, attention_mask=unrolled.unrolled_mask(n, 1),
                       current_ids=current_ids)  # [1, n, H]
         inputs = torch.cat([features, torch.cat([features[:, :1], first[:, :-1]], 1)], 1)  # block 2 reads ĥ
-        second = draft(inputs, next_ids.repeat(1, 2), positions.repeat(1, 2), attention_mask=distill.unrolled_mask(n, 2),
+        second = draft(inputs, next_ids.repeat(1, 2), positions.repeat(1, 2), attention_mask=unrolled.unrolled_mask(n, 2),
                        current_ids=current_ids.repeat(1, 2))[:, n:]
     for step, state in enumerate([first[0, n - 2], second[0, n - 1]]):  # q_1 from ĥ_{n-1}, q_2 from ĥ_n
         q = torch.softmax(draft.head_logits(state), -1)  # [S]
@@ -156,7 +156,8 @@ def test_the_distilled_draft_refuses_another_target(tmp_path, offline_target, ti
         distilled.load_for_target(other)
 
 
-@pytest.mark.parametrize("draft,adaptive", [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (LOOKUP_THEN_DISTILLED, False)])
+@pytest.mark.parametrize("draft,adaptive",
+                         [(DISTILLED_DRAFTER, False), (DISTILLED_DRAFTER, True), (LOOKUP_THEN_DISTILLED, False)])
 def test_greedy_decoding_with_the_distilled_draft_is_identical_to_the_target(offline_target, draft, adaptive):
     config = DecodeConfig(draft=draft, gamma=4, max_new_tokens=40, adaptive=adaptive).validate()
     assert greedy_acceptance(config, PROMPTS) > 0.1  # a trained draft (a random one is accepted ~never)

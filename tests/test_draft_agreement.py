@@ -1,8 +1,10 @@
 """python -m specviz.distill.agreement: the distilled draft's agreement with the target, by category."""
 
 import json
-import subprocess
+import runpy
 import sys
+
+import pytest
 
 from specviz.distill import agreement
 
@@ -23,8 +25,12 @@ def test_agreement_is_reported_for_every_category_and_overall(tmp_path, offline_
     assert float(rows[-1][3]) > 0.2  # the shipped, trained draft agrees often; an untrained one almost never
 
 
-def test_a_missing_questions_file_is_one_line_on_stderr(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "specviz.distill.agreement", "--questions", str(tmp_path / "none.jsonl")],
-                            capture_output=True, text=True)
-    assert result.returncode == 1 and result.stdout == ""
-    assert result.stderr.startswith("specviz.distill.agreement:") and result.stderr.count("\n") == 1
+def test_a_missing_questions_file_is_one_line_on_stderr(tmp_path, capsys, monkeypatch):
+    """What `python -m specviz.distill.agreement --questions MISSING` does, run in this process."""
+    monkeypatch.setattr(sys, "argv", ["specviz.distill.agreement", "--questions", str(tmp_path / "none.jsonl")])
+    monkeypatch.delitem(sys.modules, "specviz.distill.agreement")  # run a fresh copy as __main__, as python -m does
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("specviz.distill.agreement", run_name="__main__")
+    result = capsys.readouterr()
+    assert exit_.value.code == 1 and result.out == ""
+    assert result.err.startswith("specviz.distill.agreement:") and result.err.count("\n") == 1
