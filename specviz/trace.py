@@ -88,11 +88,11 @@ class Trace:
         return json.dumps(asdict(self), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str) -> "Trace":
+    def from_json(cls, text: str) -> Trace:
         return cls.from_dict(json.loads(text))
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Trace":
+    def from_dict(cls, data: dict) -> Trace:
         """Check data against the schema (every field, its type, nothing unknown) before building anything;
         a ValueError names the first offending field."""
         if not isinstance(data, dict):

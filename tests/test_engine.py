@@ -189,7 +189,11 @@ def test_warm_up_feeds_every_verification_width_then_runs_both_paths_once_per_pr
     config = DecodeConfig(gamma=3, max_new_tokens=20, chat=False)
     widths = []
     feed = type(pipeline.target).feed
-    monkeypatch.setattr(type(pipeline.target), "feed", lambda self, ids, *a, **k: widths.append(ids.numel()) or feed(self, ids, *a, **k))
+    def counting_feed(self, ids, *args, **kwargs):
+        widths.append(ids.numel())
+        return feed(self, ids, *args, **kwargs)
+
+    monkeypatch.setattr(type(pipeline.target), "feed", counting_feed)
     engine.warm_up(pipeline, config)
     assert {1, 2, 3, 4} <= set(widths)  # every width a round can verify: γ + 1 = 4 at most
     assert pipeline.draft_model.forward_calls > 0  # and the drafter ran

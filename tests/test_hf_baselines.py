@@ -5,8 +5,8 @@ import torch
 
 from specviz import engine
 from specviz.bench import hf_baselines
-from specviz.models import loading as models
 from specviz.config import OFFLINE_MODEL, DecodeConfig
+from specviz.models import loading as models
 from specviz.pipeline import build_pipeline, encode_prompt
 
 PROMPT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."

@@ -6,11 +6,9 @@ import pytest
 import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
-from specviz import engine
-from specviz.drafters import int4_decoder
-from specviz.models import loading as models
-from specviz.drafters import int4
 from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
+from specviz.drafters import int4, int4_decoder
+from specviz.models import loading as models
 from specviz.pipeline import build_pipeline, int4_draft_step
 
 

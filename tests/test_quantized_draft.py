@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from specviz import engine
-from specviz.drafters import int4
 from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
-from tests.decoding import greedy_acceptance
+from specviz.drafters import int4
 from specviz.pipeline import build_pipeline, int4_copy
+from tests.decoding import greedy_acceptance
 
 PROMPTS = ["Explain how a bicycle stays upright while it moves.", "Write a haiku about rain on a tin roof."]
 

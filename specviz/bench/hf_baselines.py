@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.models import loading as models
 from specviz.config import DecodeConfig
+from specviz.models import loading as models
 
 METHODS = ("generate", "prompt_lookup", "assisted")
 

@@ -18,13 +18,13 @@ from pathlib import Path
 
 import torch
 
-from specviz.distill import train as distill
-from specviz.drafters import distilled
-from specviz.models import loading as models
 from specviz.bench.run import DEFAULT_PROMPTS, load_prompts
 from specviz.config import OFFLINE_MODEL
+from specviz.distill import train as distill
 from specviz.distill.data import generate_batch
-from specviz.pipeline import eos_ids, encode_prompt
+from specviz.drafters import distilled
+from specviz.models import loading as models
+from specviz.pipeline import encode_prompt, eos_ids
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -53,7 +53,7 @@ class Corpus:
                     "seconds": self.seconds}, path)
 
     @classmethod
-    def load(cls, path) -> "Corpus":
+    def load(cls, path) -> Corpus:
         data = torch.load(path, weights_only=True)
         return cls([Sequence(list(ids), feats, int(n)) for ids, feats, n in data["sequences"]], float(data["seconds"]))
 

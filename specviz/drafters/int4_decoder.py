@@ -56,7 +56,7 @@ class KVBuffer:
         self.length = 0
 
     @classmethod
-    def from_cache(cls, cache, layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype) -> "KVBuffer":
+    def from_cache(cls, cache, layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype) -> KVBuffer:
         """A copy of a transformers cache (the target's, for a twin) or an empty buffer for an empty one."""
         length = cache.get_seq_length() if cache is not None else 0
         buffer = cls(layers, kv_heads, head_dim, max(512, 2 * length), dtype)
