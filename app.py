@@ -2,7 +2,7 @@
 
 Queue: SPECVIZ_CONCURRENCY runs at once (default 2; all model work shares one thread, so more only interleaves
 rounds), SPECVIZ_QUEUE_SIZE waiting at most (default 64; beyond it a visitor is told the queue is full).
-SPECVIZ_HOSTED=1 turns on hosted mode (specviz/hosting.py). Uploads over 20 MB are refused by Gradio itself.
+SPECVIZ_HOSTED=1 turns on hosted mode (specviz/app/policy.py). Uploads over 20 MB are refused by Gradio itself.
 """
 
 import os
@@ -10,7 +10,7 @@ import os
 from specviz.app.ui import build_app, css
 
 QUEUE_POLL_S = 0.02  # see below
-MAX_UPLOAD = "20mb"  # a trace is far smaller; ui.MAX_TRACE_BYTES checks again
+MAX_UPLOAD = "20mb"  # a trace is far smaller; live.MAX_TRACE_BYTES checks again
 
 demo = build_app()
 

@@ -1,24 +1,29 @@
-"""The launched app through gradio_client, as another program (or a browser) talks to it."""
+"""The launched app through gradio_client, as another program (or a browser) talks to it; and the live tab's
+callbacks in process, where a test needs to reach inside (settings refused before any model loads, out of memory)."""
 
 import re
 import time
+from dataclasses import asdict, replace
 
 import psutil  # a dependency of accelerate
 import pytest
 import torch
 from gradio_client import Client, handle_file
 
-from specviz.app import ui
+from specviz.app import live
+from specviz.app.callbacks import friendly_message, make_config
+from specviz.app.request import DRAFT_MODEL, LOOKUP_THEN_DRAFT, OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
 from tests.conftest import save_tiny_llama
 
-OFFLINE = list(ui.PAIRS)[0]
+OFFLINE = OFFLINE_PAIR
 REPEAT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
+TEST_RUN = RunRequest(pair=OFFLINE, drafter=PROMPT_LOOKUP, prompt=REPEAT, max_new_tokens=40)  # what _run changes
+LONG_STORY = replace(TEST_RUN, prompt="Write a long story about a dragon who learns to paint.", max_new_tokens=512)
 
 
-def _run(client, prompt=REPEAT, pair=OFFLINE, target="", draft="", drafter=ui.PROMPT_LOOKUP, gamma=4, max_new=40,
-         temperature=0, seed=0, compare=False, adaptive=False, top_k=0, top_p=1):
-    return client.predict(pair, target, draft, drafter, prompt, gamma, max_new, temperature, top_k, top_p, seed, compare,
-                          adaptive, api_name="/run")
+def _run(client, **fields):
+    """One /run call with TEST_RUN's settings, changed by `fields` (RunRequest's field names)."""
+    return client.predict(*replace(TEST_RUN, **fields).api_args(), api_name="/run")
 
 
 def _kinds(rows_html: str) -> dict:
@@ -26,11 +31,51 @@ def _kinds(rows_html: str) -> dict:
             for kind in ("accepted", "rejected", "corrected", "bonus")}
 
 
+@pytest.mark.slow
+def test_the_run_and_step_endpoints_take_the_request_fields_in_order():
+    """The HTTP API's argument order is RunRequest's field order (gradio_client callers pass them positionally),
+    and each field reaches the widget of its name."""
+    from specviz.app.ui import build_app
+
+    endpoints = build_app().get_api_info()["named_endpoints"]
+    for name in ("/run", "/step"):
+        parameters = endpoints[name]["parameters"]
+        assert [parameter["parameter_name"] for parameter in parameters] == RunRequest.field_names()
+        assert parameters[4]["label"] == "Prompt" and parameters[6]["label"] == "Max new tokens"
+        assert parameters[10]["label"] == "Seed" and parameters[12]["component"] == "Checkbox"
+
+
+@pytest.mark.slow
+def test_importing_the_app_builds_nothing_and_starts_no_thread():
+    """Only app.py builds the Blocks (Spaces need its module-level `demo`); the model thread starts on first use."""
+    import subprocess
+    import sys
+
+    script = (
+        "import threading\n"
+        "import gradio as gr\n"
+        "built = []\n"
+        "original = gr.Blocks.__init__\n"
+        "gr.Blocks.__init__ = lambda self, *args, **kwargs: (built.append(1), original(self, *args, **kwargs))[1]\n"
+        "before = {thread.name for thread in threading.enumerate()}\n"
+        "import specviz.app.ui, specviz.app.live, specviz.app.lab_tabs\n"
+        "from specviz.app import worker\n"
+        "started = {thread.name for thread in threading.enumerate()} - before\n"
+        "print(len(built), worker.MODEL_THREAD.started(), sorted(started))\n"
+        "specviz.app.ui.build_app()\n"
+        "print(len(built) > 0)\n"  # negative control: the patch does see a Blocks being built
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[:2] == ["0 False []", "True"]
+
+
 @pytest.fixture(scope="module")
 def client(app_url):
     return Client(app_url, verbose=False)
 
 
+@pytest.mark.slow
 def test_a_run_returns_rows_of_all_three_colours_and_replays_identically(client):
     result = _run(client, compare=True)
     rows, stats, trace_file = result[0], result[2], result[-1]
@@ -41,11 +86,12 @@ def test_a_run_returns_rows_of_all_three_colours_and_replays_identically(client)
     assert replayed[0] == rows and replayed[1] == result[1]
 
 
+@pytest.mark.slow
 def test_streamed_updates_only_append_rows_and_text(client):
     """Gradio sends a string that extends the previous one as just the appended part, so every streamed update of
     the rows and of the final text must extend the last; and a long run must arrive in several updates."""
-    job = client.submit(OFFLINE, "", "", ui.PROMPT_LOOKUP, "Write a story about a dragon who learns to paint.", 4, 48,
-                        0, 0, 1, 0, False, False, api_name="/run")
+    story = replace(TEST_RUN, prompt="Write a story about a dragon who learns to paint.", max_new_tokens=48)
+    job = client.submit(*story.api_args(), api_name="/run")
     job.result()
     updates = job.outputs()
     assert len(updates) >= 2
@@ -54,11 +100,11 @@ def test_streamed_updates_only_append_rows_and_text(client):
     assert updates[-1][0].count('<div class="sv-row">') > updates[0][0].count('<div class="sv-row">')
 
 
+@pytest.mark.slow
 def test_cancelling_a_run_stops_the_model_within_a_round(client, app_server):
     """Stop cancels the event; the engine, which runs ahead of the stream, must stop too and free the cores."""
     server = psutil.Process(app_server[1].pid)
-    job = client.submit(OFFLINE, "", "", ui.PROMPT_LOOKUP, "Write a long story about a dragon who learns to paint.", 4,
-                        512, 0, 0, 1, 0, False, False, api_name="/run")
+    job = client.submit(*LONG_STORY.api_args(), api_name="/run")
     while not job.outputs():
         time.sleep(0.05)
     busy = _cpu_seconds(server, over=1.0)
@@ -66,7 +112,7 @@ def test_cancelling_a_run_stops_the_model_within_a_round(client, app_server):
     time.sleep(1.0)  # the round in flight ends
     idle = _cpu_seconds(server, over=2.0)
     assert busy > 0.6 and idle < 0.3, (busy, idle)
-    assert _run(client, max_new=4)[0].count('<div class="sv-row">') >= 1  # and the next run works
+    assert _run(client, max_new_tokens=4)[0].count('<div class="sv-row">') >= 1  # and the next run works
 
 
 def _cpu_seconds(process, over: float) -> float:
@@ -76,11 +122,12 @@ def _cpu_seconds(process, over: float) -> float:
     return after.user + after.system - before.user - before.system
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("overrides,message", [
     (dict(prompt="   "), "The prompt is empty"),
     (dict(gamma=0), "less than minimum value 1"),  # Gradio checks slider bounds itself
     (dict(temperature=-1), "less than minimum value 0"),
-    (dict(max_new=100000), "greater than maximum value 512"),
+    (dict(max_new_tokens=100000), "greater than maximum value 512"),
     (dict(seed=-3), "less than minimum value 0"),
     (dict(pair="Custom", target="", draft=""), "Give both a target and a draft"),
     (dict(pair="Custom", target="distilled", draft="ngram"), "can only be the drafter"),
@@ -90,8 +137,8 @@ def _cpu_seconds(process, over: float) -> float:
     (dict(prompt="tab\tand line\nare fine, but not \x07 or \x1b[31m"), "control character (U+0007"),
     (dict(gamma=-1), "less than minimum value 1"),
     (dict(gamma=1000), "greater than maximum value 16"),
-    (dict(max_new=0), "less than minimum value 1"),
-    (dict(max_new=10**6), "greater than maximum value 512"),
+    (dict(max_new_tokens=0), "less than minimum value 1"),
+    (dict(max_new_tokens=10**6), "greater than maximum value 512"),
     (dict(top_p=0), "less than minimum value 0.05"),
     (dict(top_p=1.5), "greater than maximum value 1"),
     (dict(top_k=-1), "less than minimum value 0"),
@@ -100,19 +147,21 @@ def test_bad_input_is_a_clear_error_and_the_server_keeps_serving(client, overrid
     with pytest.raises(Exception) as error:
         _run(client, **overrides)
     assert message in str(error.value)
-    rows = _run(client, max_new=4)[0]  # the next run works
+    rows = _run(client, max_new_tokens=4)[0]  # the next run works
     assert rows.count('<div class="sv-row">') >= 1
 
 
+@pytest.mark.slow
 def test_mismatched_tokenizers_are_refused(client, tmp_path, offline_target):
     from tests.test_models import _word_level_tokenizer
 
     target_dir = save_tiny_llama(tmp_path / "t", offline_target.tokenizer, 49152)
     draft_dir = save_tiny_llama(tmp_path / "d", _word_level_tokenizer(["<unk>", "a", "b"]), 3)
     with pytest.raises(Exception, match="do not share a vocabulary"):
-        _run(client, pair="Custom", target=target_dir, draft=draft_dir, drafter=ui.DRAFT_MODEL)
+        _run(client, pair="Custom", target=target_dir, draft=draft_dir, drafter=DRAFT_MODEL)
 
 
+@pytest.mark.slow
 def test_malformed_trace_upload_is_refused(client, tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
@@ -124,21 +173,23 @@ def test_malformed_trace_upload_is_refused(client, tmp_path):
         client.predict(handle_file(str(wrong)), api_name="/import_trace")
 
 
+@pytest.mark.slow
 def test_adaptive_gamma_from_the_ui_matches_plain_decoding(client):
-    result = _run(client, prompt="Name three colours.", compare=True, adaptive=True, max_new=24)
+    result = _run(client, prompt="Name three colours.", compare=True, adaptive=True, max_new_tokens=24)
     stats = result[2]
     assert "adaptive γ ≤ 4" in stats and "identical output: yes" in stats
 
 
+@pytest.mark.slow
 def test_step_advances_one_round_per_call(client):
-    first = client.predict(OFFLINE, "", "", ui.PROMPT_LOOKUP, REPEAT, 4, 40, 0, 0, 1, 0, False, False, api_name="/step")
-    second = client.predict(OFFLINE, "", "", ui.PROMPT_LOOKUP, REPEAT, 4, 40, 0, 0, 1, 0, False, False, api_name="/step")
+    first = client.predict(*TEST_RUN.api_args(), api_name="/step")
+    second = client.predict(*TEST_RUN.api_args(), api_name="/step")
     assert first[0].count('<div class="sv-row">') == 1
     assert second[0].count('<div class="sv-row">') == 2
 
 
 def test_out_of_memory_gets_advice():
-    assert "ran out of memory" in ui._friendly(torch.OutOfMemoryError("CUDA out of memory"))
+    assert "ran out of memory" in friendly_message(torch.OutOfMemoryError("CUDA out of memory"))
 
 
 @pytest.mark.parametrize("field,value", [
@@ -148,11 +199,11 @@ def test_out_of_memory_gets_advice():
 def test_settings_out_of_range_are_refused_before_any_model_loads(field, value):
     import gradio as gr
 
-    settings = dict(pair=OFFLINE, target="", draft="", drafter=ui.PROMPT_LOOKUP, prompt="hi", gamma=4,
+    settings = dict(pair=OFFLINE, target="", draft="", drafter=PROMPT_LOOKUP, prompt="hi", gamma=4,
                     max_new_tokens=8, temperature=0.0, top_k=0, top_p=1.0, seed=0)
     settings[field] = value
     with pytest.raises(gr.Error, match="Setting out of range"):
-        ui.make_config(**settings)
+        make_config(RunRequest(**settings))
 
 
 @pytest.mark.parametrize("prompt,message", [
@@ -164,46 +215,51 @@ def test_bad_prompts_are_refused_before_any_model_loads(prompt, message):
     import gradio as gr
 
     with pytest.raises(gr.Error, match=message):
-        ui.make_config(OFFLINE, "", "", ui.PROMPT_LOOKUP, prompt, 4, 8, 0.0, 0, 1.0, 0)
+        make_config(RunRequest(OFFLINE, "", "", PROMPT_LOOKUP, prompt, 4, 8, 0.0, 0, 1.0, 0))
 
 
+@pytest.mark.slow
 def test_a_corrupt_model_file_is_a_clear_error_and_the_app_goes_on(client, tmp_path, offline_target):
     folder = save_tiny_llama(tmp_path / "corrupt", offline_target.tokenizer, 49152)
     (tmp_path / "corrupt" / "model.safetensors").write_bytes(b"not weights" * 50)
     with pytest.raises(Exception, match="holds no usable checkpoint"):
         _run(client, pair="Custom", target=folder, draft="ngram")
-    assert _run(client, max_new=4)[0].count('<div class="sv-row">') >= 1
+    assert _run(client, max_new_tokens=4)[0].count('<div class="sv-row">') >= 1
 
 
+@pytest.mark.slow
 def test_the_offline_pair_drafts_with_the_distilled_draft(client):
-    kinds = _kinds(_run(client, prompt="Explain what a rainbow is.", drafter=ui.DRAFT_MODEL, max_new=24)[0])
+    kinds = _kinds(_run(client, prompt="Explain what a rainbow is.", drafter=DRAFT_MODEL, max_new_tokens=24)[0])
     assert kinds["accepted"] > 0 and kinds["corrected"] + kinds["bonus"] > 0
 
 
 @pytest.mark.parametrize("pair,draft,drafter,expected", [
-    (OFFLINE, "", ui.LOOKUP_THEN_DRAFT, "ngram+distilled"),
-    (OFFLINE, "", ui.DRAFT_MODEL, "distilled"),
-    (OFFLINE, "", ui.PROMPT_LOOKUP, "ngram"),
-    ("Custom", "some/draft", ui.LOOKUP_THEN_DRAFT, "ngram+some/draft"),
-    ("Custom", "ngram+some/draft", ui.LOOKUP_THEN_DRAFT, "ngram+some/draft"),
-    ("Custom", "ngram", ui.LOOKUP_THEN_DRAFT, "ngram"),
+    (OFFLINE, "", LOOKUP_THEN_DRAFT, "ngram+distilled"),
+    (OFFLINE, "", DRAFT_MODEL, "distilled"),
+    (OFFLINE, "", PROMPT_LOOKUP, "ngram"),
+    ("Custom", "some/draft", LOOKUP_THEN_DRAFT, "ngram+some/draft"),
+    ("Custom", "ngram+some/draft", LOOKUP_THEN_DRAFT, "ngram+some/draft"),
+    ("Custom", "ngram", LOOKUP_THEN_DRAFT, "ngram"),
 ])
 def test_the_drafter_choice_names_the_draft(pair, draft, drafter, expected):
     target = "some/target" if pair == "Custom" else ""
-    assert ui.make_config(pair, target, draft, drafter, "hi", 4, 8, 0.0, 0, 1.0, 0).draft == expected
+    assert make_config(RunRequest(pair, target, draft, drafter, "hi", 4, 8, 0.0, 0, 1.0, 0)).draft == expected
 
 
+@pytest.mark.slow
 def test_the_offline_pair_copies_then_drafts_by_default(client):
-    kinds = _kinds(_run(client, prompt=REPEAT, drafter=ui.LOOKUP_THEN_DRAFT, max_new=32)[0])
+    kinds = _kinds(_run(client, prompt=REPEAT, drafter=LOOKUP_THEN_DRAFT, max_new_tokens=32)[0])
     assert kinds["accepted"] > 0
 
 
+@pytest.mark.slow
 def test_the_distilled_draft_with_another_target_is_a_clear_error(client, tiny_draft_folder):
     with pytest.raises(Exception, match="works with that target only"):
-        _run(client, pair="Custom", target=tiny_draft_folder, draft="distilled", drafter=ui.DRAFT_MODEL)
-    assert _run(client, max_new=4)[0].count('<div class="sv-row">') >= 1
+        _run(client, pair="Custom", target=tiny_draft_folder, draft="distilled", drafter=DRAFT_MODEL)
+    assert _run(client, max_new_tokens=4)[0].count('<div class="sv-row">') >= 1
 
 
+@pytest.mark.slow
 def test_a_huge_upload_is_refused_by_the_server(client, app_url, tmp_path):
     import httpx  # a dependency of gradio
 
@@ -215,29 +271,45 @@ def test_a_huge_upload_is_refused_by_the_server(client, app_url, tmp_path):
     with open(huge, "rb") as handle:  # and a client that ignores it is refused by the server
         response = httpx.post(f"{app_url}gradio_api/upload", files={"files": ("huge.json", handle)}, timeout=60)
     assert response.status_code == 413
-    assert _run(client, max_new=4)[0].count('<div class="sv-row">') >= 1
+    assert _run(client, max_new_tokens=4)[0].count('<div class="sv-row">') >= 1
 
 
-def test_out_of_memory_in_a_step_ends_that_run_with_advice_and_the_next_works(monkeypatch):
-    """Simulated, as CI has no GPU: the model thread raises torch.OutOfMemoryError mid-run."""
+@pytest.mark.slow
+def test_out_of_memory_mid_run_is_a_clear_error_and_the_next_run_works(monkeypatch):
+    """CI has no GPU to exhaust, so the real offline target's forward raises torch.OutOfMemoryError (as CUDA's
+    allocator does) in a chosen call; the rest is real: the engine on the model thread, Step's and Run's callbacks."""
     import gradio as gr
 
-    from specviz.app import worker
-    from tests.fakes import fake_pipeline
+    from specviz.models.loading import LanguageModel
 
-    monkeypatch.setattr(ui, "load_pipeline", lambda config: fake_pipeline(vocab_size=5, drafter="ngram"))
-    controls = (OFFLINE, "", "", ui.PROMPT_LOOKUP, "a b c", 4, 8, 0.0, 0, 1.0, 0, False)
-    session = ui.step(None, *controls)[-1]
-    real_step = worker.step
-    monkeypatch.setattr(compute, "step", lambda rounds: (_ for _ in ()).throw(torch.OutOfMemoryError("CUDA out of memory")))
+    real_feed, feeds_left = LanguageModel.feed, {"count": None}  # forwards that still succeed; None: all of them
+
+    def feed_until_memory_runs_out(self, *args, **kwargs):
+        if feeds_left["count"] is not None:
+            feeds_left["count"] -= 1
+            if feeds_left["count"] < 0:
+                feeds_left["count"] = None  # it happens once
+                raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real_feed(self, *args, **kwargs)
+
+    monkeypatch.setattr(LanguageModel, "feed", feed_until_memory_runs_out)
+    controls = asdict(replace(TEST_RUN, max_new_tokens=16))  # prompt lookup: only the target runs forwards
+    session = live.step(None, **controls)[-1]  # the prompt's forward and round 1
+    feeds_left["count"] = 0  # round 2 runs out
     with pytest.raises(gr.Error, match="ran out of memory"):
-        ui.step(session, *controls)
+        live.step(session, **controls)
     assert session.finished  # so the next click starts afresh
-    monkeypatch.setattr(compute, "step", real_step)
-    again = ui.step(session, *controls)
+    again = live.step(session, **controls)
     assert again[-1] is not session and again[0].count('<div class="sv-row">') == 1
+    feeds_left["count"] = 2  # a streamed run: the prompt's forward and round 1 succeed, round 2 runs out
+    with pytest.raises(gr.Error, match="ran out of memory"):
+        for _ in live.run(**controls):
+            pass
+    *_, trace, trace_file = list(live.run(**controls))[-1]  # the next run goes to its end
+    assert trace.stop_reason and trace_file and len(trace.token_ids) > 0
 
 
+@pytest.mark.slow
 def test_a_client_that_vanishes_mid_run_frees_the_model(app_server):
     """A browser tab closed mid-run: the generation must stop too, or it would hold the model thread."""
     import subprocess
@@ -247,8 +319,7 @@ def test_a_client_that_vanishes_mid_run_frees_the_model(app_server):
     script = (
         "import os, time\n"
         "from gradio_client import Client\n"
-        f"job = Client({app_server[0]!r}, verbose=False).submit({OFFLINE!r}, '', '', {ui.PROMPT_LOOKUP!r}, "
-        "'Write a long story about a dragon who learns to paint.', 4, 512, 0, 0, 1, 0, False, False, api_name='/run')\n"
+        f"job = Client({app_server[0]!r}, verbose=False).submit(*{LONG_STORY.api_args()!r}, api_name='/run')\n"
         "while not job.outputs():\n    time.sleep(0.05)\n"
         "os._exit(0)\n"  # no cancel, no goodbye: the connection just drops
     )
@@ -256,4 +327,4 @@ def test_a_client_that_vanishes_mid_run_frees_the_model(app_server):
     time.sleep(2.0)  # the round in flight ends
     idle = _cpu_seconds(server, over=2.0)
     assert idle < 0.3, idle
-    assert _run(Client(app_server[0], verbose=False), max_new=4)[0].count('<div class="sv-row">') >= 1
+    assert _run(Client(app_server[0], verbose=False), max_new_tokens=4)[0].count('<div class="sv-row">') >= 1

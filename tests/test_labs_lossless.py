@@ -56,11 +56,11 @@ def test_noise_band_shrinks_with_more_runs_and_bad_sizes_are_refused():
 def test_bad_prefixes_are_refused_before_any_model_loads(prefix, message):
     import gradio as gr
 
-    from specviz.app import lab_tabs
+    from specviz.app import lossless_tab
 
     with pytest.raises(gr.Error, match=message):
-        lab_tabs.greedy_run(prefix)
+        lossless_tab.greedy_run(prefix)
     with pytest.raises(gr.Error, match=message):
-        next(lab_tabs.lossless_run(prefix, 20, 1, 1.0, 1.0))
+        next(lossless_tab.lossless_run(prefix, 20, 1, 1.0, 1.0))
     with pytest.raises(gr.Error, match=message):
-        next(lab_tabs.lenience_sweep(prefix, 20, 1.0))
+        next(lossless_tab.lenience_sweep(prefix, 20, 1.0))

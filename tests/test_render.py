@@ -49,7 +49,7 @@ def test_empty_and_real_traces_render():
 def test_plots_and_stats_show_hostile_text_literally():
     """plotly reads some HTML in labels and titles, and Markdown reads both HTML and its own marks."""
     from specviz import figures
-    from specviz.app import ui
+    from specviz.app import views
     from specviz.labs import rejection_figures
     from specviz.metrics import summarize
 
@@ -63,7 +63,7 @@ def test_plots_and_stats_show_hostile_text_literally():
            + rejection_figures.step_figure(_rejected_step(), vocab).to_json())
     assert "<img" not in lab and "<b>bold" not in lab and "&lt;b&gt;bold" in lab
     trace.draft_name = "[click](javascript:alert(1))"
-    stats = ui.stats_markdown(trace, summarize(trace))
+    stats = views.stats_markdown(trace, summarize(trace))
     assert "<img" not in stats and "](javascript" not in stats and "&lt;img" in stats
 
 

@@ -17,8 +17,16 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from specviz.config import (
+    BUILT_IN_DRAFTERS,
+    MAX_GAMMA,
+    MAX_NEW_TOKENS,
+    MAX_PROMPT_CHARS,
+    OFFLINE_MODEL,
+    DecodeConfig,
+    check_prompt,
+)
 from specviz.models.loading import PRESETS, looks_like_path  # the preset pairs are what a hosted server offers
-from specviz.config import BUILT_IN_DRAFTERS, MAX_GAMMA, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, OFFLINE_MODEL, DecodeConfig, check_prompt
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive
 

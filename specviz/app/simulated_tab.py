@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import gradio as gr
 
+from specviz.app.callbacks import lab_callback
+from specviz.app.views import views  # the live tab's views: shared render code, not a copy
 from specviz.labs import simulated, simulated_figures
-from specviz.app.lab_tabs import lab_callback
 
 
 def table(rows: list[dict]) -> dict:
@@ -21,8 +22,6 @@ def table(rows: list[dict]) -> dict:
 
 @lab_callback
 def run_view(overlap, gamma, c, max_new_tokens, temperature, seed):
-    from specviz.app.ui import views  # the live tab's views: shared render code, not a copy
-
     trace = simulated.run(float(overlap), int(gamma), float(c), int(max_new_tokens), int(seed), float(temperature))
     rows, final, stats, alpha_plot, _, speedup_plot, histogram, _ = views(trace)
     speedup = simulated.simulated_speedup(trace, float(c))
@@ -67,7 +66,8 @@ def simulated_tab() -> None:
     run_button = gr.Button("Run on the simulated models", variant="primary")
     rows, stats = gr.HTML(elem_id="sv-sim-rows"), gr.Markdown()
     with gr.Row():
-        alpha_plot, speedup_plot, histogram = gr.Plot(label="α per position"), gr.Plot(label="Speedup"), gr.Plot(label="Tokens per round")
+        alpha_plot, speedup_plot = gr.Plot(label="α per position"), gr.Plot(label="Speedup")
+        histogram = gr.Plot(label="Tokens per round")
     gr.Markdown("### The four experiments (seeded; rerun with another seed to see the sampling error)")
     with gr.Row():
         distribution_button = gr.Button("1. Distribution verification")

@@ -12,31 +12,49 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 T = TypeVar("T")
 _DONE = object()
 
 
-def _new_model_thread() -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="specviz-model")  # its thread starts on first use
+class ModelThread:
+    """The one thread all model work runs on. Nothing starts until the first submit. A forked child (ZeroGPU runs
+    each GPU call in one) inherits this object but not its thread, so the child starts one of its own."""
+
+    def __init__(self):
+        self._executor: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()  # two first submits at once must not start two threads
+        self._watching_forks = False
+
+    def submit(self, function: Callable[..., T], *args, **kwargs) -> Future:
+        return self._started_executor().submit(function, *args, **kwargs)
+
+    def started(self) -> bool:
+        return self._executor is not None
+
+    def _started_executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specviz-model")
+                if not self._watching_forks:
+                    os.register_at_fork(after_in_child=self._forget_in_child)
+                    self._watching_forks = True
+            return self._executor
+
+    def _forget_in_child(self) -> None:
+        """Right after a fork, in the child: the parent's thread does not exist here (a submit would wait forever),
+        and the parent's lock may have been held at the fork."""
+        self._executor, self._lock = None, threading.Lock()
 
 
-def _after_fork_in_child() -> None:
-    """A forked child (ZeroGPU runs each GPU call in one) inherits the executor but not its thread, so the first
-    submit would wait forever: give the child an executor of its own."""
-    global _MODEL_THREAD
-    _MODEL_THREAD = _new_model_thread()
-
-
-_MODEL_THREAD = _new_model_thread()
-os.register_at_fork(after_in_child=_after_fork_in_child)
+MODEL_THREAD = ModelThread()  # the app's one model thread, started by the first call
 
 
 def call(function: Callable[..., T], *args, **kwargs) -> T:
     """Run function(*args, **kwargs) on the model thread and return its result (or raise its exception)."""
-    return _MODEL_THREAD.submit(function, *args, **kwargs).result()
+    return MODEL_THREAD.submit(function, *args, **kwargs).result()
 
 
 def step(iterator: Iterator[T]) -> T | None:
@@ -58,7 +76,7 @@ class Ahead:
         self._changed = threading.Condition()
         self._newest, self._count, self._finished, self._stopped = None, 0, False, False
         self._error: BaseException | None = None
-        _MODEL_THREAD.submit(self._advance)
+        MODEL_THREAD.submit(self._advance)
 
     def _advance(self) -> None:
         """On the model thread: produce one item, publish a snapshot of it, and queue the next."""
@@ -78,7 +96,7 @@ class Ahead:
                 self._newest, self._count = snapshot, self._count + 1
             self._changed.notify_all()
         if not self._finished:
-            _MODEL_THREAD.submit(self._advance)
+            MODEL_THREAD.submit(self._advance)
 
     def newer_than(self, seen: int) -> tuple[int, object, bool]:
         """Wait until more than `seen` items exist or the run ended: (count, newest snapshot, finished)."""

@@ -21,24 +21,27 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import asdict
 from pathlib import Path
+
 from specviz.pipeline import build_pipeline
 
 PROMPT = "Write a long story about a dragon who learns to paint. Use many details."
 
 
-def _controls(tokens: int):
-    from specviz.app import ui
+def _request(tokens: int):
+    """The run both measurements time: the offline target with prompt lookup, greedy."""
+    from specviz.app.request import OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
 
-    return [list(ui.PAIRS)[0], "", "", ui.PROMPT_LOOKUP, PROMPT, 4, tokens, 0, 0, 1, 0, False, False]
+    return RunRequest(pair=OFFLINE_PAIR, drafter=PROMPT_LOOKUP, prompt=PROMPT, max_new_tokens=tokens)
 
 
 def in_process(tokens: int, repeats: int) -> dict:
     from specviz import engine
-    from specviz.app import worker
-    from specviz.app import ui
+    from specviz.app import live, worker
+    from specviz.app.callbacks import make_config
 
-    config = ui.make_config(*_controls(tokens)[:11])
+    config = make_config(_request(tokens))
     pipeline = worker.call(build_pipeline, config)  # all model work on the app's model thread, as in the app
     worker.call(engine.run_speculative, pipeline, PROMPT, config)  # warm-up
     engine_s, app_s = [], []
@@ -47,7 +50,7 @@ def in_process(tokens: int, repeats: int) -> dict:
         trace = worker.call(engine.run_speculative, pipeline, PROMPT, config)
         engine_s.append(time.perf_counter() - started)
         started = time.perf_counter()
-        for _ in ui.run(*_controls(tokens)):
+        for _ in live.run(**asdict(_request(tokens))):
             pass
         app_s.append(time.perf_counter() - started)
     engine_median, app_median = statistics.median(engine_s), statistics.median(app_s)
@@ -60,10 +63,10 @@ def through_server(tokens: int, repeats: int) -> dict:
 
     from specviz import engine
     from specviz.app import worker
-    from specviz.app import ui
+    from specviz.app.callbacks import make_config
     from specviz.trace import Trace
 
-    config = ui.make_config(*_controls(tokens)[:11])
+    config = make_config(_request(tokens))
     pipeline = worker.call(build_pipeline, config)  # all model work on the app's model thread, as in the app
     worker.call(engine.run_speculative, pipeline, PROMPT, config)  # warm-up
     with socket.socket() as probe:
@@ -84,7 +87,7 @@ def through_server(tokens: int, repeats: int) -> dict:
         firsts, streamed, engine_here, engine_there, updates = [], [], [], [], []
         for attempt in range(repeats + 1):  # the first call loads the model in the server
             started = time.perf_counter()
-            job = client.submit(*_controls(tokens), api_name="/run")
+            job = client.submit(*_request(tokens).api_args(), api_name="/run")
             first = _first_output(job, started)
             outputs = job.result()
             count = len(job.outputs())

@@ -28,10 +28,10 @@ import time
 import urllib.request
 from pathlib import Path
 
+from specviz.app.request import OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
+
 TOPICS = ["rivers", "volcanoes", "honeybees", "lighthouses", "glaciers", "comets", "owls", "tides", "bridges", "maple trees"]
 WARM_RUNS = 5  # memory is read after these, once caches and pools have settled
-OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
-PROMPT_LOOKUP = "prompt lookup (n-gram)"
 
 
 def start_server(log_path: Path, env: dict | None = None) -> tuple[str, subprocess.Popen]:
@@ -53,15 +53,16 @@ def start_server(log_path: Path, env: dict | None = None) -> tuple[str, subproce
         except OSError:
             if process.poll() is not None or time.time() > deadline:
                 process.kill()
-                raise RuntimeError(f"app.py did not start; its log: {log_path}")
+                raise RuntimeError(f"app.py did not start; its log: {log_path}") from None
             time.sleep(0.5)
 
 
 def one_run(client, prompt: str, seed: int, max_new_tokens: int, temperature: float) -> dict:
     """One Run click; returns its latency and whether what came back is this run's own."""
     started = time.perf_counter()
-    result = client.predict(OFFLINE_PAIR, "", "", PROMPT_LOOKUP, prompt, 4, max_new_tokens, temperature, 0, 1, seed,
-                            False, False, api_name="/run")
+    request = RunRequest(pair=OFFLINE_PAIR, drafter=PROMPT_LOOKUP, prompt=prompt, max_new_tokens=max_new_tokens,
+                         temperature=temperature, seed=seed)
+    result = client.predict(*request.api_args(), api_name="/run")
     seconds = time.perf_counter() - started
     trace = json.loads(Path(result[-1]).read_text(encoding="utf-8"))
     own = (trace["prompt"] == prompt and trace["config"]["seed"] == seed and result[1] == html.escape(trace["text"])

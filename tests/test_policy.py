@@ -1,4 +1,4 @@
-"""Hosted mode and allowed folders (specviz/policy.py), and the app refusing what they forbid."""
+"""Hosted mode and allowed folders (specviz/app/policy.py), and the app refusing what they forbid."""
 
 import sys
 import types
@@ -6,11 +6,12 @@ import types
 import gradio as gr
 import pytest
 
+from specviz.app.callbacks import make_config
 from specviz.app.policy import current_policy, gpu_decorator
-from specviz.app import ui
+from specviz.app.request import OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
 from specviz.config import OFFLINE_MODEL, DecodeConfig
 
-OFFLINE = list(ui.PAIRS)[0]
+OFFLINE = OFFLINE_PAIR
 
 
 def _config(**fields):
@@ -85,16 +86,19 @@ def test_caps_come_from_the_environment_and_bad_values_are_named(hosted, monkeyp
 
 
 def test_the_app_refuses_what_hosted_mode_forbids_before_loading_anything(hosted):
-    settings = dict(pair="Custom", target="/etc", draft="ngram", drafter=ui.PROMPT_LOOKUP, prompt="hi", gamma=4,
+    settings = dict(pair="Custom", target="/etc", draft="ngram", drafter=PROMPT_LOOKUP, prompt="hi", gamma=4,
                     max_new_tokens=8, temperature=0.0, top_k=0, top_p=1.0, seed=0)
     with pytest.raises(gr.Error, match="loads no local paths"):
-        ui.make_config(**settings)
+        make_config(RunRequest(**settings))
     with pytest.raises(gr.Error, match="capped at 8"):
-        ui.make_config(**{**settings, "target": "", "pair": OFFLINE, "gamma": 12})
+        make_config(RunRequest(**{**settings, "target": "", "pair": OFFLINE, "gamma": 12}))
 
 
+@pytest.mark.slow
 def test_hosted_app_shows_its_caps_on_the_sliders(hosted):
-    demo = ui.build_app()
+    from specviz.app.ui import build_app
+
+    demo = build_app()
     sliders = [block for block in demo.blocks.values() if isinstance(block, gr.Slider)]  # live tab first
     first = lambda label: next(block for block in sliders if block.label == label)  # noqa: E731
     assert first("γ: tokens drafted per round").maximum == 8

@@ -2,6 +2,7 @@
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -27,6 +28,15 @@ def test_call_and_step_run_on_the_one_model_thread():
     assert len(names) == 1 and names.pop().startswith("specviz-model")
     items = _counting(2)
     assert [worker.step(items), worker.step(items), worker.step(items)] == [0, 1, None]
+
+
+def test_the_model_thread_starts_on_first_use_and_only_once():
+    model_thread = worker.ModelThread()
+    assert not model_thread.started()  # constructing it (as importing worker does) starts nothing
+    with ThreadPoolExecutor(max_workers=8) as callers:  # many first calls at once, as Gradio's threads make them
+        idents = set(callers.map(lambda _: model_thread.submit(threading.get_ident).result(), range(32)))
+    assert model_thread.started() and len(idents) == 1
+    assert model_thread.submit(lambda: threading.current_thread().name).result().startswith("specviz-model")
 
 
 def test_ahead_runs_to_the_end_on_the_model_thread_and_the_reader_sees_the_newest():

@@ -1,0 +1,108 @@
+"""What the live tab asks for: the /run and /step endpoints' arguments, defined once.
+
+`RunRequest`'s fields are the live tab's controls, in the order of the HTTP API's arguments (gradio_client
+callers pass them positionally: keep the order). ui.py maps each field to its widget; `to_config` turns a
+request into a validated DecodeConfig. No gradio here, so the load test can build requests too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from specviz.app.policy import Policy
+from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.models import loading as models
+
+OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
+CUSTOM_PAIR = "Custom"
+PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from the text boxes
+    OFFLINE_PAIR: (OFFLINE_MODEL, DISTILLED_DRAFTER),
+    "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": (OFFLINE_MODEL, QUANTIZED_DRAFTER),
+    "gpt2-xl ← gpt2": models.PRESETS["gpt2-xl"],
+    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": models.PRESETS["smollm2-1.7b"],
+    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": models.PRESETS["qwen2.5-1.5b"],
+    CUSTOM_PAIR: (None, None),
+}
+DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
+DRAFTERS = [LOOKUP_THEN_DRAFT, PROMPT_LOOKUP, DRAFT_MODEL]
+EXAMPLES = [
+    "Alan Turing theorized that computers would one day become",
+    "Repeat this sentence three times: the quick brown fox jumps over the lazy dog.",
+    "Summarize in one sentence: The Amazon rainforest covers much of the Amazon basin of South America. "
+    "The rainforest is home to millions of species and plays a key role in the global climate.",
+    "Write a Python function that checks whether a number is prime.",
+    "What is the capital of France? Answer in one word.",
+]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One Run or Step click. The defaults are the widgets' initial values (the pair's is set per device)."""
+
+    pair: str = OFFLINE_PAIR  # a key of PAIRS
+    target: str = ""  # with the Custom pair: the target's hub id or folder
+    draft: str = ""  # with the Custom pair: the draft's id or folder, or a built-in drafter ("ngram+…" allowed)
+    drafter: str = LOOKUP_THEN_DRAFT  # one of DRAFTERS: how the pair's draft is used
+    prompt: str = EXAMPLES[0]  # the user's text (wrapped in the chat template where the target has one)
+    gamma: int = 4  # γ: tokens drafted per round
+    max_new_tokens: int = 64  # stop after this many generated tokens
+    temperature: float = 0.0  # 0 = greedy
+    top_k: int = 0  # 0 = off
+    top_p: float = 1.0  # 1 = off
+    seed: int = 0  # seeds the run's torch.Generator
+    compare: bool = False  # also decode plainly, to measure the speedup and check the output is identical
+    adaptive: bool = False  # each round drafts 0..γ tokens, chosen from running acceptance and measured costs
+
+    @staticmethod
+    def field_names() -> list[str]:
+        """The fields in their order: the HTTP API's argument order."""
+        return [field.name for field in dataclasses.fields(RunRequest)]
+
+    def api_args(self) -> list:
+        """The values in the HTTP API's order, for `Client.predict(*request.api_args(), api_name="/run")`."""
+        return [getattr(self, name) for name in self.field_names()]
+
+    def draft_id(self) -> str:
+        """The draft as DecodeConfig names it: the pair's or the text box's, after "ngram+" when lookup goes first."""
+        if self.drafter == PROMPT_LOOKUP:
+            return NGRAM_DRAFTER
+        draft_id = PAIRS.get(self.pair, (None, None))[1] or (self.draft or "").strip()
+        if self.drafter == LOOKUP_THEN_DRAFT and draft_id and draft_id != NGRAM_DRAFTER:
+            draft_id = LOOKUP_FIRST + draft_id.removeprefix(LOOKUP_FIRST)
+        return draft_id
+
+    def to_config(self, policy: Policy) -> DecodeConfig:
+        """A validated DecodeConfig that `policy` allows, or ValueError with one sentence a user can act on."""
+        if not isinstance(self.prompt, str) or not self.prompt.strip():
+            raise ValueError("The prompt is empty: type one or click an example.")
+        target_id = (PAIRS.get(self.pair, (None, None))[0] or (self.target or "")).strip()
+        draft_id = self.draft_id()
+        if not target_id or not draft_id:
+            raise ValueError("Give both a target and a draft model id (or choose prompt lookup).")
+        try:
+            config = DecodeConfig(target=target_id, draft=draft_id, gamma=_whole(self.gamma, "γ"),
+                                  max_new_tokens=_whole(self.max_new_tokens, "max new tokens"),
+                                  temperature=float(self.temperature), top_k=_whole(self.top_k, "top-k"),
+                                  top_p=float(self.top_p), seed=_whole(self.seed, "seed"),
+                                  adaptive=bool(self.adaptive)).validate()
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"Setting out of range: {error}.") from error
+        try:
+            policy.check(config, self.prompt)
+        except ValueError as error:
+            raise ValueError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from error
+        return config
+
+
+def default_pair() -> str:
+    """The offline pair whose draft is the offline default on this machine (models.offline_drafter)."""
+    drafter = models.offline_drafter().removeprefix(LOOKUP_FIRST)
+    return next(name for name, (target, draft) in PAIRS.items() if target == OFFLINE_MODEL and draft == drafter)
+
+
+def _whole(value, name: str) -> int:
+    number = float(value)
+    if number != int(number):
+        raise ValueError(f"{name} must be a whole number, got {value}")
+    return int(number)
