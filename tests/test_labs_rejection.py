@@ -9,7 +9,6 @@ import torch
 from specviz.labs.rejection import (
     MISTAKES,
     PRESETS,
-    chi_square_test,
     classical_rejection,
     exact_output_distribution,
     overlap,
@@ -17,10 +16,10 @@ from specviz.labs.rejection import (
     sample_many,
     speculative_outputs,
     speculative_step,
-    total_variation,
     tvd_noise,
 )
 from specviz.labs.rejection_figures import histogram_figure, overlap_figure, step_figure
+from specviz.metrics import chi_square_test, total_variation
 
 JAPAN = PRESETS["The Japan ... (textbook)"]
 TARGET, DRAFT = JAPAN["target_probs"], JAPAN["draft_probs"]  # p = [.4, .3, .2, .1], q = [.5, .25, .15, .1]

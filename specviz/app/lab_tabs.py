@@ -13,6 +13,7 @@ from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.simulated_tab import simulated_tab
 from specviz.labs import calculator, calculator_figures, glossary
 from specviz.metrics import estimate_verify_cost, summarize
+from specviz.theory import extend_verify_cost
 
 
 def _measured(trace):
@@ -31,7 +32,7 @@ def theory_views(alpha, gamma, c, use_measured_cost, trace):
     if use_measured_cost:
         if trace is None or not trace.rounds:
             raise gr.Error("No live run yet: run one on the first tab to measure v(k), or untick the box.")
-        verify_cost = calculator.extend_verify_cost(estimate_verify_cost(trace), 64)
+        verify_cost = extend_verify_cost(estimate_verify_cost(trace), 64)
     values = calculator.readout(float(alpha), int(gamma), float(c), verify_cost=verify_cost)
     aware = values["speedup_with_verify_cost"]
     text = (f"**E[tokens per iteration] = {values['expected_tokens']:.3f}** · speedup E/(γc+1) = "

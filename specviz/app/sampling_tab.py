@@ -7,6 +7,7 @@ import torch
 
 from specviz.app.callbacks import lab_callback
 from specviz.labs import rejection, rejection_figures
+from specviz.metrics import chi_square_test, total_variation
 
 NO_MISTAKE = "none (the correct algorithm)"
 
@@ -51,9 +52,9 @@ def sample_view(vocab_text, target_text, draft_text, sample_count, mistake, seed
     counts = rejection.sample_many(target_probs, draft_probs, int(sample_count), torch.Generator().manual_seed(int(seed)),
                                    mistake=chosen)
     predicted = rejection.exact_output_distribution(target_probs, draft_probs, chosen) if chosen else None
-    statistic, dof, p_value = rejection.chi_square_test(counts, target_probs)
+    statistic, dof, p_value = chi_square_test(counts, target_probs)
     total = sum(counts)
-    tvd = rejection.total_variation([count / total for count in counts], target_probs)
+    tvd = total_variation([count / total for count in counts], target_probs)
     verdict = "follows p" if p_value > 1e-3 else "does NOT follow p"
     text = (f"{total:,} samples{'' if chosen is None else f' with the mistake *{chosen}*'}: χ² = {statistic:.1f} ({dof} dof), "
             f"p-value **{p_value:.3g}**, TVD to p **{tvd:.4f}** "

@@ -39,7 +39,8 @@ def views(trace: Trace | None, held: tuple | None = None, position: int | None =
                                           metrics.accepted_per_position, metrics.alpha),
         figures.p_vs_q_figure(last, position or default_position(last)),
         figures.speedup_figure(metrics.alpha, metrics.c, gamma, metrics.speedup_measured, estimate_verify_cost(trace)),
-        figures.tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, gamma),
+        figures.tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, gamma,
+                                        [r.drafted for r in trace.rounds]),
         slider,
     )
 

@@ -16,7 +16,6 @@ import re
 
 import torch
 
-from specviz.metrics import chi_square_test, total_variation  # noqa: F401  (the lab's statistics, for its tab)
 from specviz.sampling import residual, sample_with_uniform
 from specviz.verify import verify
 
