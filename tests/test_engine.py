@@ -30,7 +30,11 @@ def _exact_sequence_probs(config: DecodeConfig, length: int, vocab: int) -> dict
     return probs
 
 
-@pytest.mark.parametrize("sampling", [dict(temperature=1.0), dict(temperature=0.7, top_k=2), dict(temperature=1.3, top_p=0.8)])
+@pytest.mark.parametrize("sampling", [
+    dict(temperature=1.0),
+    pytest.param(dict(temperature=0.7, top_k=2), marks=pytest.mark.slow),  # thousands of runs: the full tier
+    pytest.param(dict(temperature=1.3, top_p=0.8), marks=pytest.mark.slow),
+])
 def test_speculative_sequences_follow_the_target_exactly(sampling):
     vocab, length, runs = 3, 3, 2000
     config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, **sampling)
@@ -48,6 +52,7 @@ def test_speculative_sequences_follow_the_target_exactly(sampling):
     assert 0.5 * (observed / runs - expected).abs().sum() < 0.06  # total variation distance
 
 
+@pytest.mark.slow
 def test_lookup_then_model_rounds_mix_and_the_output_follows_the_target_exactly():
     vocab, length, runs = 3, 4, 3000
     # γ = 1 gives several rounds: the first has nothing to copy ("b" is new), later ones often do.
@@ -70,6 +75,7 @@ def test_lookup_then_model_rounds_mix_and_the_output_follows_the_target_exactly(
     assert 0.5 * (observed / runs - expected).abs().sum() < 0.08  # total variation distance over 81 sequences
 
 
+@pytest.mark.slow
 def test_negative_control_broken_rollback_is_caught(monkeypatch):
     """If the target cache were not cropped after a rejection, the output would leave the target's law."""
     vocab, length, runs = 3, 3, 2000

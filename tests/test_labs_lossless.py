@@ -28,6 +28,7 @@ def test_exact_speculative_sampling_matches_p_and_plain_sampling():
     assert lossless.chi_square_against_exact(plain_first, check.exact_first)[2] > 1e-3
 
 
+@pytest.mark.slow
 def test_lenience_raises_alpha_and_drifts_away_from_p():
     pipeline = fake_pipeline(vocab_size=4)
     checks = [_final(pipeline, dataclasses.replace(CONFIG, lenience=lenience), runs=600) for lenience in (1.0, 0.2)]

@@ -157,6 +157,7 @@ def test_runs_replay_exactly():
     assert first.token_ids == again.token_ids and first.text.startswith(" ")
 
 
+@pytest.mark.slow
 def test_negative_control_corrections_drawn_from_the_target_are_caught(monkeypatch):
     """The tilted draft makes norm(max(0, p − q)) differ from p, so skipping the residual changes the output."""
     monkeypatch.setattr("specviz.verify.residual", lambda target_probs, draft_probs: target_probs)

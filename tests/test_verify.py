@@ -118,8 +118,8 @@ def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
 
 @pytest.mark.parametrize("target,draft", [
     (TARGET, DRAFT),
-    (torch.tensor([0.5, 0.3, 0.1, 0.1]), torch.tensor([0.3, 0.4, 0.2, 0.1])),
-    (torch.tensor([0.05, 0.05, 0.6, 0.3]), torch.tensor([0.7, 0.1, 0.1, 0.1])),
+    pytest.param(torch.tensor([0.5, 0.3, 0.1, 0.1]), torch.tensor([0.3, 0.4, 0.2, 0.1]), marks=pytest.mark.slow),
+    pytest.param(torch.tensor([0.05, 0.05, 0.6, 0.3]), torch.tensor([0.7, 0.1, 0.1, 0.1]), marks=pytest.mark.slow),
 ])
 def test_sampled_tokens_follow_the_target(target, draft):
     generator = torch.Generator().manual_seed(1234)
@@ -129,6 +129,7 @@ def test_sampled_tokens_follow_the_target(target, draft):
     assert (counts / counts.sum() - target).abs().max() < 0.015
 
 
+@pytest.mark.slow
 def test_negative_control_always_accept_fails_the_same_test():
     generator = torch.Generator().manual_seed(1234)
     draws = _speculative_draws(TARGET, DRAFT, 20_000, generator, always_accept=True)
