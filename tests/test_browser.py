@@ -7,9 +7,13 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ACCEPTED_CHIP = (217, 242, 225)  # .sv-accepted's background in assets/specviz.css
+PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and tokens-per-round plots
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +52,22 @@ def _row_count(page) -> int:
     return page.locator(".sv-row").count()
 
 
+def _screenshot_showing_the_run(page, path: Path) -> None:
+    """Screenshot the whole page and check the PNG shows this run: the page's full size, the accepted tokens' green
+    chips (at least half their area on the page) and the plots' green bars (an empty plot has none)."""
+    from PIL import Image  # a dependency of gradio
+
+    page.screenshot(path=str(path), full_page=True)
+    with Image.open(path) as image:
+        size, pixels = image.size, {colour: count for count, colour in image.convert("RGB").getcolors(1 << 24)}
+    width, height = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+    assert size[0] == width and abs(size[1] - height) <= 2, (size, width, height)
+    boxes = [chip.bounding_box() for chip in page.locator(".sv-row .sv-accepted").all()]
+    chip_area = sum(box["width"] * box["height"] for box in boxes)
+    assert pixels.get(ACCEPTED_CHIP, 0) >= 0.5 * chip_area > 0, (pixels.get(ACCEPTED_CHIP), chip_area)
+    assert pixels.get(PLOT_GREEN, 0) > 10_000, pixels.get(PLOT_GREEN)
+
+
 def test_example_then_run_shows_coloured_rows_and_four_plots(page, tmp_path):
     page.get_by_text("Repeat this sentence three times", exact=False).first.click()
     page.wait_for_function("document.querySelector('textarea').value.startsWith('Repeat this sentence')", timeout=10_000)
@@ -64,9 +84,7 @@ def test_example_then_run_shows_coloured_rows_and_four_plots(page, tmp_path):
     struck = page.locator(".sv-row .sv-rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine")
     assert green == "rgb(217, 242, 225)" and "line-through" in struck
     assert page.locator(".js-plotly-plot").count() >= 4
-    shot = Path(os.environ.get("SPECVIZ_SCREENSHOT", tmp_path / "specviz.png"))
-    page.screenshot(path=str(shot), full_page=True)
-    assert shot.stat().st_size > 50_000
+    _screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT", tmp_path / "specviz.png")))
 
 
 def test_stop_ends_a_long_run_and_the_next_run_works(page):
@@ -122,15 +140,11 @@ def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
     _run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct (embedded)")  # the app opens on the 4-bit pair
     assert "← distilled" in page.locator("#sv-stats").inner_text()
     assert page.locator(".sv-row .sv-accepted").count() > 0  # drafts from the distilled head were accepted
-    shot = Path(os.environ.get("SPECVIZ_SCREENSHOT_DISTILLED", tmp_path / "distilled.png"))
-    page.screenshot(path=str(shot), full_page=True)
-    assert shot.stat().st_size > 50_000
+    _screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT_DISTILLED", tmp_path / "distilled.png")))
 
 
 def test_the_offline_pair_runs_with_its_own_4bit_copy(page, tmp_path):
     _run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     assert "← int4" in page.locator("#sv-stats").inner_text()
     assert page.locator(".sv-row .sv-accepted").count() > 3 * page.locator(".sv-row .sv-rejected").count()
-    shot = Path(os.environ.get("SPECVIZ_SCREENSHOT_INT4", tmp_path / "int4.png"))
-    page.screenshot(path=str(shot), full_page=True)
-    assert shot.stat().st_size > 50_000
+    _screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT_INT4", tmp_path / "int4.png")))
