@@ -49,7 +49,7 @@ def _run_with_the_draft_model(page, pair: str) -> None:
 
 
 def _row_count(page) -> int:
-    return page.locator(".sv-row").count()
+    return page.locator("#sv-rows .sv-row").count()
 
 
 def _screenshot_showing_the_run(page, path: Path) -> None:
@@ -62,7 +62,7 @@ def _screenshot_showing_the_run(page, path: Path) -> None:
         size, pixels = image.size, {colour: count for count, colour in image.convert("RGB").getcolors(1 << 24)}
     width, height = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
     assert size[0] == width and abs(size[1] - height) <= 2, (size, width, height)
-    boxes = [chip.bounding_box() for chip in page.locator(".sv-row .sv-accepted").all()]
+    boxes = [chip.bounding_box() for chip in page.locator("#sv-rows .sv-row .sv-accepted").all()]
     chip_area = sum(box["width"] * box["height"] for box in boxes)
     assert pixels.get(ACCEPTED_CHIP, 0) >= 0.5 * chip_area > 0, (pixels.get(ACCEPTED_CHIP), chip_area)
     assert pixels.get(PLOT_GREEN, 0) > 10_000, pixels.get(PLOT_GREEN)
@@ -72,16 +72,16 @@ def test_example_then_run_shows_coloured_rows_and_four_plots(page, tmp_path):
     page.get_by_text("Repeat this sentence three times", exact=False).first.click()
     page.wait_for_function("document.querySelector('textarea').value.startsWith('Repeat this sentence')", timeout=10_000)
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_selector(".sv-row", timeout=120_000)
+    page.wait_for_selector("#sv-rows .sv-row", timeout=120_000)
     page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=120_000)
     page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
                            " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
                            timeout=120_000)
     for kind in ("accepted", "rejected"):
-        assert page.locator(f".sv-row .sv-{kind}").count() > 0, kind
-    assert page.locator(".sv-row .sv-corrected, .sv-row .sv-bonus").count() > 0
-    green = page.locator(".sv-row .sv-accepted").first.evaluate("e => getComputedStyle(e).backgroundColor")
-    struck = page.locator(".sv-row .sv-rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine")
+        assert page.locator(f"#sv-rows .sv-row .sv-{kind}").count() > 0, kind
+    assert page.locator("#sv-rows .sv-corrected, #sv-rows .sv-bonus").count() > 0
+    green = page.locator("#sv-rows .sv-row .sv-accepted").first.evaluate("e => getComputedStyle(e).backgroundColor")
+    struck = page.locator("#sv-rows .sv-row .sv-rejected").first.evaluate("e => getComputedStyle(e).textDecorationLine")
     assert green == "rgb(217, 242, 225)" and "line-through" in struck
     assert page.locator(".js-plotly-plot").count() >= 4
     _screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT", tmp_path / "specviz.png")))
@@ -94,14 +94,14 @@ def test_stop_ends_a_long_run_and_the_next_run_works(page):
     max_tokens.fill("512")
     max_tokens.press("Enter")
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("document.querySelectorAll('.sv-row').length >= 2", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000)
     page.get_by_role("button", name="Stop", exact=True).click()
     time.sleep(2)
     stopped_at = _row_count(page)
     time.sleep(3)
     assert _row_count(page) == stopped_at < 300  # nothing more streams in
     page.get_by_role("button", name="Step", exact=True).click()  # the worker is free again
-    page.wait_for_function("document.querySelectorAll('.sv-row').length == 1", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=120_000)
 
 
 LAB_TABS = [  # tab, button to press (or None), text that must then appear in the tab
@@ -139,12 +139,12 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
 def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
     _run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct (embedded)")  # the app opens on the 4-bit pair
     assert "← distilled" in page.locator("#sv-stats").inner_text()
-    assert page.locator(".sv-row .sv-accepted").count() > 0  # drafts from the distilled head were accepted
+    assert page.locator("#sv-rows .sv-row .sv-accepted").count() > 0  # drafts from the distilled head were accepted
     _screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT_DISTILLED", tmp_path / "distilled.png")))
 
 
 def test_the_offline_pair_runs_with_its_own_4bit_copy(page, tmp_path):
     _run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     assert "← int4" in page.locator("#sv-stats").inner_text()
-    assert page.locator(".sv-row .sv-accepted").count() > 3 * page.locator(".sv-row .sv-rejected").count()
+    assert page.locator("#sv-rows .sv-row .sv-accepted").count() > 3 * page.locator("#sv-rows .sv-row .sv-rejected").count()
     _screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT_INT4", tmp_path / "int4.png")))
