@@ -65,21 +65,27 @@ class FixedGamma:
 
 
 class ScriptedGamma(FixedGamma):
-    """Draft lengths read from a recorded run, one per round: a replay asks for what the run drafted.
+    """Draft lengths read from a recorded run, one per round: a replay asks for what the run asked of the
+    drafter (`asked`, where recorded; a drafter cut at EOS drafted fewer) and keeps what the run drafted.
 
-    >>> policy = ScriptedGamma([3, 0])
-    >>> policy.before_draft(4), policy.after_draft(7, [1, 2, 3]), policy.before_draft(4)
-    (3, 3, 0)
+    >>> policy = ScriptedGamma([3, 0], asked=[5, None])
+    >>> policy.before_draft(4), policy.after_draft(7, [1, 2, 3, 4]), policy.before_draft(4)
+    (4, 3, 0)
     """
 
-    def __init__(self, lengths: list[int]):
+    def __init__(self, lengths: list[int], asked: list[int | None] | None = None):
         self.lengths = list(lengths)
+        self.asked = [a if a is not None else n for a, n in zip(asked, lengths)] if asked else self.lengths
         self.round = 0
 
     def before_draft(self, room: int) -> int:
-        length = self.lengths[self.round] if self.round < len(self.lengths) else room
+        length = self.asked[self.round] if self.round < len(self.asked) else room
         self.round += 1
         return min(length, room)
+
+    def after_draft(self, start: int, proposal: list[int]) -> int:
+        index = self.round - 1
+        return min(len(proposal), self.lengths[index]) if 0 <= index < len(self.lengths) else len(proposal)
 
 
 GammaPolicy = FixedGamma  # the interface: FixedGamma, ScriptedGamma and AdaptiveGamma all provide it

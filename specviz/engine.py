@@ -86,7 +86,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             round_ = record_round(len(trace.rounds), drafted.tolist(), draft_probs, target_probs, uniforms, result, texts,
                                   with_next=len(emitted) > result.accepted_count)
             round_.draft_ms, round_.verify_ms, round_.draft_forwards = timing.draft_ms, timing.verify_ms, timing.draft_forwards
-            round_.next_uniform = next_uniform
+            round_.next_uniform, round_.asked = next_uniform, asked
             trace.rounds.append(round_)
             trace.token_ids = sequence[len(prompt_ids) :]
             trace.stop_reason = _stop_reason(emitted[-1], pipeline, sequence, prompt_ids, config)

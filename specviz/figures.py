@@ -96,9 +96,11 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     return figure
 
 
-def speedup_figure(alpha: float, c: float, gamma_used: int, measured: float | None = None,
+def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | None = None,
                    verify_cost: dict[int, float] | None = None, max_gamma: int = 16) -> go.Figure:
-    """Theoretical S(γ) from the measured α and c, the verify-cost-aware variant, the measured point, the best γ."""
+    """Theoretical S(γ) from the measured α and c, the verify-cost-aware variant, the measured point, the best γ.
+
+    gamma_used: where the measured point goes; an adaptive run passes its mean draft length (a fraction)."""
     alpha = min(max(alpha, 0.0), 1.0)
     gammas = list(range(1, max_gamma + 1))
     ideal = [theory.speedup(alpha, g, c) for g in gammas]
@@ -115,7 +117,8 @@ def speedup_figure(alpha: float, c: float, gamma_used: int, measured: float | No
         figure.add_scatter(x=[best_costed], y=[costed[best_costed - 1]], mode="markers", name=f"best γ with v(k) = {best_costed}",
                            marker=dict(symbol="star", size=15, color=ORANGE))
     if measured is not None:
-        figure.add_scatter(x=[gamma_used], y=[measured], mode="markers", name=f"measured {measured:.2f}×",
+        mean = "" if float(gamma_used).is_integer() else f" at mean γ {gamma_used:.1f}"
+        figure.add_scatter(x=[gamma_used], y=[measured], mode="markers", name=f"measured {measured:.2f}×{mean}",
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
     figure.update_layout(**LAYOUT, title=f"Speedup against γ (α = {alpha:.2f}, c = {c:.3f})",

@@ -10,7 +10,9 @@ configuration and prompt, run again on the same models and device, must give rou
 - p_i(x) and q_i(x) within TOLERANCE (they are recomputed by the models, not copied).
 
 Adaptive γ chooses each round's draft length from measured timings, which no re-run reproduces, so an adaptive
-trace is replayed with its recorded lengths (ScriptedGamma); the rest of each round must still come out the same.
+trace is replayed with its recorded lengths (ScriptedGamma: the length asked of the drafter, which draws
+random numbers for every token it drafts, and the length kept after an EOS or the policy cut it); the rest of
+each round must still come out the same.
 `first_difference` stops the re-run at the first round that differs and names it with a one-line reason.
 """
 
@@ -43,7 +45,7 @@ def first_difference(trace: Trace, pipeline: Pipeline | None = None) -> Mismatch
         pipeline = build_pipeline(config)
     recorded = trace.rounds
     # A fixed γ is replayed by the engine's own policy; adaptive lengths are read from the trace.
-    policy = ScriptedGamma([round_.drafted for round_ in recorded]) if config.adaptive else None
+    policy = ScriptedGamma([r.drafted for r in recorded], [r.asked for r in recorded]) if config.adaptive else None
     replayed_count = 0
     for replayed, _ in speculative_decode(pipeline, trace.prompt, config, policy):
         index = replayed_count

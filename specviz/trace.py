@@ -49,6 +49,7 @@ class Round:
     draft_token_ids: list[int] = field(default_factory=list)  # every proposed id, also those after a rejection
     draft_texts: list[str] = field(default_factory=list)
     next_uniform: float | None = None  # the uniform that drew the correction or bonus (inverse CDF)
+    asked: int | None = None  # the draft length asked for; more than `drafted` when the draft was cut at EOS
 
     @property
     def emitted(self) -> list[Token]:

@@ -181,6 +181,20 @@ def test_adaptive_gamma_from_the_ui_matches_plain_decoding(client):
 
 
 @pytest.mark.slow
+def test_the_speedup_plot_puts_an_adaptive_run_at_its_mean_draft_length():
+    from specviz import engine
+    from specviz.app.views import measured_gamma
+    from specviz.config import DecodeConfig
+    from tests.fakes import fake_pipeline
+
+    config = DecodeConfig(gamma=4, max_new_tokens=24, temperature=1.0, seed=5, chat=False, adaptive=True)
+    trace = engine.run_speculative(fake_pipeline(8, draft_salt=1), "abcabcab", config)
+    lengths = [r.drafted for r in trace.rounds]
+    assert len(set(lengths)) > 1 and measured_gamma(trace) == sum(lengths) / len(lengths)
+    trace.config["adaptive"] = False
+    assert measured_gamma(trace) == 4
+
+
 def test_step_advances_one_round_per_call(client):
     first = client.predict(*TEST_RUN.api_args(), api_name="/step")
     second = client.predict(*TEST_RUN.api_args(), api_name="/step")

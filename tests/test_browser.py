@@ -52,11 +52,18 @@ def _row_count(page) -> int:
     return page.locator("#sv-rows .sv-row").count()
 
 
+def _wait_until_settled(page) -> None:
+    """Gradio marks a component .generating or .pending (an orange frame, faded) while an update is on its way."""
+    page.wait_for_function("document.querySelectorAll('.generating, .pending').length == 0", timeout=60_000)
+    page.wait_for_timeout(500)  # plotly redraws after the update lands
+
+
 def _screenshot_showing_the_run(page, path: Path) -> None:
     """Screenshot the whole page and check the PNG shows this run: the page's full size, the accepted tokens' green
     chips (at least half their area on the page) and the plots' green bars (an empty plot has none)."""
     from PIL import Image  # a dependency of gradio
 
+    _wait_until_settled(page)
     page.screenshot(path=str(path), full_page=True)
     with Image.open(path) as image:
         size, pixels = image.size, {colour: count for count, colour in image.convert("RGB").getcolors(1 << 24)}
@@ -132,7 +139,7 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
         assert page.locator("#sv-sim-rows .sv-row").count() > 0
     shots = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
     if shots:
-        page.wait_for_timeout(1500)  # let the last update settle (Gradio fades a component while it updates)
+        _wait_until_settled(page)
         page.screenshot(path=str(Path(shots) / f"lab-{tab.lower().replace(' ', '-')}.png"), full_page=True)
 
 

@@ -54,7 +54,13 @@ def test_speedup_curve_is_the_closed_form(trace):
     best = figure.data[1]
     assert best.x[0] == theory.optimal_gamma(m.alpha, m.c, max_gamma=16)
     measured = [d for d in figure.data if d.name.startswith("measured")][0]
-    assert measured.y[0] == pytest.approx(m.speedup_measured)
+    assert measured.y[0] == pytest.approx(m.speedup_measured) and measured.x[0] == 4 and "mean" not in measured.name
+
+
+def test_an_adaptive_runs_measured_point_sits_at_its_mean_draft_length():
+    figure = figures.speedup_figure(0.8, 0.2, 2.5, 1.7)
+    measured = [d for d in figure.data if d.name.startswith("measured")][0]
+    assert measured.x[0] == 2.5 and measured.name == "measured 1.70× at mean γ 2.5"
 
 
 def test_histogram_counts_rounds_and_predicts_the_capped_geometric(trace):

@@ -38,7 +38,8 @@ def views(trace: Trace | None, held: tuple | None = None, position: int | None =
         figures.alpha_per_position_figure(metrics.alpha_per_position, metrics.reached_per_position,
                                           metrics.accepted_per_position, metrics.alpha),
         figures.p_vs_q_figure(last, position or default_position(last)),
-        figures.speedup_figure(metrics.alpha, metrics.c, gamma, metrics.speedup_measured, estimate_verify_cost(trace)),
+        figures.speedup_figure(metrics.alpha, metrics.c, measured_gamma(trace), metrics.speedup_measured,
+                               estimate_verify_cost(trace)),
         figures.tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, gamma,
                                         [r.drafted for r in trace.rounds]),
         slider,
@@ -48,6 +49,13 @@ def views(trace: Trace | None, held: tuple | None = None, position: int | None =
 def held_plots(outputs: tuple, trace: Trace) -> tuple:
     """The plots of `outputs` serialized once (Gradio passes PlotData through as is), and the round shown."""
     return (*(PlotData(type="plotly", plot=figure.to_json()) for figure in outputs[3:7]), len(trace.rounds))
+
+
+def measured_gamma(trace: Trace) -> float:
+    """The γ the run drafted with: the configured one, or the mean draft length of an adaptive run."""
+    if trace.config.get("adaptive"):
+        return sum(r.drafted for r in trace.rounds) / len(trace.rounds)
+    return int(trace.config["gamma"])
 
 
 def default_position(round_: Round) -> int:
