@@ -1,12 +1,19 @@
-"""specviz web app: `python app.py` serves on 0.0.0.0:7860 (GRADIO_SERVER_NAME / GRADIO_SERVER_PORT override).
+"""specviz web app: `python app.py` serves http://127.0.0.1:7860, this machine only.
+
+Open it to other machines (a classroom's network) with `python app.py --host 0.0.0.0`, or GRADIO_SERVER_NAME=0.0.0.0;
+on a Hugging Face Space (SPACE_ID is set there) it listens on every interface by itself. `--port` or
+GRADIO_SERVER_PORT changes the port. The Custom pair loads local folders from one models directory only
+(SPECVIZ_MODELS_DIR, by default the specviz cache; specviz/app/policy.py).
 
 Queue: SPECVIZ_CONCURRENCY runs at once (default 2; all model work shares one thread, so more only interleaves
 rounds), SPECVIZ_QUEUE_SIZE waiting at most (default 64; beyond it a visitor is told the queue is full).
 SPECVIZ_HOSTED=1 turns on hosted mode (specviz/app/policy.py). Uploads over 20 MB are refused by Gradio itself.
 """
 
+import argparse
 import os
 
+from specviz.app.policy import listen_host
 from specviz.app.ui import build_app, css
 
 QUEUE_POLL_S = 0.02  # see below
@@ -14,7 +21,17 @@ MAX_UPLOAD = "20mb"  # a trace is far smaller; live.MAX_TRACE_BYTES checks again
 
 demo = build_app()
 
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python app.py", description="The specviz web app.")
+    parser.add_argument("--host", help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0: every "
+                                       "interface; GRADIO_SERVER_NAME sets it too)")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    return parser.parse_args(argv)
+
+
 if __name__ == "__main__":
+    args = parse_args()
     demo.queue(default_concurrency_limit=int(os.environ.get("SPECVIZ_CONCURRENCY", "2")),
                max_size=int(os.environ.get("SPECVIZ_QUEUE_SIZE", "64")))
     # Gradio's queue looks for new work every 1 ms and for progress every 10 ms. On a 2-core CPU those wake-ups slowed
@@ -24,8 +41,8 @@ if __name__ == "__main__":
         if hasattr(demo._queue, setting):
             setattr(demo._queue, setting, QUEUE_POLL_S)
     demo.launch(
-        server_name=os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0"),
-        server_port=int(os.environ.get("GRADIO_SERVER_PORT", "7860")),
+        server_name=listen_host(args.host),
+        server_port=args.port,
         css=css(),
         max_file_size=MAX_UPLOAD,
     )

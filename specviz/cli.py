@@ -19,7 +19,9 @@ from specviz.config import (
     QUANTIZED_DRAFTER,
     DecodeConfig,
     check_prompt,
+    parse_field,
 )
+from specviz.paths import OutputPathError, check_outputs
 from specviz.pipeline import build_pipeline
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Trace
 
@@ -42,6 +44,18 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def field(name: str):
+    """An argparse type for the DecodeConfig field `name`: `--gamma abc` and `--gamma 0` get the sentence the app
+    gives for the same value (config.check_field)."""
+    def parse(text: str):
+        try:
+            return parse_field(name, text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+    parse.__name__ = name  # argparse names the type in some messages
+    return parse
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m specviz", description="Exact speculative decoding, shown round by round.")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
@@ -55,15 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
                                      f"'{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a "
                                      f"GPU, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
-    gen.add_argument("--gamma", type=int, default=defaults.gamma, help="tokens drafted per round (γ)")
-    gen.add_argument("--max-new-tokens", type=int, default=defaults.max_new_tokens)
-    gen.add_argument("--temperature", type=float, default=defaults.temperature, help="0 means greedy")
-    gen.add_argument("--top-k", type=int, default=defaults.top_k, help="0 turns it off")
-    gen.add_argument("--top-p", type=float, default=defaults.top_p, help="1 turns it off")
-    gen.add_argument("--seed", type=int, default=defaults.seed)
+    gen.add_argument("--gamma", type=field("gamma"), default=defaults.gamma, help="tokens drafted per round (γ)")
+    gen.add_argument("--max-new-tokens", type=field("max_new_tokens"), default=defaults.max_new_tokens)
+    gen.add_argument("--temperature", type=field("temperature"), default=defaults.temperature, help="0 means greedy")
+    gen.add_argument("--top-k", type=field("top_k"), default=defaults.top_k, help="0 turns it off")
+    gen.add_argument("--top-p", type=field("top_p"), default=defaults.top_p, help="1 turns it off")
+    gen.add_argument("--seed", type=field("seed"), default=defaults.seed)
     gen.add_argument("--adaptive", action="store_true",
                      help="choose each round's draft length in [0, γ] from running acceptance and measured costs")
-    gen.add_argument("--ngram-size", type=int, default=defaults.ngram_size, help="prompt lookup's longest n-gram")
+    gen.add_argument("--ngram-size", type=field("ngram_size"), default=defaults.ngram_size, help="prompt lookup's longest n-gram")
     gen.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True, help="use the chat template")
     gen.add_argument("--baseline", action="store_true", help="also decode plainly and compare")
     gen.add_argument("--json", action="store_true", help="print one JSON object instead of coloured rounds")
@@ -87,6 +101,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args) -> DecodeConfig:
+    """The run the arguments ask for. Any local folder may be a model here: the command line is a local tool, run by
+    the machine's own user (the app allows folders under its models directory only, app/policy.py)."""
     from specviz.models.loading import offline_drafter, resolve_preset
 
     target, draft = OFFLINE_MODEL, offline_drafter()
@@ -117,6 +133,7 @@ def generate(args) -> int:
     from specviz import engine
     from specviz.metrics import summarize
 
+    check_outputs(files={"--trace-out": args.trace_out})  # before any model loads: a typo must not cost a run
     config = config_from_args(args)
     pipeline = build_pipeline(config)
     if args.baseline:
@@ -230,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(argv)
         _quiet_transformers()
         return {"generate": generate, "replay": replay, "verify-cost": verify_cost}[args.command](args)
-    except UsageError as error:
+    except (UsageError, OutputPathError) as error:
         print(f"specviz: {error}", file=sys.stderr)
         return 2
     except (ValueError, ModelUnavailable, IncompatibleModels) as error:

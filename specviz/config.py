@@ -56,21 +56,9 @@ class DecodeConfig:
 
     def validate(self) -> DecodeConfig:
         """Raise ValueError naming the first bad field; return self when all are fine."""
-        _check_int("gamma", self.gamma, 1, MAX_GAMMA)
-        _check_int("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS)
-        _check_int("top_k", self.top_k, 0, MAX_TOP_K)
-        _check_int("seed", self.seed, 0, 2**63 - 1)
-        _check_int("ngram_size", self.ngram_size, 1, 16)
-        if not isinstance(self.adaptive, bool):
-            raise ValueError(f"adaptive must be true or false, got {self.adaptive!r}")
-        if not isinstance(self.temperature, (int, float)) or not math.isfinite(self.temperature):
-            raise ValueError(f"temperature must be a finite number, got {self.temperature!r}")
-        if not 0 <= self.temperature <= 100:
-            raise ValueError(f"temperature must be between 0 and 100 (0 means greedy), got {self.temperature}")
-        if not isinstance(self.top_p, (int, float)) or not math.isfinite(self.top_p) or not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p!r}")
-        if not isinstance(self.lenience, (int, float)) or not math.isfinite(self.lenience) or not 0 < self.lenience <= 1:
-            raise ValueError(f"lenience must be in (0, 1] (1 is exact), got {self.lenience!r}")
+        for name in NUMBER_FIELDS:
+            check_field(name, getattr(self, name), exact=True)
+        check_flag("adaptive", self.adaptive)
         for name in ("target", "draft"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
@@ -93,7 +81,9 @@ class DecodeConfig:
 def check_prompt(prompt, max_chars: int = MAX_PROMPT_CHARS) -> str:
     """Return the prompt, or raise ValueError with one sentence: empty, too long, control characters or text
     that is not valid Unicode (a lone surrogate cannot be encoded, so no tokenizer could take it)."""
-    if not isinstance(prompt, str) or not prompt.strip():
+    if prompt is not None and not isinstance(prompt, str):
+        raise ValueError(f"the prompt must be text, got {_shown(prompt)}")
+    if not prompt or not prompt.strip():
         raise ValueError("the prompt is empty")
     if len(prompt) > max_chars:
         raise ValueError(f"the prompt has {len(prompt):,} characters; the limit is {max_chars:,}")
@@ -108,8 +98,96 @@ def check_prompt(prompt, max_chars: int = MAX_PROMPT_CHARS) -> str:
     return prompt
 
 
-def _check_int(name: str, value, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be a whole number, got {value!r}")
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, got {value}")
+@dataclass(frozen=True)
+class FieldRange:
+    """The values a numeric setting may take, and the sentence that says so."""
+
+    low: float
+    high: float
+    whole: bool  # a whole number (gamma) rather than any real number (temperature)
+    low_open: bool = False  # above `low`, never at it (top_p)
+    note: str = ""  # what a special value means, e.g. "0 means greedy"
+
+    def describe(self, low: float | None = None, high: float | None = None) -> str:
+        """'a whole number from 1 to 64'; `low`/`high` narrow the range (a server's caps, the page's sliders)."""
+        kind = "a whole number" if self.whole else "a number"
+        open_low = self.low_open and low is None
+        low, high = _plain(self.low if low is None else low), _plain(self.high if high is None else high)
+        span = f"above {low} and at most {high}" if open_low else f"from {low} to {high}"
+        return f"{kind} {span}" + (f" ({self.note})" if self.note else "")
+
+
+# Every numeric setting of a run, in one table: the CLI, the page, the HTTP API and DecodeConfig.validate check
+# against it through check_field, so each gets the same sentence. A server may narrow a range, never widen it.
+NUMBER_FIELDS = {
+    "gamma": FieldRange(1, MAX_GAMMA, whole=True),
+    "max_new_tokens": FieldRange(1, MAX_NEW_TOKENS, whole=True),
+    "temperature": FieldRange(0, 100, whole=False, note="0 means greedy"),
+    "top_k": FieldRange(0, MAX_TOP_K, whole=True, note="0 turns it off"),
+    "top_p": FieldRange(0, 1, whole=False, low_open=True, note="1 turns it off"),
+    "seed": FieldRange(0, 2**63 - 1, whole=True),
+    "ngram_size": FieldRange(1, 16, whole=True),
+    "lenience": FieldRange(0, 1, whole=False, low_open=True, note="1 is exact"),
+}
+
+
+def check_field(name: str, value, low: float | None = None, high: float | None = None, exact: bool = False):
+    """Return `value` as the field's number (4.0 -> 4 for a whole-number field), or raise ValueError with one
+    sentence that names the field and its range, whatever was sent: text, None, a list, a bool, NaN.
+
+    >>> check_field("gamma", 4.0), check_field("top_p", 0.9)
+    (4, 0.9)
+    >>> check_field("gamma", "abc")
+    Traceback (most recent call last):
+    ValueError: gamma must be a whole number from 1 to 64, got 'abc'
+
+    `low`/`high` narrow the range; exact=True also refuses 4.0 where a whole number is due (a config must hold ints).
+    """
+    field = NUMBER_FIELDS[name]
+    number = _number(value, field.whole)
+    low_value = field.low if low is None else low
+    high_value = field.high if high is None else high
+    if (number is None or not low_value <= number <= high_value or (field.low_open and low is None and number == low_value)
+            or (exact and field.whole and not isinstance(value, int))):
+        raise ValueError(f"{name} must be {field.describe(low, high)}, got {_shown(value)}")
+    return number
+
+
+def parse_field(name: str, text: str):
+    """check_field for text from a command line: '4' -> 4, and '0' or 'abc' get the same sentence as from the page."""
+    for parse in (int, float):  # '4' as an int, so that a refusal quotes it as the page would; '2.5', 'nan' as floats
+        try:
+            value = parse(text)
+        except ValueError:
+            continue
+        return check_field(name, value)
+    return check_field(name, text)  # not a number at all: refused, quoting the text
+
+
+def check_flag(name: str, value) -> bool:
+    """A yes/no setting (adaptive, compare): True or False only, not 'yes', 1 or None."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be true or false, got {_shown(value)}")
+    return value
+
+
+def _shown(value) -> str:
+    """The value as the sentence quotes it: its repr, cut to 40 characters."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _number(value, whole: bool) -> int | float | None:
+    """The value as an int (whole) or float, or None when it is no finite real number (bools are not numbers here)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    if not whole:
+        return float(value)
+    if isinstance(value, int):
+        return value
+    return int(value) if value.is_integer() else None
+
+
+def _plain(number: float) -> str:
+    """1.0 -> '1', 0.05 -> '0.05': bounds as a person writes them."""
+    return str(int(number)) if float(number).is_integer() else str(number)

@@ -36,22 +36,34 @@ def save_tiny_llama(folder, tokenizer, vocab_size, seed=0, layers=2):
 
 
 @pytest.fixture(scope="session")
-def tiny_draft_folder(tmp_path_factory, offline_target):
-    """A tiny random draft that shares the offline target's tokenizer: it drafts badly, which tests rejections."""
-    return save_tiny_llama(tmp_path_factory.mktemp("tiny-draft"), offline_target.tokenizer, 49152)
+def models_dir(tmp_path_factory):
+    """The launched app's models directory (SPECVIZ_MODELS_DIR): the Custom pair loads folders from here only."""
+    return tmp_path_factory.mktemp("models").resolve()
 
 
 @pytest.fixture(scope="session")
-def app_server(offline_target, tmp_path_factory):
-    """`python app.py` started as a user would, on a free port of 127.0.0.1; its log is shown if it dies.
-    Yields (url, process)."""
+def tiny_draft_folder(models_dir, offline_target):
+    """A tiny random draft that shares the offline target's tokenizer: it drafts badly, which tests rejections."""
+    return save_tiny_llama(models_dir / "tiny-draft", offline_target.tokenizer, 49152)
+
+
+@pytest.fixture(scope="session")
+def app_log(tmp_path_factory):
+    """The launched app's log: everything it printed."""
+    return tmp_path_factory.mktemp("app") / "app.log"
+
+
+@pytest.fixture(scope="session")
+def app_server(offline_target, app_log, models_dir):
+    """`python app.py` started as a user would, on a free port of 127.0.0.1, loading local models from
+    `models_dir`; its log (`app_log`) is shown if it dies. Yields (url, process)."""
     import subprocess
 
     from specviz.bench.loadtest import start_server
 
-    log_path = tmp_path_factory.mktemp("app") / "app.log"
+    log_path = app_log
     try:
-        url, process = start_server(log_path)
+        url, process = start_server(log_path, env={"SPECVIZ_MODELS_DIR": str(models_dir)})
     except RuntimeError:
         pytest.fail(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
     yield url, process

@@ -7,7 +7,7 @@ import gradio as gr
 import pytest
 
 from specviz.app.callbacks import make_config
-from specviz.app.policy import current_policy, gpu_decorator
+from specviz.app.policy import current_policy, gpu_decorator, listen_host
 from specviz.app.request import OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
 from specviz.config import OFFLINE_MODEL, DecodeConfig
 
@@ -18,31 +18,62 @@ def _config(**fields):
     return DecodeConfig(**fields).validate()
 
 
-def test_local_use_allows_any_model_and_any_folder(tmp_path, monkeypatch):
-    for name in ("SPECVIZ_HOSTED", "SPECVIZ_MODEL_DIRS"):
+OUTSIDE = "neither a hub id nor a folder inside the models directory"
+
+
+def test_local_use_allows_any_hub_id_and_folders_in_the_cache(tmp_path, monkeypatch):
+    for name in ("SPECVIZ_HOSTED", "SPECVIZ_MODELS_DIR"):
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
     policy = current_policy()
-    assert not policy.hosted
-    policy.check(_config(target="someone/any-model", draft=str(tmp_path), gamma=64, max_new_tokens=8192), "hi")
+    assert not policy.hosted and policy.models_dir == (tmp_path / "cache").resolve()  # by default, the cache
+    policy.check(_config(target="someone/any-model", draft=str(tmp_path / "cache" / "draft"), gamma=64,
+                         max_new_tokens=8192), "hi")
+    with pytest.raises(ValueError, match=OUTSIDE):
+        policy.check(_config(target=str(tmp_path)), "hi")
 
 
-def test_folders_outside_the_allowed_ones_are_refused(tmp_path, monkeypatch):
+def test_folders_outside_the_models_directory_are_refused(tmp_path, monkeypatch):
     allowed, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
     (allowed / "tiny").mkdir(parents=True)
     elsewhere.mkdir()
-    (allowed / "link").symlink_to(elsewhere)  # a link out of the allowed folder is judged by where it points
-    monkeypatch.setenv("SPECVIZ_MODEL_DIRS", str(allowed))
+    (allowed / "link").symlink_to(elsewhere)  # a link out of the models directory is judged by where it points
+    (allowed / "loop").symlink_to(allowed / "loop")
+    monkeypatch.setenv("SPECVIZ_MODELS_DIR", str(allowed))
     policy = current_policy()
     policy.check(_config(target=str(allowed / "tiny")), "hi")
-    for outside in (elsewhere, allowed / "link", allowed / "tiny" / ".." / ".." / "elsewhere", "/etc"):
-        with pytest.raises(ValueError, match="outside the allowed folders"):
+    policy.check(_config(target=str(allowed / "not-there-yet")), "hi")  # inside: the loader says it is missing
+    for outside in (elsewhere, allowed / "link", allowed / "tiny" / ".." / ".." / "elsewhere", "/etc", "../x",
+                    "~no-such-user-here/x", allowed / "loop", "./models", "a/b/c"):
+        with pytest.raises(ValueError, match=OUTSIDE):
             policy.check(_config(target=str(outside)), "hi")
+
+
+def test_a_path_outside_gets_the_same_sentence_whether_or_not_it_exists(tmp_path, monkeypatch):
+    """No probing the server's disk: an existing folder (here a real checkpoint's) and a missing one outside the
+    models directory get the very same sentence, in the policy and through the app's callback."""
+    monkeypatch.setenv("SPECVIZ_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.delenv("SPECVIZ_HOSTED", raising=False)
+    existing, missing = tmp_path / "secret", tmp_path / "secret-not-there"
+    existing.mkdir()
+    (existing / "config.json").write_text("{}")
+
+    def message(folder):
+        request = RunRequest(pair="Custom", target=str(folder), draft="ngram", drafter=PROMPT_LOOKUP, prompt="hi")
+        with pytest.raises(gr.Error) as error:
+            make_config(request)
+        return error.value.message.replace(str(folder), "FOLDER")
+
+    assert message(existing) == message(missing)
+    assert OUTSIDE in message(existing)
+    for folder in (existing / "config.json", "/etc/passwd", "/no/such/file"):  # files and missing files alike
+        assert message(folder) == message(missing)
 
 
 @pytest.fixture
 def hosted(monkeypatch):
     monkeypatch.setenv("SPECVIZ_HOSTED", "1")
-    for name in ("SPECVIZ_MODEL_DIRS", "SPECVIZ_ALLOWED_MODELS", "SPECVIZ_MAX_NEW_TOKENS", "SPECVIZ_MAX_GAMMA",
+    for name in ("SPECVIZ_MODELS_DIR", "SPECVIZ_ALLOWED_MODELS", "SPECVIZ_MAX_NEW_TOKENS", "SPECVIZ_MAX_GAMMA",
                  "SPECVIZ_MAX_PROMPT_CHARS"):
         monkeypatch.delenv(name, raising=False)
     return current_policy()
@@ -65,6 +96,26 @@ def test_hosted_mode_allows_the_listed_models_only(hosted, monkeypatch):
 def test_hosted_mode_loads_no_local_paths(hosted, path):
     with pytest.raises(ValueError, match="local path"):
         hosted.check(_config(target=path), "hi")
+
+
+def test_hosted_mode_loads_folders_from_the_models_directory_only_when_one_is_set(hosted, tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_MODELS_DIR", str(tmp_path))
+    policy = current_policy()
+    policy.check(_config(target=str(tmp_path / "model")), "hi")
+    with pytest.raises(ValueError, match="neither a hub id nor a folder inside the models directory$"):  # no path
+        policy.check(_config(target="/tmp"), "hi")
+
+
+@pytest.mark.parametrize("host,environ,expected", [
+    (None, {}, "127.0.0.1"),  # private by default
+    ("0.0.0.0", {}, "0.0.0.0"),
+    (None, {"GRADIO_SERVER_NAME": "0.0.0.0"}, "0.0.0.0"),
+    (None, {"SPACE_ID": "someone/specviz"}, "0.0.0.0"),  # a Hugging Face Space
+    ("127.0.0.1", {"SPACE_ID": "someone/specviz"}, "127.0.0.1"),
+    (None, {"GRADIO_SERVER_NAME": " "}, "127.0.0.1"),
+])
+def test_the_app_listens_on_this_machine_only_unless_told(host, environ, expected):
+    assert listen_host(host, environ) == expected
 
 
 @pytest.mark.parametrize("fields,prompt,message", [
@@ -90,7 +141,7 @@ def test_the_app_refuses_what_hosted_mode_forbids_before_loading_anything(hosted
                     max_new_tokens=8, temperature=0.0, top_k=0, top_p=1.0, seed=0)
     with pytest.raises(gr.Error, match="loads no local paths"):
         make_config(RunRequest(**settings))
-    with pytest.raises(gr.Error, match="capped at 8"):
+    with pytest.raises(gr.Error, match="gamma must be a whole number from 1 to 8, got 12"):  # the cap narrows it
         make_config(RunRequest(**{**settings, "target": "", "pair": OFFLINE, "gamma": 12}))
 
 

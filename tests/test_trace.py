@@ -46,7 +46,7 @@ def test_a_real_trace_passes(good):
     ("rounds.0.accepted", ..., "lacks the field 'accepted'"),
     ("rounds.0.surprise", 1, "unknown fields: surprise"),
     ("token_ids", [1, "2"], r"token_ids\[1\] must be int"),
-    ("config.gamma", 0, "trace.config: gamma must be between 1 and 64"),
+    ("config.gamma", 0, "trace.config: gamma must be a whole number from 1 to 64, got 0"),
     ("config", [], "trace.config must be dict"),
     ("baseline", {"text": "x"}, "trace.baseline lacks the field"),
     ("schema", 2, "unsupported trace schema"),

@@ -1,11 +1,14 @@
-"""What a run may ask for: local use, or hosted mode for a public Space (SPECVIZ_HOSTED=1).
+"""What a run may ask for: local use, or hosted mode for a public Space (SPECVIZ_HOSTED=1); and where the app
+listens (`listen_host`): 127.0.0.1 unless told otherwise.
 
-Local use (the default) allows any hub id and any local folder, unless SPECVIZ_MODEL_DIRS names the folders
-models may be loaded from. Hosted mode adds:
+Local use (the default) allows any hub id, and local folders inside one models directory only:
+SPECVIZ_MODELS_DIR, by default the specviz cache (~/.cache/specviz, which SPECVIZ_CACHE moves). Any other path
+gets the same sentence whether or not it exists, and nothing is looked up on disk to decide, so a visitor cannot
+probe the server's files. (The command line is a local tool and takes any folder.) Hosted mode adds:
 - a model allowlist: the offline model, the preset pairs, and the ids in SPECVIZ_ALLOWED_MODELS;
 - caps on the prompt's length, max new tokens and γ (SPECVIZ_MAX_PROMPT_CHARS, SPECVIZ_MAX_NEW_TOKENS,
   SPECVIZ_MAX_GAMMA);
-- no local paths at all, except inside the folders SPECVIZ_MODEL_DIRS names.
+- no local paths at all, unless SPECVIZ_MODELS_DIR is set (then folders inside it only).
 
 Settings are read from the environment when asked for (never at import), so tests and servers can set them.
 Every refusal is a ValueError with one sentence a user can act on.
@@ -14,6 +17,7 @@ Every refusal is a ValueError with one sentence a user can act on.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,16 +30,19 @@ from specviz.config import (
     DecodeConfig,
     check_prompt,
 )
-from specviz.models.loading import PRESETS, looks_like_path  # the preset pairs are what a hosted server offers
+from specviz.models.loading import PRESETS  # the preset pairs are what a hosted server offers
+from specviz.models.offline import cache_root
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive
+# A hub id as the hub spells one, 'name' or 'org/name'; anything else is a path. Decided from the text alone.
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?")
 
 
 @dataclass(frozen=True)
 class Policy:
     hosted: bool = False
     allowed_models: frozenset[str] = frozenset()  # hosted mode: ids that may be loaded (folders are checked apart)
-    model_dirs: tuple[Path, ...] = ()  # folders local models may come from; empty: anywhere locally, none hosted
+    models_dir: Path | None = None  # the one folder local models may come from (resolved); None: no local paths
     max_prompt_chars: int = MAX_PROMPT_CHARS
     max_new_tokens: int = MAX_NEW_TOKENS
     max_gamma: int = MAX_GAMMA
@@ -53,36 +60,62 @@ class Policy:
     def check_model(self, role: str, model_id: str) -> None:
         if model_id == OFFLINE_MODEL or model_id in BUILT_IN_DRAFTERS:  # shipped with specviz
             return
-        if looks_like_path(model_id):
+        if not is_hub_id(model_id):
             self._check_folder(role, model_id)
         elif self.hosted and model_id not in self.allowed_models:
             raise ValueError(f"the {role} model {model_id!r} is not offered here; this server allows: "
                              f"{', '.join(sorted(self.allowed_models))}")
 
     def _check_folder(self, role: str, model_id: str) -> None:
-        if not self.model_dirs:
-            if self.hosted:
-                raise ValueError(f"the {role} model {model_id!r} is a local path, and this server loads no local paths")
-            return
-        resolved = Path(model_id).expanduser().resolve()  # symlinks and '..' resolved before the check
-        if not any(resolved == root or root in resolved.parents for root in self.model_dirs):
-            raise ValueError(f"the {role} model folder {model_id!r} is outside the allowed folders "
-                             f"({', '.join(str(root) for root in self.model_dirs)})")
+        """Allow a folder inside models_dir, judged by where it points once '..' and symlinks are resolved. Every
+        other path gets one sentence, whether or not it exists: the decision never asks whether it does."""
+        if self.models_dir is None:
+            raise ValueError(f"the {role} model {model_id!r} is a local path, and this server loads no local paths")
+        try:
+            resolved = Path(model_id).expanduser().resolve()
+        except (OSError, RuntimeError, ValueError):  # a symlink loop, an unknown ~user, a NUL: refused like the rest
+            resolved = None
+        if resolved is None or (resolved != self.models_dir and self.models_dir not in resolved.parents):
+            where = "" if self.hosted else f" ({self.models_dir}; SPECVIZ_MODELS_DIR moves it)"
+            raise ValueError(f"the {role} model {model_id!r} is neither a hub id nor a folder inside the models "
+                             f"directory{where}")
+
+
+def is_hub_id(model_id: str) -> bool:
+    """Whether `model_id` reads as a hub id ('gpt2', 'org/name') rather than a path ('./x', '/x', '~/x', 'a/b/c').
+
+    >>> [is_hub_id(text) for text in ("gpt2", "Qwen/Qwen2.5-0.5B", "/etc", "../x", "a/b/c", "~/m", "a/..")]
+    [True, True, False, False, False, False, False]
+    """
+    return bool(_HUB_ID.fullmatch(model_id)) and ".." not in model_id
+
+
+def models_dir() -> Path:
+    """The folder the app loads local models from: SPECVIZ_MODELS_DIR, else the specviz cache (resolved)."""
+    return Path(os.environ.get("SPECVIZ_MODELS_DIR", "").strip() or cache_root()).expanduser().resolve()
+
+
+def listen_host(host: str | None = None, environ=os.environ) -> str:
+    """Where `python app.py` listens: --host, else GRADIO_SERVER_NAME, else every interface on a Hugging Face
+    Space (SPACE_ID is set there), else 127.0.0.1, this machine only."""
+    if host:
+        return host
+    if environ.get("GRADIO_SERVER_NAME", "").strip():
+        return environ["GRADIO_SERVER_NAME"].strip()
+    return "0.0.0.0" if environ.get("SPACE_ID") else "127.0.0.1"
 
 
 def current_policy() -> Policy:
     """The policy the environment asks for, read now."""
     hosted = os.environ.get("SPECVIZ_HOSTED", "").lower() in ("1", "true", "yes")
-    dirs = tuple(Path(entry).expanduser().resolve() for entry in os.environ.get("SPECVIZ_MODEL_DIRS", "").split(os.pathsep)
-                 if entry.strip())
     if not hosted:
-        return Policy(model_dirs=dirs)
+        return Policy(models_dir=models_dir())
     preset_ids = {model for pair in PRESETS.values() for model in pair}
     extra = {entry.strip() for entry in os.environ.get("SPECVIZ_ALLOWED_MODELS", "").split(",") if entry.strip()}
     return Policy(
         hosted=True,
         allowed_models=frozenset(preset_ids | extra),
-        model_dirs=dirs,
+        models_dir=models_dir() if os.environ.get("SPECVIZ_MODELS_DIR", "").strip() else None,
         max_prompt_chars=_env_int("SPECVIZ_MAX_PROMPT_CHARS", HOSTED_PROMPT_CHARS, MAX_PROMPT_CHARS),
         max_new_tokens=_env_int("SPECVIZ_MAX_NEW_TOKENS", HOSTED_NEW_TOKENS, MAX_NEW_TOKENS),
         max_gamma=_env_int("SPECVIZ_MAX_GAMMA", HOSTED_GAMMA, MAX_GAMMA),

@@ -3,6 +3,10 @@
 `RunRequest`'s fields are the live tab's controls, in the order of the HTTP API's arguments (gradio_client
 callers pass them positionally: keep the order). ui.py maps each field to its widget; `to_config` turns a
 request into a validated DecodeConfig. No gradio here, so the load test can build requests too.
+
+`to_config` sees the values as they were sent (the /run and /step events skip Gradio's preprocessing, ui.py), so
+it checks every field's type and range itself: text or None or a list where a number goes gets the field's own
+sentence (config.check_field), the same one the command line gives, instead of Gradio's generic "error".
 """
 
 from __future__ import annotations
@@ -11,7 +15,17 @@ import dataclasses
 from dataclasses import dataclass
 
 from specviz.app.policy import Policy
-from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.config import (
+    DISTILLED_DRAFTER,
+    LOOKUP_FIRST,
+    NGRAM_DRAFTER,
+    OFFLINE_MODEL,
+    QUANTIZED_DRAFTER,
+    DecodeConfig,
+    check_field,
+    check_flag,
+    check_prompt,
+)
 from specviz.models import loading as models
 
 OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
@@ -26,6 +40,7 @@ PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from
 }
 DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
 DRAFTERS = [LOOKUP_THEN_DRAFT, PROMPT_LOOKUP, DRAFT_MODEL]
+NUMBERS = ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed")  # checked by config.check_field
 EXAMPLES = [
     "Alan Turing theorized that computers would one day become",
     "Repeat this sentence three times: the quick brown fox jumps over the lazy dog.",
@@ -73,26 +88,45 @@ class RunRequest:
         return draft_id
 
     def to_config(self, policy: Policy) -> DecodeConfig:
-        """A validated DecodeConfig that `policy` allows, or ValueError with one sentence a user can act on."""
-        if not isinstance(self.prompt, str) or not self.prompt.strip():
-            raise ValueError("The prompt is empty: type one or click an example.")
-        target_id = (PAIRS.get(self.pair, (None, None))[0] or (self.target or "")).strip()
+        """A validated DecodeConfig that `policy` allows, or ValueError with one sentence a user can act on: the
+        first field that is wrong, in the fields' order, named with its allowed values."""
+        try:
+            numbers = self._checked_fields(policy)
+        except ValueError as error:
+            raise ValueError(_sentence(error)) from None
+        target_id = (PAIRS[self.pair][0] or self.target or "").strip()
         draft_id = self.draft_id()
         if not target_id or not draft_id:
             raise ValueError("Give both a target and a draft model id (or choose prompt lookup).")
         try:
-            config = DecodeConfig(target=target_id, draft=draft_id, gamma=_whole(self.gamma, "γ"),
-                                  max_new_tokens=_whole(self.max_new_tokens, "max new tokens"),
-                                  temperature=float(self.temperature), top_k=_whole(self.top_k, "top-k"),
-                                  top_p=float(self.top_p), seed=_whole(self.seed, "seed"),
-                                  adaptive=bool(self.adaptive)).validate()
-        except (TypeError, ValueError) as error:
-            raise ValueError(f"Setting out of range: {error}.") from error
-        try:
+            config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, **numbers).validate()
             policy.check(config, self.prompt)
         except ValueError as error:
-            raise ValueError(f"{str(error)[:1].upper()}{str(error)[1:]}.") from error
+            raise ValueError(_sentence(error)) from None
         return config
+
+    def _checked_fields(self, policy: Policy) -> dict:
+        """Check each field's type and allowed values; return the numeric ones as DecodeConfig takes them."""
+        for name, choices in (("pair", list(PAIRS)), ("drafter", DRAFTERS)):
+            value = getattr(self, name)
+            if not isinstance(value, str) or value not in choices:
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r:.60}")
+        for name in ("target", "draft"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name} must be a model id or folder (text), got {getattr(self, name)!r:.60}")
+        check_prompt(self.prompt, policy.max_prompt_chars)
+        limits = field_limits(policy)
+        numbers = {name: check_field(name, getattr(self, name), *limits.get(name, (None, None))) for name in NUMBERS}
+        check_flag("compare", self.compare)
+        check_flag("adaptive", self.adaptive)
+        return numbers
+
+
+def field_limits(policy: Policy) -> dict[str, tuple[float, float]]:
+    """The live tab's range for a numeric field where it is narrower than DecodeConfig's: the sliders' ends,
+    narrowed by the hosted caps. ui.py draws the sliders from it; to_config holds every request to it."""
+    return {"gamma": (1, min(16, policy.max_gamma)), "max_new_tokens": (1, min(512, policy.max_new_tokens)),
+            "temperature": (0, 2), "top_p": (0.05, 1)}
 
 
 def default_pair() -> str:
@@ -101,8 +135,8 @@ def default_pair() -> str:
     return next(name for name, (target, draft) in PAIRS.items() if target == OFFLINE_MODEL and draft == drafter)
 
 
-def _whole(value, name: str) -> int:
-    number = float(value)
-    if number != int(number):
-        raise ValueError(f"{name} must be a whole number, got {value}")
-    return int(number)
+def _sentence(error: Exception) -> str:
+    """A refusal as the page shows it: 'the prompt is empty' -> 'The prompt is empty.'; a message that opens with
+    a field's name ('gamma must be ...') keeps it as written."""
+    text = str(error).rstrip(".")
+    return (text[:1].upper() + text[1:] if text.startswith("the ") else text) + "."

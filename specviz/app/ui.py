@@ -12,10 +12,21 @@ from pathlib import Path
 import gradio as gr
 
 from specviz import render
+from specviz.app.callbacks import quiet_refusals
 from specviz.app.lab_tabs import build_lab_tabs
 from specviz.app.live import TRACE_FILE_TTL_S, import_trace, reset, run, step
 from specviz.app.policy import Policy, current_policy, gpu_decorator
-from specviz.app.request import CUSTOM_PAIR, DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRAFT, PAIRS, RunRequest, default_pair
+from specviz.app.request import (
+    CUSTOM_PAIR,
+    DRAFT_MODEL,
+    DRAFTERS,
+    EXAMPLES,
+    LOOKUP_THEN_DRAFT,
+    PAIRS,
+    RunRequest,
+    default_pair,
+    field_limits,
+)
 from specviz.app.views import follow_latest_position, select_position
 from specviz.config import OFFLINE_MODEL
 
@@ -109,15 +120,15 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
                             "the context where it matches, draft elsewhere")
     prompt = gr.Textbox(initial.prompt, label="Prompt", lines=3, max_lines=12)
     gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
-    gamma = gr.Slider(1, min(16, policy.max_gamma), value=initial.gamma, step=1, label="γ: tokens drafted per round")
+    limits = field_limits(policy)  # the same ranges to_config holds the API to
+    gamma = gr.Slider(*limits["gamma"], value=initial.gamma, step=1, label="γ: tokens drafted per round")
     adaptive = gr.Checkbox(initial.adaptive, label="Adaptive γ: each round drafts 0..γ tokens, chosen from the "
                                                    "running acceptance and the measured costs")
-    max_new_tokens = gr.Slider(1, min(512, policy.max_new_tokens), value=initial.max_new_tokens, step=1,
-                               label="Max new tokens")
-    temperature = gr.Slider(0, 2, value=initial.temperature, step=0.05, label="Temperature (0 = greedy)")
+    max_new_tokens = gr.Slider(*limits["max_new_tokens"], value=initial.max_new_tokens, step=1, label="Max new tokens")
+    temperature = gr.Slider(*limits["temperature"], value=initial.temperature, step=0.05, label="Temperature (0 = greedy)")
     with gr.Row():
         top_k = gr.Number(initial.top_k, label="Top-k (0 = off)", precision=0, minimum=0)
-        top_p = gr.Slider(0.05, 1, value=initial.top_p, step=0.01, label="Top-p (1 = off)")
+        top_p = gr.Slider(*limits["top_p"], value=initial.top_p, step=0.01, label="Top-p (1 = off)")
         seed = gr.Number(initial.seed, label="Seed", precision=0, minimum=0)
     compare = gr.Checkbox(initial.compare, label="Compare with plain decoding (measures the speedup)")
     controls = {"pair": pair, "target": target, "draft": draft, "drafter": drafter, "prompt": prompt, "gamma": gamma,
@@ -129,21 +140,26 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
 
 
 def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State) -> None:
-    """Run and Step stream into the views; the sliders redraw p vs q; Stop and Reset cancel what runs."""
+    """Run and Step stream into the views; the sliders redraw p vs q; Stop and Reset cancel what runs.
+
+    Run and Step skip Gradio's preprocessing (preprocess=False): their callbacks get the values as sent, and
+    RunRequest.to_config names the field of any that is wrong (Gradio's own checks would answer "error" to text
+    where a number goes, and print a traceback for every refusal)."""
     gpu = gpu_decorator()  # ZeroGPU on a Space, else nothing
     pair, views_and_trace = live.controls["pair"], [*live.view_outputs, trace_state]
     pair.change(lambda choice: gr.update(visible=choice == CUSTOM_PAIR), pair, live.custom_row, queue=False)
     pair.change(lambda choice: gr.update(value=LOOKUP_THEN_DRAFT if PAIRS[choice][0] == OFFLINE_MODEL else DRAFT_MODEL),
                 pair, live.controls["drafter"], queue=False)
-    run_event = live.buttons["run"].click(gpu(run), inputs_kwargs=live.controls,
+    run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), inputs_kwargs=live.controls, preprocess=False,
                                           outputs=[*views_and_trace, live.download], api_name="run")
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)
-    step_event = live.buttons["step"].click(gpu(step), [step_state], inputs_kwargs=live.controls,
-                                            outputs=[*views_and_trace, live.download, step_state], api_name="step")
+    step_event = live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state], inputs_kwargs=live.controls,
+                                            preprocess=False, outputs=[*views_and_trace, live.download, step_state],
+                                            api_name="step")
     live.buttons["stop"].click(lambda: gr.Info("Stopped."), None, None, cancels=[run_event, step_event], queue=False)
     live.buttons["reset"].click(reset, None, [*views_and_trace, step_state, live.download],
                                 cancels=[run_event, step_event])
-    live.upload.upload(import_trace, live.upload, [*views_and_trace, step_state])
+    live.upload.upload(quiet_refusals(import_trace), live.upload, [*views_and_trace, step_state])
     sliders = [live.round_slider, live.position_slider]
     for slider in sliders:
         slider.release(select_position, [trace_state, *sliders], [live.pq_plot, live.position_slider])

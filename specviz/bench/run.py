@@ -35,6 +35,7 @@ from specviz.config import BUILT_IN_DRAFTERS, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLI
 from specviz.metrics import summarize
 from specviz.models import loading as models
 from specviz.models import profiling
+from specviz.paths import check_outputs
 from specviz.pipeline import build_pipeline, encode_prompt, int4_copy
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
@@ -233,6 +234,7 @@ def main(argv=None) -> int:
             if getattr(args, key) == parser.get_default(key):
                 setattr(args, key, value)
     try:
+        check_outputs(folders={"--out": args.out})  # before any model loads (an OutputPathError is a ValueError)
         return _rebuild(args.report_from, args.out) if args.report_from else _main(args)
     except (ValueError, OSError, models.ModelUnavailable) as error:
         print(f"specviz.bench: {error}", file=sys.stderr)

@@ -21,6 +21,7 @@ import argparse
 import hashlib
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from specviz.distill.unrolled import block_losses, evaluate
 from specviz.drafters import distilled
 from specviz.models import loading as models
 from specviz.models.offline import cache_root
+from specviz.paths import OutputPathError, check_outputs
 
 VALIDATION_EVERY = 40  # every 40th sequence is held out
 
@@ -83,6 +85,11 @@ _LATER_OPTIONS = {"train_every": 1, "gen_dtype": "target"}
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    try:  # before the target loads: hours of training must not end in a failed write
+        check_outputs(files={"--out": args.out}, folders={"--cache-dir": args.cache_dir})
+    except OutputPathError as error:
+        print(f"specviz.distill: {error}", file=sys.stderr)
+        return 2
     torch.set_num_threads(max(1, torch.get_num_threads()))
     target = models.load_model(OFFLINE_MODEL)
     corpus = load_or_build_corpus(target, args)
