@@ -123,40 +123,11 @@ def _cpu_seconds(process, over: float) -> float:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overrides,message", [
-    (dict(prompt="   "), "The prompt is empty"),
-    (dict(gamma=0), "less than minimum value 1"),  # Gradio checks slider bounds itself
-    (dict(temperature=-1), "less than minimum value 0"),
-    (dict(max_new_tokens=100000), "greater than maximum value 512"),
-    (dict(seed=-3), "less than minimum value 0"),
-    (dict(pair="Custom", target="", draft=""), "Give both a target and a draft"),
-    (dict(pair="Custom", target="distilled", draft="ngram"), "can only be the drafter"),
-    (dict(pair="Custom", target="no-such-org/no-such-model", draft="ngram"), "cannot be reached"),
-    (dict(prompt="word " * 9000), "context holds"),
-    (dict(prompt="x" * 100_000), "the limit is 50,000"),
-    (dict(prompt="tab\tand line\nare fine, but not \x07 or \x1b[31m"), "control character (U+0007"),
-    (dict(gamma=-1), "less than minimum value 1"),
-    (dict(gamma=1000), "greater than maximum value 16"),
-    (dict(max_new_tokens=0), "less than minimum value 1"),
-    (dict(max_new_tokens=10**6), "greater than maximum value 512"),
-    (dict(top_p=0), "less than minimum value 0.05"),
-    (dict(top_p=1.5), "greater than maximum value 1"),
-    (dict(top_k=-1), "less than minimum value 0"),
-])
-def test_bad_input_is_a_clear_error_and_the_server_keeps_serving(client, overrides, message):
-    with pytest.raises(Exception) as error:
-        _run(client, **overrides)
-    assert message in str(error.value)
-    rows = _run(client, max_new_tokens=4)[0]  # the next run works
-    assert rows.count('<div class="sv-row">') >= 1
-
-
-@pytest.mark.slow
-def test_mismatched_tokenizers_are_refused(client, tmp_path, offline_target):
+def test_mismatched_tokenizers_are_refused(client, models_dir, offline_target):
     from tests.test_models import _word_level_tokenizer
 
-    target_dir = save_tiny_llama(tmp_path / "t", offline_target.tokenizer, 49152)
-    draft_dir = save_tiny_llama(tmp_path / "d", _word_level_tokenizer(["<unk>", "a", "b"]), 3)
+    target_dir = save_tiny_llama(models_dir / "mismatched-t", offline_target.tokenizer, 49152)
+    draft_dir = save_tiny_llama(models_dir / "mismatched-d", _word_level_tokenizer(["<unk>", "a", "b"]), 3)
     with pytest.raises(Exception, match="do not share a vocabulary"):
         _run(client, pair="Custom", target=target_dir, draft=draft_dir, drafter=DRAFT_MODEL)
 
@@ -216,7 +187,7 @@ def test_settings_out_of_range_are_refused_before_any_model_loads(field, value):
     settings = dict(pair=OFFLINE, target="", draft="", drafter=PROMPT_LOOKUP, prompt="hi", gamma=4,
                     max_new_tokens=8, temperature=0.0, top_k=0, top_p=1.0, seed=0)
     settings[field] = value
-    with pytest.raises(gr.Error, match="Setting out of range"):
+    with pytest.raises(gr.Error, match=f"^{field} must be .*, got {value}.$"):
         make_config(RunRequest(**settings))
 
 
@@ -233,9 +204,9 @@ def test_bad_prompts_are_refused_before_any_model_loads(prompt, message):
 
 
 @pytest.mark.slow
-def test_a_corrupt_model_file_is_a_clear_error_and_the_app_goes_on(client, tmp_path, offline_target):
-    folder = save_tiny_llama(tmp_path / "corrupt", offline_target.tokenizer, 49152)
-    (tmp_path / "corrupt" / "model.safetensors").write_bytes(b"not weights" * 50)
+def test_a_corrupt_model_file_is_a_clear_error_and_the_app_goes_on(client, models_dir, offline_target):
+    folder = save_tiny_llama(models_dir / "corrupt", offline_target.tokenizer, 49152)
+    (models_dir / "corrupt" / "model.safetensors").write_bytes(b"not weights" * 50)
     with pytest.raises(Exception, match="holds no usable checkpoint"):
         _run(client, pair="Custom", target=folder, draft="ngram")
     assert _run(client, max_new_tokens=4)[0].count('<div class="sv-row">') >= 1

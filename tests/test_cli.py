@@ -41,12 +41,14 @@ def test_plain_output_marks_kinds_without_colour(offline_target, capsys):
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (["generate", "--prompt", "hi", "--gamma", "0"], "gamma must be between"),
+    (["generate", "--prompt", "hi", "--gamma", "0"], "argument --gamma: gamma must be a whole number from 1 to 64, got 0"),
     (["generate", "--prompt", "hi", "--temperature", "nan"], "temperature"),
     (["generate", "--prompt", "hi", "--top-p", "1.5"], "top_p"),
     (["generate", "--prompt", "   "], "prompt is empty"),
     (["generate", "--prompt", "hi", "--preset", "nope"], "unknown preset"),
-    (["generate", "--prompt", "hi", "--gamma", "two"], "invalid int value"),
+    (["generate", "--prompt", "hi", "--gamma", "two"], "gamma must be a whole number from 1 to 64, got 'two'"),
+    (["generate", "--prompt", "hi", "--top-k", "-1"], "top_k must be a whole number from 0 to 1000000 (0 turns it off)"),
+    (["generate", "--prompt", "hi", "--seed", "1.5"], "seed must be a whole number"),
     (["generate", "--prompt", "hi", "--draft", "ngram+"], "must be followed by a draft model"),
     (["generate", "--prompt", "hi", "--draft", "ngram+ngram"], "must be followed by a draft model"),
     (["generate", "--prompt", "hi", "--target", "ngram+distilled"], "can only be the drafter"),
@@ -102,3 +104,61 @@ def test_format_round_uses_markers_and_shows_whitespace():
     line = format_round(Round(0, 2, 1, tokens, 1.0, 2.0, 2), colour=False)
     assert line.endswith(" a[-\\n-][+b+]")
     assert "\033[32m" in format_round(Round(0, 2, 1, tokens, 1.0, 2.0, 2), colour=True)
+
+
+NO_FOLDER = "/nonexistent-dir/x.json"
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fail the test if anything starts loading a model or running a tool's work."""
+    import specviz.bench.run
+    import specviz.cli
+    import specviz.models.loading
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("work started before the output path was checked")
+
+    monkeypatch.setattr(specviz.models.loading, "load_model", refuse)
+    monkeypatch.setattr(specviz.cli, "build_pipeline", refuse)
+    monkeypatch.setattr(specviz.bench.run, "_main", refuse)  # the whole benchmark
+    monkeypatch.setattr(specviz.bench.run, "_rebuild", refuse)
+
+
+@pytest.mark.parametrize("args,option", [
+    (["generate", "--prompt", "hi", "--trace-out", NO_FOLDER], "--trace-out"),
+    (["generate", "--prompt", "hi", "--trace-out", "{tmp}"], "--trace-out"),  # a folder where a file goes
+    (["bench", "--quick", "--out", "/nonexistent-dir/out"], "--out"),
+    (["bench", "--quick", "--out", "{tmp}/file"], "--out"),  # a file where a folder goes
+    (["bench", "--report-from", "results.json", "--out", "/nonexistent-dir/out"], "--out"),
+])
+def test_an_unwritable_output_path_is_one_line_and_exit_2_before_any_model_loads(args, option, tmp_path, no_model,
+                                                                                   capsys):
+    import time
+
+    (tmp_path / "file").write_text("")
+    args = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
+    started = time.perf_counter()
+    code = main(args)
+    seconds = time.perf_counter() - started
+    lines = capsys.readouterr().err.strip().splitlines()
+    path = args[args.index(option) + 1]
+    assert code == 2 and len(lines) == 1 and f"{option} {path}" in lines[0], lines
+    assert seconds < 2, seconds  # the time it takes to parse the arguments, not to load a model
+
+
+def test_distill_checks_its_output_paths_before_loading_the_target(no_model, tmp_path, capsys):
+    from specviz.distill.train import main as distill_main
+
+    assert distill_main(["--out", "/nonexistent-dir/draft.safetensors"]) == 2
+    assert capsys.readouterr().err.strip() == ("specviz.distill: --out /nonexistent-dir/draft.safetensors: "
+                                               "the folder /nonexistent-dir does not exist")
+    (tmp_path / "file").write_text("")
+    assert distill_main(["--out", str(tmp_path / "d.safetensors"), "--cache-dir", str(tmp_path / "file" / "c")]) == 2
+    assert "--cache-dir" in capsys.readouterr().err
+
+
+def test_python_m_specviz_with_an_unwritable_trace_out_prints_no_traceback():
+    result = run_cli("generate", "--prompt", "hi", "--trace-out", NO_FOLDER)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"specviz: --trace-out {NO_FOLDER}: the folder /nonexistent-dir does not exist\n"

@@ -35,12 +35,14 @@ WARM_RUNS = 5  # memory is read after these, once caches and pools have settled
 
 
 def start_server(log_path: Path, env: dict | None = None) -> tuple[str, subprocess.Popen]:
-    """`python app.py` on a free port of 127.0.0.1; returns (url, process) once it answers."""
+    """`python app.py` on a free port of 127.0.0.1; returns (url, process) once it answers. `env` adds to the
+    environment; a name set to None there is removed (to start the app with no GRADIO_SERVER_NAME, say)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
+    env = {name: value for name, value in env.items() if value is not None}
     root = Path(__file__).resolve().parents[2]
     with open(log_path, "w") as log:
         process = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)

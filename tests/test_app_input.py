@@ -1,0 +1,125 @@
+"""What the launched app refuses, and how, through the HTTP API as any program can call it: each field's own
+sentence for a wrong value or a wrong type, one log line and no traceback per refusal, local folders from the
+models directory only (the same sentence for any other path), and a server that listens on 127.0.0.1 unless told."""
+
+from dataclasses import replace
+
+import pytest
+from gradio_client import Client
+
+from specviz.app.request import DRAFT_MODEL, OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
+from tests.conftest import save_tiny_llama
+
+TEST_RUN = RunRequest(pair=OFFLINE_PAIR, drafter=PROMPT_LOOKUP, prompt="Repeat after me: the cat sat on the mat.",
+                      max_new_tokens=4)
+OUT_OF_RANGE = [
+    (dict(prompt="   "), "The prompt is empty"),
+    (dict(gamma=0), "gamma must be a whole number from 1 to 16, got 0."),
+    (dict(temperature=-1), "temperature must be a number from 0 to 2 (0 means greedy), got -1."),
+    (dict(max_new_tokens=100000), "max_new_tokens must be a whole number from 1 to 512, got 100000."),
+    (dict(seed=-3), "seed must be a whole number from 0 to 9223372036854775807, got -3."),
+    (dict(pair="Custom", target="", draft=""), "Give both a target and a draft"),
+    (dict(pair="Custom", target="distilled", draft="ngram"), "can only be the drafter"),
+    (dict(pair="Custom", target="no-such-org/no-such-model", draft="ngram"), "cannot be reached"),
+    (dict(prompt="word " * 9000), "context holds"),
+    (dict(prompt="x" * 100_000), "the limit is 50,000"),
+    (dict(prompt="tab\tand line\nare fine, but not \x07 or \x1b[31m"), "control character (U+0007"),
+    (dict(gamma=-1), "gamma must be a whole number from 1 to 16, got -1."),
+    (dict(gamma=1000), "gamma must be a whole number from 1 to 16, got 1000."),
+    (dict(gamma=2.5), "gamma must be a whole number from 1 to 16, got 2.5."),
+    (dict(max_new_tokens=0), "max_new_tokens must be a whole number from 1 to 512, got 0."),
+    (dict(max_new_tokens=10**6), "max_new_tokens must be a whole number from 1 to 512, got 1000000."),
+    (dict(top_p=0), "top_p must be a number from 0.05 to 1 (1 turns it off), got 0."),
+    (dict(top_p=1.5), "top_p must be a number from 0.05 to 1 (1 turns it off), got 1.5."),
+    (dict(top_k=-1), "top_k must be a whole number from 0 to 1000000 (0 turns it off), got -1."),
+]
+# Every field of /run with values of the wrong type: text where a number goes, numbers where text goes, null, lists.
+WRONG_TYPES = [({name: value}, f"{name} must be a ") for name in ("gamma", "max_new_tokens", "temperature", "top_k",
+                                                                   "top_p", "seed")
+               for value in ("abc", "", None, [4], True, {"a": 1})]
+WRONG_TYPES += [({name: value}, f"{name} must be one of") for name in ("pair", "drafter") for value in (3, None, ["x"])]
+WRONG_TYPES += [(dict(prompt=3), "The prompt must be text, got 3."), (dict(prompt=["x"]), "The prompt must be text"),
+                (dict(prompt=None), "The prompt is empty"),
+                (dict(pair="Custom", target=5, draft="ngram"), "target must be a model id or folder (text), got 5."),
+                (dict(pair="Custom", target="some/model", draft=[1]), "draft must be a model id or folder (text)")]
+WRONG_TYPES += [({name: value}, f"{name} must be true or false") for name in ("compare", "adaptive")
+                for value in ("yes", None, 2)]
+BAD_INPUT = OUT_OF_RANGE + WRONG_TYPES
+
+
+def _run(client, **fields):
+    return client.predict(*replace(TEST_RUN, **fields).api_args(), api_name="/run")
+
+
+def _rows(client) -> int:
+    """The rows of a one-token run: proof that the server still serves."""
+    return _run(client, max_new_tokens=1)[0].count('<div class="sv-row">')
+
+
+@pytest.fixture(scope="module")
+def client(app_url):
+    return Client(app_url, verbose=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides,message", BAD_INPUT, ids=lambda value: repr(value)[:40])
+def test_bad_input_is_a_clear_error_and_the_server_keeps_serving(client, overrides, message):
+    with pytest.raises(Exception) as error:
+        _run(client, **overrides)
+    assert message in str(error.value)
+    assert _rows(client) >= 1  # the next run works
+
+
+@pytest.mark.slow
+def test_refused_input_is_one_log_line_and_no_traceback(client, app_log):
+    """The server's log after every refusal above: one `refused: ...` line each, not a traceback (Gradio prints one
+    for every error it is not told to keep quiet about)."""
+    assert _rows(client) >= 1  # warm: loading the model may log on its own
+    start = app_log.stat().st_size
+    for overrides, message in BAD_INPUT:
+        with pytest.raises(Exception, match="."):
+            _run(client, **overrides)
+    assert _rows(client) >= 1
+    logged = app_log.read_bytes()[start:].decode("utf-8", "replace").splitlines()
+    assert "Traceback" not in "\n".join(logged)
+    assert len(logged) == len(BAD_INPUT) and all(line.startswith("refused: ") for line in logged), logged[:5]
+
+
+@pytest.mark.slow
+def test_a_folder_in_the_models_directory_runs_and_any_other_path_gets_one_sentence(client, models_dir, tmp_path,
+                                                                                    offline_target):
+    inside = save_tiny_llama(models_dir / "tiny-target", offline_target.tokenizer, 49152)
+    result = _run(client, pair="Custom", target=inside, draft="ngram", drafter=PROMPT_LOOKUP)
+    assert result[0].count('<div class="sv-row">') >= 1
+    outside = save_tiny_llama(tmp_path / "tiny-target", offline_target.tokenizer, 49152)  # a real checkpoint
+    messages = []
+    for folder in (outside, str(tmp_path / "no-such-folder"), "/etc", str(models_dir / ".." / "x")):
+        with pytest.raises(Exception) as error:
+            _run(client, pair="Custom", target=folder, draft="ngram", drafter=DRAFT_MODEL)
+        messages.append(str(error.value).replace(str(folder), "FOLDER"))
+    assert len(set(messages)) == 1 and "neither a hub id nor a folder inside the models directory" in messages[0]
+
+
+@pytest.mark.slow
+def test_python_app_py_with_no_settings_listens_on_127_0_0_1_only(tmp_path):
+    import socket
+
+    import psutil
+
+    from specviz.bench.loadtest import start_server
+
+    url, process = start_server(tmp_path / "app.log", env={"GRADIO_SERVER_NAME": None, "SPACE_ID": None})
+    try:
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        listening = {(conn.laddr.ip, conn.laddr.port) for conn in psutil.Process(process.pid).net_connections("inet")
+                     if conn.status == psutil.CONN_LISTEN}
+        assert listening == {("127.0.0.1", port)}, listening
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # this machine's address on its network
+            probe.connect(("192.0.2.1", 9))  # (no packet is sent for a UDP connect)
+            address = probe.getsockname()[0]
+        if address != "127.0.0.1":
+            with pytest.raises(OSError):
+                socket.create_connection((address, port), timeout=2).close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)

@@ -1,0 +1,116 @@
+"""One validation function per field (config.check_field), and the same sentence from the command line, the page's
+callback and DecodeConfig.validate: the field's name, its allowed values and what was sent, whatever its type."""
+
+import gradio as gr
+import pytest
+
+from specviz.app.callbacks import make_config
+from specviz.app.request import NUMBERS, PROMPT_LOOKUP, RunRequest
+from specviz.cli import main
+from specviz.config import NUMBER_FIELDS, DecodeConfig, check_field, check_flag, parse_field
+
+WRONG_NUMBERS = ["abc", "", None, [4], {"a": 1}, True, float("nan"), float("inf")]  # what a JSON client may send
+
+
+@pytest.mark.parametrize("value", WRONG_NUMBERS)
+@pytest.mark.parametrize("name", list(NUMBER_FIELDS))
+def test_every_numeric_field_refuses_a_wrong_type_naming_itself_and_its_range(name, value):
+    with pytest.raises(ValueError, match=rf"^{name} must be (a whole number|a number) (from|above) .*, got "):
+        check_field(name, value)
+
+
+@pytest.mark.parametrize("name,value,expected", [
+    ("gamma", 4, 4), ("gamma", 4.0, 4), ("max_new_tokens", 8192, 8192), ("temperature", 0, 0.0), ("top_p", 1, 1.0),
+    ("top_p", 0.001, 0.001), ("seed", 2**63 - 1, 2**63 - 1), ("top_k", 0, 0),
+])
+def test_good_values_come_back_as_the_fields_type(name, value, expected):
+    checked = check_field(name, value)
+    assert checked == expected and type(checked) is type(expected)
+
+
+@pytest.mark.parametrize("name,value,sentence", [
+    ("gamma", 0, "gamma must be a whole number from 1 to 64, got 0"),
+    ("gamma", 2.5, "gamma must be a whole number from 1 to 64, got 2.5"),
+    ("top_p", 0, "top_p must be a number above 0 and at most 1 (1 turns it off), got 0"),
+    ("temperature", -1, "temperature must be a number from 0 to 100 (0 means greedy), got -1"),
+    ("seed", -3, "seed must be a whole number from 0 to 9223372036854775807, got -3"),
+    ("max_new_tokens", "x" * 100, "max_new_tokens must be a whole number from 1 to 8192, got 'xxxxxxxx"),
+])
+def test_the_sentence_names_the_field_its_range_and_the_value(name, value, sentence):
+    with pytest.raises(ValueError) as error:
+        check_field(name, value)
+    assert str(error.value).startswith(sentence) and len(str(error.value)) < 120
+
+
+def test_a_server_may_narrow_a_range_and_the_sentence_says_so():
+    assert check_field("gamma", 8, high=8) == 8
+    with pytest.raises(ValueError, match="^gamma must be a whole number from 1 to 8, got 9$"):
+        check_field("gamma", 9, high=8)
+    with pytest.raises(ValueError, match=r"^top_p must be a number from 0.05 to 1 \(1 turns it off\), got 0.01$"):
+        check_field("top_p", 0.01, low=0.05)
+
+
+def test_config_validate_uses_the_same_check_and_holds_whole_numbers_as_ints():
+    with pytest.raises(ValueError, match="^gamma must be a whole number from 1 to 64, got 4.0$"):
+        DecodeConfig(gamma=4.0).validate()
+    with pytest.raises(ValueError, match="^top_k must be a whole number"):
+        DecodeConfig(top_k="5").validate()
+    with pytest.raises(ValueError, match="^adaptive must be true or false, got 'yes'$"):
+        DecodeConfig(adaptive="yes").validate()
+    assert check_flag("compare", False) is False
+
+
+@pytest.mark.parametrize("flag,name,text", [
+    ("--top-k", "top_k", "abc"), ("--top-k", "top_k", "-1"), ("--seed", "seed", "x"), ("--seed", "seed", "-3"),
+])
+def test_the_command_line_and_the_app_give_the_same_sentence(flag, name, text, capsys):
+    """top_k and seed have the same range everywhere; the app narrows γ, max new tokens, temperature and top_p
+    to its sliders' ends (see the next test), so only the range in those sentences differs."""
+    assert main(["generate", "--prompt", "hi", flag, text]) == 2
+    cli_line = capsys.readouterr().err.strip()
+    value = parse_value(text)
+    with pytest.raises(gr.Error) as error:
+        make_config(RunRequest(drafter=PROMPT_LOOKUP, prompt="hi", **{name: value}))
+    assert cli_line == f"specviz: argument {flag}: {error.value.message.rstrip('.')}"
+
+
+def parse_value(text):
+    """What a JSON client sends for `text`: the number if it is one, else the text."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+@pytest.mark.parametrize("name,value,sentence", [
+    ("gamma", "abc", "gamma must be a whole number from 1 to 16, got 'abc'."),
+    ("gamma", 17, "gamma must be a whole number from 1 to 16, got 17."),
+    ("max_new_tokens", None, "max_new_tokens must be a whole number from 1 to 512, got None."),
+    ("temperature", "hot", "temperature must be a number from 0 to 2 (0 means greedy), got 'hot'."),
+    ("top_p", [0.5], "top_p must be a number from 0.05 to 1 (1 turns it off), got [0.5]."),
+    ("top_k", 2.5, "top_k must be a whole number from 0 to 1000000 (0 turns it off), got 2.5."),
+    ("seed", True, "seed must be a whole number from 0 to 9223372036854775807, got True."),
+    ("pair", 3, "pair must be one of 'Offline: SmolLM2-135M-Instruct (embedded)'"),
+    ("drafter", None, "drafter must be one of 'lookup, else draft model'"),
+    ("prompt", 42, "The prompt must be text, got 42."),
+    ("prompt", ["hi"], "The prompt must be text, got ['hi']."),
+    ("target", 5, "target must be a model id or folder (text), got 5."),
+    ("draft", ["x"], "draft must be a model id or folder (text), got ['x']."),
+    ("compare", "yes", "compare must be true or false, got 'yes'."),
+    ("adaptive", 1, "adaptive must be true or false, got 1."),
+])
+def test_the_apps_callback_names_the_field_of_any_wrong_value(name, value, sentence):
+    """RunRequest.to_config gets the values as an API client sent them (ui.py turns Gradio's preprocessing off)."""
+    with pytest.raises(gr.Error) as error:
+        make_config(RunRequest(**{"drafter": PROMPT_LOOKUP, "prompt": "hi", name: value}))
+    assert error.value.message.startswith(sentence) and not error.value.print_exception
+
+
+def test_the_request_checks_every_numeric_field_of_the_config():
+    assert set(NUMBERS) <= set(NUMBER_FIELDS) and set(NUMBERS) <= set(RunRequest.field_names())
+
+
+def test_parse_field_reads_command_line_text():
+    assert parse_field("gamma", "4") == 4 and parse_field("gamma", "4.0") == 4 and parse_field("top_p", "1") == 1.0
+    with pytest.raises(ValueError, match="got 'four'$"):
+        parse_field("gamma", "four")
