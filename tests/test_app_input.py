@@ -2,6 +2,7 @@
 sentence for a wrong value or a wrong type, one log line and no traceback per refusal, local folders from the
 models directory only (the same sentence for any other path), and a server that listens on 127.0.0.1 unless told."""
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -83,6 +84,19 @@ def test_refused_input_is_one_log_line_and_no_traceback(client, app_log):
     logged = app_log.read_bytes()[start:].decode("utf-8", "replace").splitlines()
     assert "Traceback" not in "\n".join(logged)
     assert len(logged) == len(BAD_INPUT) and all(line.startswith("refused: ") for line in logged), logged[:5]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("overrides,message", [
+    (dict(gamma="abc"), "gamma must be a whole number from 1 to 16, got 'abc'."),
+    (dict(seed=None), "seed must be a whole number from 0 to 9223372036854775807, got None."),
+    (dict(prompt=7), "The prompt must be text, got 7."),
+])
+def test_step_names_the_field_too(app_url, overrides, message):
+    client = Client(app_url, verbose=False)  # a session of its own: Step reads the settings when a run starts
+    with pytest.raises(Exception, match=re.escape(message)):
+        client.predict(*replace(TEST_RUN, **overrides).api_args(), api_name="/step")
+    assert client.predict(*TEST_RUN.api_args(), api_name="/step")[0].count('<div class="sv-row">') == 1
 
 
 @pytest.mark.slow
