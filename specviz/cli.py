@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+from specviz import job
 from specviz.config import (
     DISTILLED_DRAFTER,
     LOOKUP_FIRST,
@@ -20,6 +22,7 @@ from specviz.config import (
     DecodeConfig,
     check_prompt,
 )
+from specviz.job import Job
 from specviz.pipeline import build_pipeline
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Trace
 
@@ -229,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         _quiet_transformers()
-        return {"generate": generate, "replay": replay, "verify-cost": verify_cost}[args.command](args)
+        with job.running(Job(on_stage=_stage_line if _show_progress() else None)):
+            return {"generate": generate, "replay": replay, "verify-cost": verify_cost}[args.command](args)
     except UsageError as error:
         print(f"specviz: {error}", file=sys.stderr)
         return 2
@@ -239,6 +243,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("specviz: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_progress() -> bool:
+    """Loading stages go to stderr in a terminal (or with SPECVIZ_PROGRESS=1); scripts get only the errors."""
+    return sys.stderr.isatty() or os.environ.get("SPECVIZ_PROGRESS") == "1"
+
+
+def _stage_line(stage: str) -> None:
+    print(f"specviz: {stage}…", file=sys.stderr, flush=True)
 
 
 def _quiet_transformers() -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz import job
 from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, QUANTIZED_DRAFTER, DecodeConfig
 from specviz.drafters.base import Drafter
 from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
@@ -80,7 +81,11 @@ def distilled_draft(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     """The distilled draft for this loaded target, loaded once and shared by every pipeline (it holds no state)."""
     from specviz.drafters.distilled import load_for_target
 
-    return cache.get(("distilled", target.model_id, target.device, target.dtype), lambda: load_for_target(target))
+    def build():
+        job.stage("Loading the distilled draft head")
+        return load_for_target(target)
+
+    return cache.get(("distilled", target.model_id, target.device, target.dtype), build)
 
 
 def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
@@ -88,7 +93,11 @@ def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     from specviz.drafters.int4 import quantized_copy
 
     _check_int4_kernels(target)
-    return cache.get(("int4", target.model_id, target.device, target.dtype), lambda: quantized_copy(target.hf_model))
+    def build():
+        job.stage(f"Building {target.model_id}'s 4-bit copy")
+        return quantized_copy(target.hf_model)
+
+    return cache.get(("int4", target.model_id, target.device, target.dtype), build)
 
 
 def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
@@ -100,7 +109,12 @@ def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     if not int4_decoder.supports(target.hf_model):
         return int4_copy(target, cache)
     key = ("int4-decoder", target.model_id, target.device, target.dtype)
-    return cache.get(key, lambda: int4_decoder.Int4LlamaDecoder(target.hf_model))
+
+    def build():
+        job.stage(f"Building {target.model_id}'s 4-bit copy")
+        return int4_decoder.Int4LlamaDecoder(target.hf_model)
+
+    return cache.get(key, build)
 
 
 def _check_int4_kernels(target: models.LoadedModel) -> None:

@@ -63,7 +63,7 @@ class Baseline:
     text: str
     token_ids: list[int]
     wall_ms: float
-    step_ms: float  # mean time of one target forward over one token
+    step_ms: float  # median time of one target forward over one token
 
 
 @dataclass

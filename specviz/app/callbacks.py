@@ -28,10 +28,15 @@ def load_pipeline(config: DecodeConfig) -> Pipeline:
     """The pipeline for `config`, built on the model thread; loading failures become gr.Error."""
     try:
         return worker.call(build_pipeline, config)
-    except (models.ModelUnavailable, models.IncompatibleModels, ValueError) as error:
-        raise gr.Error(str(error)) from error
-    except Exception as error:  # out of memory while loading, among others
-        raise gr.Error(friendly_message(error)) from error
+    except Exception as error:
+        raise pipeline_error(error) from error
+
+
+def pipeline_error(error: Exception) -> gr.Error:
+    """What to tell the user when loading failed: the loader's own sentence, or advice (out of memory)."""
+    if isinstance(error, (models.ModelUnavailable, models.IncompatibleModels, ValueError)):
+        return gr.Error(str(error), print_exception=False)
+    return gr.Error(friendly_message(error))  # out of memory while loading, among others
 
 
 def friendly_message(error: Exception) -> str:

@@ -13,7 +13,7 @@ import gradio as gr
 
 from specviz import render
 from specviz.app.lab_tabs import build_lab_tabs
-from specviz.app.live import TRACE_FILE_TTL_S, import_trace, reset, run, step
+from specviz.app.live import TRACE_FILE_TTL_S, JobSlot, import_trace, reset, run, step, stop
 from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.request import CUSTOM_PAIR, DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRAFT, PAIRS, RunRequest, default_pair
 from specviz.app.views import follow_latest_position, select_position
@@ -43,11 +43,11 @@ def build_app() -> gr.Blocks:
     with gr.Blocks(title="specviz: speculative decoding, round by round",
                    delete_cache=(TRACE_FILE_TTL_S, TRACE_FILE_TTL_S)) as demo:  # Gradio's copies of files, hourly
         gr.Markdown(_header(policy))
-        trace_state, step_state = gr.State(None), gr.State(None)
+        trace_state, step_state, job_state = gr.State(None), gr.State(None), gr.State(JobSlot)
         with gr.Tab("Live decoding"):
             live = _live_tab(policy)
         build_lab_tabs(demo, trace_state)
-        _wire_live_tab(live, trace_state, step_state)
+        _wire_live_tab(live, trace_state, step_state, job_state)
     return demo
 
 
@@ -128,20 +128,21 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
     return controls, custom_row
 
 
-def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State) -> None:
-    """Run and Step stream into the views; the sliders redraw p vs q; Stop and Reset cancel what runs."""
+def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State, job_state: gr.State) -> None:
+    """Run and Step stream into the views; the sliders redraw p vs q; Stop and Reset cancel what runs (the
+    session's job at once, so the model stops within one forward, and the Gradio events)."""
     gpu = gpu_decorator()  # ZeroGPU on a Space, else nothing
     pair, views_and_trace = live.controls["pair"], [*live.view_outputs, trace_state]
     pair.change(lambda choice: gr.update(visible=choice == CUSTOM_PAIR), pair, live.custom_row, queue=False)
     pair.change(lambda choice: gr.update(value=LOOKUP_THEN_DRAFT if PAIRS[choice][0] == OFFLINE_MODEL else DRAFT_MODEL),
                 pair, live.controls["drafter"], queue=False)
-    run_event = live.buttons["run"].click(gpu(run), inputs_kwargs=live.controls,
+    run_event = live.buttons["run"].click(gpu(run), [job_state], inputs_kwargs=live.controls,
                                           outputs=[*views_and_trace, live.download], api_name="run")
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)
-    step_event = live.buttons["step"].click(gpu(step), [step_state], inputs_kwargs=live.controls,
+    step_event = live.buttons["step"].click(gpu(step), [step_state, job_state], inputs_kwargs=live.controls,
                                             outputs=[*views_and_trace, live.download, step_state], api_name="step")
-    live.buttons["stop"].click(lambda: gr.Info("Stopped."), None, None, cancels=[run_event, step_event], queue=False)
-    live.buttons["reset"].click(reset, None, [*views_and_trace, step_state, live.download],
+    live.buttons["stop"].click(stop, [job_state], None, cancels=[run_event, step_event], queue=False)
+    live.buttons["reset"].click(reset, [job_state], [*views_and_trace, step_state, live.download],
                                 cancels=[run_event, step_event])
     live.upload.upload(import_trace, live.upload, [*views_and_trace, step_state])
     sliders = [live.round_slider, live.position_slider]
