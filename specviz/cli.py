@@ -23,7 +23,7 @@ from specviz.config import (
     check_prompt,
 )
 from specviz.job import Job
-from specviz.pipeline import build_pipeline
+from specviz.pipeline import build_pipeline, calibrate
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Trace
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
@@ -122,6 +122,7 @@ def generate(args) -> int:
 
     config = config_from_args(args)
     pipeline = build_pipeline(config)
+    calibrate(pipeline, config.target, config.gamma + 1)  # c's target step and v(k), timed once per target
     if args.baseline:
         engine.warm_up(pipeline, config)  # so the first-call costs of a fresh process tilt neither run
     colour = sys.stdout.isatty()

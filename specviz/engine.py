@@ -112,6 +112,7 @@ def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Tr
         device=models.describe_device(pipeline.device),
         dtype=str(pipeline.dtype).removeprefix("torch."),
         token_ids=[],
+        target_forward_ms=list(pipeline.target_forward_ms),
     ), prompt_ids
 
 

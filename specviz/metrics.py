@@ -32,7 +32,7 @@ class Metrics:
     draft_step_ms: float  # median time of one draft forward (per drafted token for prompt lookup), warm-up left out
     target_step_ms: float  # median target forward over one token (baseline), else over a round's k + 1 (verify)
     c: float  # draft_step_ms / target_step_ms
-    c_basis: str  # "baseline" or "verify" (verify time overstates a target step on CPU)
+    c_basis: str  # "baseline", "calibrated" or "verify" (verify time overstates a target step on CPU)
     tokens_per_s: float
     speedup_theoretical: float  # Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' draft lengths k_r (γ when all full)
     speedup_measured: float | None  # baseline wall time per token / speculative wall time per token
@@ -99,7 +99,8 @@ def step_costs(trace: Trace) -> tuple[float, float, str]:
     The warm-up rounds are left out (when enough rounds remain) and medians replace means: the same run,
     repeated, then gives about the same c (`python -m specviz.bench.c_spread`). A draft step is one draft
     forward (a round's draft time over its forwards); prompt lookup, which makes none, costs its time per
-    drafted token. A target step is the baseline's median one-token step when it ran, else the median verify
+    drafted token. A target step is the baseline's median one-token step when it ran, else the calibrated
+    one-token forward (Trace.target_forward_ms, timed once per target and device), else the median verify
     forward (k + 1 tokens: on a CPU it overstates one step a little, see v(k)).
     """
     steady = trace.rounds[WARM_UP_ROUNDS:] if len(trace.rounds) > WARM_UP_ROUNDS + 2 else trace.rounds[1:] or trace.rounds
@@ -111,6 +112,8 @@ def step_costs(trace: Trace) -> tuple[float, float, str]:
         draft_step_ms = sum(r.draft_ms for r in steady) / drafted if drafted else 0.0
     if trace.baseline is not None:
         return draft_step_ms, trace.baseline.step_ms, "baseline"
+    if trace.target_forward_ms:
+        return draft_step_ms, trace.target_forward_ms[0], "calibrated"
     verify = [r.verify_ms for r in steady]
     return draft_step_ms, statistics.median(verify) if verify else 0.0, "verify"
 
@@ -122,8 +125,13 @@ def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | No
     verify time at each k seen in at least two rounds (and the baseline's one-token step, when it ran) gives
     v(k) = t(k) / t(1). A k seen once is left out: a draft that almost always drafts γ leaves one short round at
     the end, and a line through that single timing and the rest extrapolates t(1) from noise. None when fewer
-    than two k remain.
+    than two k remain. A calibrated trace (Trace.target_forward_ms) gives v(k) from those timings instead, with
+    theory.verify_cost_at's extrapolation beyond them.
     """
+    measured = trace.target_forward_ms
+    if len(measured) >= 2 and measured[0] > 0:
+        table = {k: ms / measured[0] for k, ms in enumerate(measured, start=1)}
+        return {k: max(theory.verify_cost_at(table, k), 1.0) if k > 1 else 1.0 for k in range(1, max_k + 1)}
     by_size: dict[int, list[float]] = {}
     for round_ in trace.rounds[1:]:
         by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)

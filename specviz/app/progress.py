@@ -17,7 +17,7 @@ from specviz.app import worker
 from specviz.app.callbacks import pipeline_error
 from specviz.config import DecodeConfig
 from specviz.job import Cancelled, Job
-from specviz.pipeline import build_pipeline
+from specviz.pipeline import Pipeline, build_pipeline, calibrate
 
 STATUS_INTERVAL_S = 0.25  # while loading (or a slow round), say what is happening this often
 
@@ -63,13 +63,20 @@ class JobSlot:
 
 
 def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = ()):
-    """The pipeline, built on the model thread while this reports each loading stage; gr.Error on failure."""
+    """The pipeline, built and calibrated on the model thread while this reports each stage; gr.Error on failure."""
     try:
-        return (yield from waiting(worker.MODEL_THREAD.submit(build_pipeline, config, job=job), job, started, extra))
+        return (yield from waiting(worker.MODEL_THREAD.submit(_calibrated, config, job=job), job, started, extra))
     except (Cancelled, gr.Error):
         raise
     except Exception as error:
         raise pipeline_error(error) from error
+
+
+def _calibrated(config: DecodeConfig) -> Pipeline:
+    """The pipeline, with its target's forward timed (once per target and device: c and v(k) on the page)."""
+    pipeline = build_pipeline(config)
+    calibrate(pipeline, config.target, config.gamma + 1)
+    return pipeline
 
 
 def waiting(future, job: Job, started: float, extra: tuple = ()):
