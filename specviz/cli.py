@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
+from specviz import job
 from specviz.config import (
     DISTILLED_DRAFTER,
     LOOKUP_FIRST,
@@ -21,8 +23,9 @@ from specviz.config import (
     check_prompt,
     parse_field,
 )
+from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs
-from specviz.pipeline import build_pipeline
+from specviz.pipeline import build_pipeline, calibrate
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Trace
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
@@ -136,6 +139,7 @@ def generate(args) -> int:
     check_outputs(files={"--trace-out": args.trace_out})  # before any model loads: a typo must not cost a run
     config = config_from_args(args)
     pipeline = build_pipeline(config)
+    calibrate(pipeline, config.target, config.gamma + 1)  # c's target step and v(k), timed once per target
     if args.baseline:
         engine.warm_up(pipeline, config)  # so the first-call costs of a fresh process tilt neither run
     colour = sys.stdout.isatty()
@@ -246,7 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         _quiet_transformers()
-        return {"generate": generate, "replay": replay, "verify-cost": verify_cost}[args.command](args)
+        with job.running(Job(on_stage=_stage_line if _show_progress() else None)):
+            return {"generate": generate, "replay": replay, "verify-cost": verify_cost}[args.command](args)
     except (UsageError, OutputPathError) as error:
         print(f"specviz: {error}", file=sys.stderr)
         return 2
@@ -256,6 +261,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("specviz: interrupted", file=sys.stderr)
         return 130
+
+
+def _show_progress() -> bool:
+    """Loading stages go to stderr in a terminal (or with SPECVIZ_PROGRESS=1); scripts get only the errors."""
+    return sys.stderr.isatty() or os.environ.get("SPECVIZ_PROGRESS") == "1"
+
+
+def _stage_line(stage: str) -> None:
+    print(f"specviz: {stage}…", file=sys.stderr, flush=True)
 
 
 def _quiet_transformers() -> None:

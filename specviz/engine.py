@@ -16,11 +16,13 @@ Recording for the views (recording.py) happens after each round's timed sections
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Iterator
 
 import torch
 
+from specviz import job
 from specviz.adaptive import GammaPolicy, RoundTiming, gamma_policy
 from specviz.config import DecodeConfig
 from specviz.models import loading as models
@@ -48,6 +50,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
     drafter.begin()
     forward_before = pipeline.forward_seconds()
     while not trace.stop_reason:
+        job.check()  # a stopped run ends between rounds (and before any model forward: LanguageModel.feed)
         started = time.perf_counter()
         with torch.inference_mode():  # per round, never across the yield (the consumer runs in between)
             room = min(config.gamma, _room(sequence, prompt_ids, pipeline, config) - 1)  # a round emits ≤ k + 1
@@ -109,6 +112,8 @@ def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Tr
         device=models.describe_device(pipeline.device),
         dtype=str(pipeline.dtype).removeprefix("torch."),
         token_ids=[],
+        target_forward_ms=list(pipeline.target_forward_ms),
+        templated_prompt=pipeline.tokenizer.decode(prompt_ids),
     ), prompt_ids
 
 
@@ -154,7 +159,7 @@ def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Ba
             models.synchronize(device)
             step_seconds.append(time.perf_counter() - step_started)
     wall_ms = (time.perf_counter() - started) * 1e3
-    step_ms = 1e3 * sum(step_seconds) / len(step_seconds) if step_seconds else wall_ms
+    step_ms = 1e3 * statistics.median(step_seconds) if step_seconds else wall_ms  # one slow step does not move it
     text = pipeline.tokenizer.decode(generated, skip_special_tokens=True)
     return Baseline(text=text, token_ids=generated, wall_ms=wall_ms, step_ms=step_ms)
 

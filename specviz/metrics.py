@@ -4,6 +4,7 @@ two statistics every check of the output's distribution uses (Pearson's χ² tes
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
@@ -28,10 +29,10 @@ class Metrics:
     target_calls: int  # target forward passes: one per round
     draft_ms_per_round: float
     verify_ms_per_round: float
-    draft_step_ms: float  # drafting time per draft forward (per drafted token for prompt lookup), round 1 left out
-    target_step_ms: float  # one target forward over one token (from the baseline when it ran)
+    draft_step_ms: float  # median time of one draft forward (per drafted token for prompt lookup), warm-up left out
+    target_step_ms: float  # median target forward over one token (baseline), else over a round's k + 1 (verify)
     c: float  # draft_step_ms / target_step_ms
-    c_basis: str  # "baseline" or "verify" (verify time overstates a target step on CPU)
+    c_basis: str  # "baseline", "calibrated" or "verify" (verify time overstates a target step on CPU)
     tokens_per_s: float
     speedup_theoretical: float  # Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' draft lengths k_r (γ when all full)
     speedup_measured: float | None  # baseline wall time per token / speculative wall time per token
@@ -56,14 +57,7 @@ def summarize(trace: Trace) -> Metrics:
     draft_lengths = [round_.drafted for round_ in trace.rounds]  # k_r: fewer than γ with adaptive γ or near the end
     draft_ms = sum(round_.draft_ms for round_ in trace.rounds)
     verify_ms = sum(round_.verify_ms for round_ in trace.rounds)
-    # Step costs leave out round 1, whose forwards also encode the whole prompt.
-    steady = trace.rounds[1:] or trace.rounds
-    draft_steps = sum(r.draft_forwards for r in steady) or sum(r.drafted for r in steady)
-    draft_step_ms = sum(r.draft_ms for r in steady) / draft_steps if draft_steps else 0.0
-    if trace.baseline is not None:
-        target_step_ms, basis = trace.baseline.step_ms, "baseline"
-    else:
-        target_step_ms, basis = sum(r.verify_ms for r in steady) / len(steady) if steady else 0.0, "verify"
+    draft_step_ms, target_step_ms, basis = step_costs(trace)
     c = draft_step_ms / target_step_ms if target_step_ms > 0 else 0.0
     generated = len(trace.token_ids)
     speedup_measured = identical = None
@@ -96,6 +90,34 @@ def summarize(trace: Trace) -> Metrics:
     )
 
 
+WARM_UP_ROUNDS = 2  # round 1 also encodes the prompt; round 2 still pays first-call costs (allocations, caches)
+
+
+def step_costs(trace: Trace) -> tuple[float, float, str]:
+    """(draft step ms, target step ms, basis) for c, robust to a slow start and to a stray slow round.
+
+    The warm-up rounds are left out (when enough rounds remain) and medians replace means: the same run,
+    repeated, then gives about the same c (`python -m specviz.bench.c_spread`). A draft step is one draft
+    forward (a round's draft time over its forwards); prompt lookup, which makes none, costs its time per
+    drafted token. A target step is the baseline's median one-token step when it ran, else the calibrated
+    one-token forward (Trace.target_forward_ms, timed once per target and device), else the median verify
+    forward (k + 1 tokens: on a CPU it overstates one step a little, see v(k)).
+    """
+    steady = trace.rounds[WARM_UP_ROUNDS:] if len(trace.rounds) > WARM_UP_ROUNDS + 2 else trace.rounds[1:] or trace.rounds
+    per_forward = [r.draft_ms / r.draft_forwards for r in steady if r.draft_forwards]
+    if per_forward:
+        draft_step_ms = statistics.median(per_forward)
+    else:
+        drafted = sum(r.drafted for r in steady)
+        draft_step_ms = sum(r.draft_ms for r in steady) / drafted if drafted else 0.0
+    if trace.baseline is not None:
+        return draft_step_ms, trace.baseline.step_ms, "baseline"
+    if trace.target_forward_ms:
+        return draft_step_ms, trace.target_forward_ms[0], "calibrated"
+    verify = [r.verify_ms for r in steady]
+    return draft_step_ms, statistics.median(verify) if verify else 0.0, "verify"
+
+
 def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | None:
     """v(k) for k = 1..max_k from this run's own timings: target forwards over k tokens relative to one.
 
@@ -103,8 +125,13 @@ def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | No
     verify time at each k seen in at least two rounds (and the baseline's one-token step, when it ran) gives
     v(k) = t(k) / t(1). A k seen once is left out: a draft that almost always drafts γ leaves one short round at
     the end, and a line through that single timing and the rest extrapolates t(1) from noise. None when fewer
-    than two k remain.
+    than two k remain. A calibrated trace (Trace.target_forward_ms) gives v(k) from those timings instead, with
+    theory.verify_cost_at's extrapolation beyond them.
     """
+    measured = trace.target_forward_ms
+    if len(measured) >= 2 and measured[0] > 0:
+        table = {k: ms / measured[0] for k, ms in enumerate(measured, start=1)}
+        return {k: max(theory.verify_cost_at(table, k), 1.0) if k > 1 else 1.0 for k in range(1, max_k + 1)}
     by_size: dict[int, list[float]] = {}
     for round_ in trace.rounds[1:]:
         by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)

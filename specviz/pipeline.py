@@ -7,10 +7,11 @@ wrappers (KV caches), so build a new one for each run, or reset it (the engine d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
+from specviz import job
 from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, QUANTIZED_DRAFTER, DecodeConfig
 from specviz.drafters.base import Drafter
 from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
@@ -31,6 +32,7 @@ class Pipeline:
     dtype: torch.dtype
     draft_model: models.LanguageModel | None = None
     cache: WeightsCache = WEIGHTS  # where shared weights, and the record of warm-ups, live
+    target_forward_ms: list[float] = field(default_factory=list)  # set by calibrate(); copied into each trace
 
     @property
     def context_limit(self) -> int:
@@ -76,11 +78,42 @@ def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipel
     return Pipeline(target_model, drafter, target.tokenizer, eos, target.device, target.dtype, draft_model, cache)
 
 
+CALIBRATION_PROMPT = "The quick brown fox jumps over the lazy dog. " * 8  # a context to time forwards after
+MIN_CALIBRATED_K = 5
+
+
+def calibrate(pipeline: Pipeline, target_id: str, max_k: int) -> list[float]:
+    """Set (and return) pipeline.target_forward_ms: the median ms of one target forward over k = 1..max(max_k,
+    MIN_CALIBRATED_K) new tokens, timed once per target, device and dtype, then read from the cache (a larger k
+    measures again). 4 × k timed forwards: about a second for SmolLM2-135M on two CPU cores. Every trace of the
+    pipeline then carries them, for a steady c and the v(k) curve. Leaves the target's cache empty."""
+    from specviz.models import profiling
+
+    sizes = max(max_k, MIN_CALIBRATED_K)
+    key = ("target-forward-ms", target_id, pipeline.device, pipeline.dtype)
+
+    def measure() -> list[float]:
+        job.stage(f"Timing {target_id}'s forward over 1..{sizes} tokens, once (for c and v(k))")
+        context = pipeline.tokenizer(CALIBRATION_PROMPT, add_special_tokens=False)["input_ids"]
+        timings = profiling.measure_verify_costs(pipeline.target, context, max_k=sizes, repeats=3, warmup=1)
+        pipeline.target.reset()
+        return [timings[k] for k in range(1, sizes + 1)]
+
+    if key in pipeline.cache and len(pipeline.cache.get(key, measure)) < sizes:
+        pipeline.cache.clear_key(key)  # measured for a smaller γ: measure again, up to this one
+    pipeline.target_forward_ms = pipeline.cache.get(key, measure)[:sizes]
+    return pipeline.target_forward_ms
+
+
 def distilled_draft(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     """The distilled draft for this loaded target, loaded once and shared by every pipeline (it holds no state)."""
     from specviz.drafters.distilled import load_for_target
 
-    return cache.get(("distilled", target.model_id, target.device, target.dtype), lambda: load_for_target(target))
+    def build():
+        job.stage("Loading the distilled draft head")
+        return load_for_target(target)
+
+    return cache.get(("distilled", target.model_id, target.device, target.dtype), build)
 
 
 def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
@@ -88,7 +121,11 @@ def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     from specviz.drafters.int4 import quantized_copy
 
     _check_int4_kernels(target)
-    return cache.get(("int4", target.model_id, target.device, target.dtype), lambda: quantized_copy(target.hf_model))
+    def build():
+        job.stage(f"Building {target.model_id}'s 4-bit copy")
+        return quantized_copy(target.hf_model)
+
+    return cache.get(("int4", target.model_id, target.device, target.dtype), build)
 
 
 def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
@@ -100,7 +137,12 @@ def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     if not int4_decoder.supports(target.hf_model):
         return int4_copy(target, cache)
     key = ("int4-decoder", target.model_id, target.device, target.dtype)
-    return cache.get(key, lambda: int4_decoder.Int4LlamaDecoder(target.hf_model))
+
+    def build():
+        job.stage(f"Building {target.model_id}'s 4-bit copy")
+        return int4_decoder.Int4LlamaDecoder(target.hf_model)
+
+    return cache.get(key, build)
 
 
 def _check_int4_kernels(target: models.LoadedModel) -> None:

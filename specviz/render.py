@@ -76,7 +76,16 @@ def rows_html(trace: Trace | None, last: int | None = None) -> str:
     rounds = trace.rounds if last is None else trace.rounds[-last:]
     hidden = len(trace.rounds) - len(rounds)
     note = f'<div class="sv-more">… {hidden} earlier rounds</div>' if hidden else ""
-    return f'{LEGEND_HTML}{note}{"".join(round_html(r) for r in rounds)}'
+    return f'{LEGEND_HTML}{templated_prompt_html(trace)}{note}{"".join(round_html(r) for r in rounds)}'
+
+
+def templated_prompt_html(trace: Trace) -> str:
+    """Everything the target reads before the first round, collapsed: the chat template and its system prompt
+    too, so that a first round copying from hidden text is no mystery."""
+    if not trace.templated_prompt:
+        return ""
+    return ('<details class="sv-prompt"><summary>What the model reads: the prompt as templated, '
+            f'{trace.prompt_token_count} tokens</summary><pre>{html.escape(trace.templated_prompt)}</pre></details>')
 
 
 def final_text_html(trace: Trace | None) -> str:

@@ -63,7 +63,7 @@ class Baseline:
     text: str
     token_ids: list[int]
     wall_ms: float
-    step_ms: float  # mean time of one target forward over one token
+    step_ms: float  # median time of one target forward over one token
 
 
 @dataclass
@@ -83,6 +83,10 @@ class Trace:
     forward_ms: float = 0.0  # of which spent inside model forwards
     record_ms: float = 0.0  # recording the rounds for the views, outside wall_ms
     baseline: Baseline | None = None
+    templated_prompt: str = ""  # what the target reads: the prompt in the chat template, system prompt included
+    # Median ms of one target forward over k = 1, 2, .. new tokens, timed once per target and device before
+    # the run (pipeline.target_forward_ms): c's target step and the v(k) curve. Empty when not measured.
+    target_forward_ms: list[float] = field(default_factory=list)
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -21,6 +21,16 @@ def offline_target():
     return models.load_model(OFFLINE_MODEL, torch.device("cpu"), torch.float32)
 
 
+def cpu_seconds(process, over: float) -> float:
+    """CPU seconds a psutil.Process used in the next `over` seconds: a server at rest uses next to none."""
+    import time
+
+    before = process.cpu_times()
+    time.sleep(over)
+    after = process.cpu_times()
+    return after.user + after.system - before.user - before.system
+
+
 def save_tiny_llama(folder, tokenizer, vocab_size, seed=0, layers=2):
     """A random-weight Llama with `tokenizer`, saved as a checkpoint folder, as a user's local model would be."""
     from transformers import LlamaConfig, LlamaForCausalLM

@@ -36,11 +36,15 @@ def _choose_pair(page, name: str) -> None:
 
 
 def _run_with_the_draft_model(page, pair: str) -> None:
-    """Reset, pick the pair and the draft model alone, run "Explain what a rainbow is." and wait for the end."""
+    """Reset, pick the pair and the draft model alone, run "Explain what a rainbow is." (96 tokens at most) and
+    wait for the end."""
     page.get_by_role("tab", name="Live decoding", exact=True).click()  # the lab tests leave another tab open
     page.get_by_role("button", name="Reset", exact=True).click()
     _choose_pair(page, pair)
     page.locator("textarea").first.fill("Explain what a rainbow is.")
+    max_tokens = page.get_by_label("Max new tokens").first  # the Stop tests leave it at 512
+    max_tokens.fill("96")
+    max_tokens.press("Enter")
     page.get_by_label("draft model", exact=True).check()
     page.get_by_role("button", name="Run", exact=True).click()
     page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
@@ -109,6 +113,28 @@ def test_stop_ends_a_long_run_and_the_next_run_works(page):
     assert _row_count(page) == stopped_at < 300  # nothing more streams in
     page.get_by_role("button", name="Step", exact=True).click()  # the worker is free again
     page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=120_000)
+
+
+def test_stop_within_a_tenth_of_a_second_of_run_leaves_the_server_idle(page, app_server):
+    import psutil  # a dependency of accelerate
+
+    from tests.conftest import cpu_seconds
+
+    server = psutil.Process(app_server[1].pid)
+    page.get_by_role("button", name="Reset", exact=True).click()
+    page.locator("textarea").first.fill("Write a long story about a dragon who learns to paint.")
+    max_tokens = page.get_by_label("Max new tokens").first
+    max_tokens.fill("512")
+    max_tokens.press("Enter")
+    page.evaluate("""() => {  // in the page itself, so the 0.05 s between the clicks is exact
+        const button = name => [...document.querySelectorAll('button')].find(b => b.innerText.trim() === name);
+        button('Run').click();
+        return new Promise(done => setTimeout(() => { button('Stop').click(); done(); }, 50));
+    }""")
+    time.sleep(1.0)  # the forward in flight ends
+    assert cpu_seconds(server, over=2.0) < 0.3  # the model thread is idle again
+    page.get_by_role("button", name="Step", exact=True).click()  # and the next run starts at once
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=30_000)
 
 
 LAB_TABS = [  # tab, button to press (or None), text that must then appear in the tab

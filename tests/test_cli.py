@@ -15,15 +15,20 @@ from specviz.cli import build_parser, config_from_args, format_round, main
 from specviz.trace import Round, Token
 
 
-def run_cli(*args):
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+def run_cli(*args, **env_vars):
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", **env_vars}
     return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
 def test_json_output_has_the_contract_keys(offline_target):
-    """The one smoke test in a process of its own: `python -m specviz generate ... --json`."""
-    result = run_cli("generate", "--prompt", "Say hello twice: hello hello", "--max-new-tokens", "16", "--json", "--baseline")
+    """The one smoke test in a process of its own: `python -m specviz generate ... --json`, with the loading
+    stages on stderr (as in a terminal)."""
+    result = run_cli("generate", "--prompt", "Say hello twice: hello hello", "--max-new-tokens", "16", "--json", "--baseline",
+                     SPECVIZ_PROGRESS="1")
     assert result.returncode == 0, result.stderr
+    stages = result.stderr.splitlines()
+    assert stages[0].startswith("specviz: Loading offline:SmolLM2-135M-Instruct on cpu"), result.stderr
+    assert all(line.startswith("specviz: ") and line.endswith("…") for line in stages), result.stderr
     summary = json.loads(result.stdout)
     for key in ("text", "rounds", "alpha", "alpha_per_position", "tokens_per_round", "c", "speedup_theoretical",
                 "baseline_text", "speedup_measured", "identical"):

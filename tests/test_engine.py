@@ -7,6 +7,7 @@ import torch
 
 from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.metrics import summarize
 from specviz.sampling import Standardizer
 from specviz.trace import Trace
 from tests.fakes import FakeLanguageModel, fake_pipeline
@@ -208,3 +209,16 @@ def test_warm_up_feeds_every_verification_width_then_runs_both_paths_once_per_pr
     assert len(widths) == count  # once per process for the same pair and γ
     trace = engine.run_speculative(pipeline, "abcab", config)  # a warmed pipeline decodes as before
     assert trace.token_ids == engine.baseline_decode(pipeline, "abcab", config).token_ids
+
+
+def test_calibrating_times_the_target_once_per_target_and_again_for_a_larger_gamma():
+    from specviz.pipeline import calibrate
+
+    pipeline = fake_pipeline(8)
+    first = calibrate(pipeline, "fake-target", 3)
+    calls = pipeline.target.forward_calls
+    assert len(first) == 5 and all(ms > 0 for ms in first)  # at least MIN_CALIBRATED_K sizes
+    assert calibrate(pipeline, "fake-target", 4) == first and pipeline.target.forward_calls == calls  # cached
+    assert len(calibrate(pipeline, "fake-target", 8)) == 8 and pipeline.target.forward_calls > calls  # measured again
+    trace = engine.run_speculative(pipeline, "abcabc", DecodeConfig(gamma=2, max_new_tokens=6, chat=False))
+    assert trace.target_forward_ms == pipeline.target_forward_ms and summarize(trace).c_basis == "calibrated"

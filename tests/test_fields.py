@@ -114,3 +114,32 @@ def test_parse_field_reads_command_line_text():
     assert parse_field("gamma", "4") == 4 and parse_field("gamma", "4.0") == 4 and parse_field("top_p", "1") == 1.0
     with pytest.raises(ValueError, match="got 'four'$"):
         parse_field("gamma", "four")
+
+
+def test_quiet_refusals_log_one_line_for_a_refusal_and_keep_a_failures_traceback(caplog):
+    from specviz.app.callbacks import Refusal, quiet_refusals, refused
+
+    def stream(error):
+        yield 1
+        raise error
+
+    def wrapped_refusal():
+        try:
+            raise refused("gamma must be a whole number")
+        except ValueError as error:  # gr.Error is a ValueError: a callback's handler may wrap it again
+            raise gr.Error(str(error), print_exception=False) from error
+
+    refusal, failure = gr.Error("the prompt has 9031 tokens"), gr.Error("Decoding failed")
+    refusal.__cause__, failure.__cause__ = ValueError("too long"), MemoryError("out of memory")  # as `raise ... from`
+    with caplog.at_level("WARNING", logger="specviz.app"):
+        with pytest.raises(Refusal, match="9031 tokens") as quiet:
+            list(quiet_refusals(stream)(refusal))
+        assert not quiet.value.print_exception
+        with pytest.raises(gr.Error) as loud:
+            list(quiet_refusals(stream)(failure))
+        assert loud.value is failure and loud.value.print_exception
+        with pytest.raises(Refusal) as unwrapped:
+            quiet_refusals(wrapped_refusal)()
+        assert unwrapped.value.message == "gamma must be a whole number"  # not its repr, and logged once
+    assert [record.getMessage() for record in caplog.records] == ["refused: the prompt has 9031 tokens",
+                                                                  "refused: gamma must be a whole number"]

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from specviz.config import DecodeConfig
-from specviz.metrics import chi_square_test, summarize, total_variation
+from specviz.metrics import chi_square_test, estimate_verify_cost, summarize, total_variation
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Baseline, Round, Token, Trace
 
 ALPHA = 4 / 6  # 4 of the 6 tested drafts below are accepted
@@ -68,6 +68,37 @@ def test_theoretical_speedup_uses_what_each_round_drafted():
 
 
 # ---------------------------------------------------------------- the one χ² helper
+
+
+def _steady_trace(draft_ms: list[float], verify_ms: list[float], **fields) -> Trace:
+    """Rounds of 2 drafts each (both accepted, then a bonus) with these timings; no baseline."""
+    rounds = []
+    for index, (draft, verify) in enumerate(zip(draft_ms, verify_ms)):
+        round_ = _round(index, 2, [ACCEPTED, ACCEPTED, BONUS], draft_ms=draft)
+        round_.verify_ms = verify
+        rounds.append(round_)
+    config = DecodeConfig(gamma=2).to_dict()
+    return Trace(config=config, prompt="p", prompt_token_count=1, target_name="t", draft_name="d", device="cpu",
+                 dtype="float32", rounds=rounds, token_ids=[1] * 3 * len(rounds), wall_ms=100.0, **fields)
+
+
+def test_c_leaves_out_the_warm_up_and_a_stray_slow_round():
+    """Round 1 encodes the prompt, round 2 pays first-call costs, round 6 was slowed by another process: c is
+    the median draft step (2 ms per forward) over the median verify (20 ms) of the steady rounds."""
+    trace = _steady_trace(draft_ms=[40.0, 12.0, 4.0, 4.0, 4.0, 30.0, 4.0], verify_ms=[200.0, 60.0, 20.0, 20.0, 20.0, 90.0, 20.0])
+    metrics = summarize(trace)
+    assert metrics.c_basis == "verify" and metrics.c == pytest.approx(0.1)
+    assert metrics.draft_step_ms == pytest.approx(2.0) and metrics.target_step_ms == pytest.approx(20.0)
+
+
+def test_a_calibrated_target_step_gives_c_and_the_verify_cost_curve():
+    trace = _steady_trace(draft_ms=[4.0] * 6, verify_ms=[20.0] * 6, target_forward_ms=[16.0, 16.0, 18.0, 20.0, 24.0])
+    metrics = summarize(trace)
+    assert metrics.c_basis == "calibrated" and metrics.c == pytest.approx(2.0 / 16.0)
+    cost = estimate_verify_cost(trace)
+    assert [cost[k] for k in (1, 2, 3, 5)] == pytest.approx([1.0, 1.0, 18 / 16, 1.5])  # the timings themselves
+    assert cost[5] < cost[6] < cost[17]  # beyond them, extrapolated upward
+    assert estimate_verify_cost(_steady_trace(draft_ms=[4.0] * 6, verify_ms=[20.0] * 6)) is None  # one size: no curve
 
 
 def test_chi_square_against_closed_forms():

@@ -73,3 +73,14 @@ def _rejected_step() -> dict:
     step = speculative_step([0.2, 0.4, 0.4], [0.6, 0.2, 0.2], uniforms=[0.1, 0.9, 0.75])  # x = 0 drawn, then rejected
     assert not step["accepted"]
     return step
+
+
+def test_the_rows_show_what_the_model_reads_collapsed_and_escaped():
+    pipeline = fake_pipeline(8)
+    trace = engine.run_speculative(pipeline, "abc<b>", DecodeConfig(gamma=2, max_new_tokens=4, chat=False))
+    assert trace.templated_prompt == pipeline.tokenizer.decode(pipeline.tokenizer("abc<b>")["input_ids"])
+    trace.templated_prompt = "<|im_start|>system\nYou are <b>helpful</b><|im_end|>"
+    rows = render.rows_html(trace)
+    assert '<details class="sv-prompt"><summary>What the model reads' in rows
+    assert "You are &lt;b&gt;helpful&lt;/b&gt;" in rows and "<b>" not in rows
+    assert rows.index("sv-prompt") < rows.index('class="sv-row"')  # above the rounds: streaming only appends

@@ -24,19 +24,31 @@ from specviz.pipeline import Pipeline, build_pipeline
 LOG = logging.getLogger("specviz.app")
 
 
-def refused(message: str) -> gr.Error:
-    """The gr.Error for input the app refuses: shown to the visitor; one line in the server log, no traceback."""
+class Refusal(gr.Error):
+    """Input the app refuses: the visitor sees the sentence; the server logs one line (`refused`), no traceback."""
+
+    def __init__(self, message: str):
+        super().__init__(message, print_exception=False)
+
+
+def refused(message: str) -> Refusal:
+    """The error to raise for input the app refuses, logged now as one line."""
     LOG.warning("refused: %s", " ".join(message.split())[:300])
-    return gr.Error(message, print_exception=False)
+    return Refusal(message)
 
 
 def quiet_refusals(function):
-    """Wrap a callback (a generator too) so that a gr.Error it raises from a ValueError, the way callbacks refuse
-    input, is logged in one line with no traceback. Other errors pass through unchanged."""
+    """Wrap a callback (a generator too) so that every refusal it raises is one log line and no traceback: a
+    gr.Error from a ValueError (how callbacks refuse input) or one already marked quiet. Other errors (out of memory,
+    a bug) pass through unchanged, with their traceback."""
     def quieter(error: gr.Error) -> gr.Error:
-        if error.print_exception and isinstance(error.__cause__, ValueError):
+        if isinstance(error, Refusal):
+            return error  # already logged
+        if isinstance(error.__cause__, Refusal):  # gr.Error is a ValueError: a callback's `except ValueError` wrapped it
+            return error.__cause__
+        if not error.print_exception or isinstance(error.__cause__, ValueError):
             return refused(error.message)
-        return error  # already quiet (and logged), or a failure whose traceback the server's owner needs
+        return error
 
     if inspect.isgeneratorfunction(function):
         @functools.wraps(function)
@@ -44,7 +56,10 @@ def quiet_refusals(function):
             try:
                 yield from function(*args, **kwargs)
             except gr.Error as error:
-                raise quieter(error) from error.__cause__
+                quiet = quieter(error)
+                if quiet is error:
+                    raise
+                raise quiet from None
         return stream
 
     @functools.wraps(function)
@@ -52,7 +67,10 @@ def quiet_refusals(function):
         try:
             return function(*args, **kwargs)
         except gr.Error as error:
-            raise quieter(error) from error.__cause__
+            quiet = quieter(error)
+            if quiet is error:
+                raise
+            raise quiet from None
     return call
 
 
@@ -69,10 +87,15 @@ def load_pipeline(config: DecodeConfig) -> Pipeline:
     """The pipeline for `config`, built on the model thread; loading failures become gr.Error."""
     try:
         return worker.call(build_pipeline, config)
-    except (models.ModelUnavailable, models.IncompatibleModels, ValueError) as error:
-        raise refused(str(error)) from error
-    except Exception as error:  # out of memory while loading, among others
-        raise gr.Error(friendly_message(error)) from error
+    except Exception as error:
+        raise pipeline_error(error) from error
+
+
+def pipeline_error(error: Exception) -> gr.Error:
+    """What to tell the user when loading failed: the loader's own sentence, or advice (out of memory)."""
+    if isinstance(error, (models.ModelUnavailable, models.IncompatibleModels, ValueError)):
+        return refused(str(error))
+    return gr.Error(friendly_message(error))  # out of memory while loading, among others
 
 
 def friendly_message(error: Exception) -> str:

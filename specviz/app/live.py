@@ -17,17 +17,20 @@ from pathlib import Path
 import gradio as gr
 
 from specviz import engine
-from specviz.app import worker
-from specviz.app.callbacks import friendly_message, load_pipeline, make_config
+from specviz.app import progress, worker
+from specviz.app.callbacks import friendly_message, make_config
+from specviz.app.progress import JobSlot, status_only
 from specviz.app.request import RunRequest
 from specviz.app.views import held_plots, views
 from specviz.config import DecodeConfig
+from specviz.job import Cancelled
 from specviz.pipeline import Pipeline
 from specviz.trace import Trace
 
 # Send the newest rows at most this often (Step shows every round): streaming cost 10-13% at 0.2 s, 2-9% at 0.4 s.
 ROWS_INTERVAL_S = 0.4
 PLOT_INTERVAL_S = 2.0  # and redraw the four plots at most this often (~25 ms of CPU each time)
+STOPPED = "Stop"  # Trace.stop_reason of a run its user stopped (shown as "stopped by Stop")
 MAX_TRACE_BYTES = 20 * 1024 * 1024
 TRACE_FILE_TTL_S = 3600  # downloadable trace files are kept this long
 
@@ -45,24 +48,34 @@ class StepSession:
     finished: bool = False
 
 
-def run(**controls):
+def run(slot: JobSlot | None = None, **controls):
     """Stream a whole run, then the final views.
 
-    The engine runs ahead on the model thread (worker.Ahead) and is never held up by drawing; every
-    ROWS_INTERVAL_S this sends the newest rounds (Gradio sends only the rows appended since the last update),
-    and every PLOT_INTERVAL_S the plots too. The first round is sent at once.
+    Loading reports its stage every STATUS_INTERVAL_S. The engine then runs ahead on the model thread
+    (worker.Ahead) and is never held up by drawing; every ROWS_INTERVAL_S this sends the newest rounds (Gradio
+    sends only the rows appended since the last update), and every PLOT_INTERVAL_S the plots too. Whatever ends
+    this generator (the run's end, an error, or Gradio closing it for Stop, Reset or a closed tab) cancels the
+    job, so the model thread is free within one forward.
     """
     request = RunRequest(**controls)
     config = make_config(request)
-    pipeline = load_pipeline(config)
-    if request.compare:
-        worker.call(engine.warm_up, pipeline, config)  # a fresh server's first run would otherwise pay set-up costs
-    feed = worker.Ahead(engine.speculative_decode(pipeline, request.prompt, config), snapshot=_snapshot)
-    seen, sent, plotted, trace, held = 0, float("-inf"), float("-inf"), None, None
+    job = (slot or JobSlot()).start()
+    feed, trace, started = None, None, time.perf_counter()
     try:
+        yield _cleared(progress.waiting_line(job, started))  # at once: the page says what is happening
+        pipeline = yield from progress.loaded(config, job, started)
+        if request.compare:  # a fresh server's first run would otherwise pay set-up costs
+            yield from progress.waiting(worker.MODEL_THREAD.submit(engine.warm_up, pipeline, config, job=job), job, started)
+        job.enter(progress.FIRST_ROUND)
+        feed = worker.Ahead(engine.speculative_decode(pipeline, request.prompt, config), snapshot=_snapshot, job=job)
+        seen, sent, plotted, held = 0, float("-inf"), float("-inf"), None
         while True:
             time.sleep(max(0.0, sent + ROWS_INTERVAL_S - time.perf_counter()))
-            seen, trace, finished = feed.newer_than(seen)
+            newer = feed.newer_than(seen, timeout=progress.STATUS_INTERVAL_S)
+            if newer is None:  # a slow round: say so (and let Gradio close this generator if it wants to)
+                yield status_only(progress.waiting_line(job, started)) if trace is None else _unchanged()
+                continue
+            seen, trace, finished = newer
             if finished:
                 break
             sent = time.perf_counter()
@@ -72,15 +85,35 @@ def run(**controls):
             plotted, outputs = sent, views(trace)
             held = held_plots(outputs, trace)
             yield (*outputs[:3], *held[:4], outputs[7], trace, None)
+        if job.cancelled:  # Stop or Reset cancelled the job: the engine ended before its last round
+            raise Cancelled("stopped")
         if request.compare:
-            trace.baseline = worker.call(engine.baseline_decode, pipeline, request.prompt, config)
+            future = worker.MODEL_THREAD.submit(engine.baseline_decode, pipeline, request.prompt, config, job=job)
+            trace.baseline = yield from progress.waiting(future, job, started)
+    except Cancelled:
+        if trace is not None:
+            trace.stop_reason = STOPPED
+        yield (*views(trace), trace, write_trace_file(trace) if trace else None)
+        return
     except ValueError as error:
-        raise gr.Error(str(error)) from error
+        raise gr.Error(str(error), print_exception=False) from error
     except Exception as error:
         raise gr.Error(friendly_message(error)) from error
     finally:
-        feed.close()
+        job.cancel()  # the end, an error, or a cancel from outside: nothing of this run may go on
+        if feed is not None:
+            feed.close()
     yield (*views(trace), trace, write_trace_file(trace))
+
+
+def _cleared(status: str) -> tuple:
+    """The views emptied, with a status line where the stats go."""
+    rows, final, _, *plots_and_slider = views(None)
+    return rows, final, status, *plots_and_slider, None, None
+
+
+def _unchanged() -> tuple:
+    return tuple(gr.skip() for _ in range(10))
 
 
 def _snapshot(item) -> Trace:
@@ -89,40 +122,55 @@ def _snapshot(item) -> Trace:
     return dataclasses.replace(trace, rounds=list(trace.rounds))
 
 
-def step(session: StepSession | None, **controls):
-    """Advance one round; the first click (or one after a finished run) starts a new run from the controls."""
-    if session is None or session.finished:
-        session = _start_session(RunRequest(**controls))
+KEEP_SESSION = (gr.skip(),)  # Step's last output (its session) while it waits
+
+
+def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
+    """Advance one round; the first click (or one after a finished run) starts a new run from the controls,
+    reporting the loading stages as it goes. Each click is a job of its own: Stop cancels the round in flight."""
+    job, started = (slot or JobSlot()).start(), time.perf_counter()
     try:
-        produced = worker.step(session.rounds)
+        if session is None or session.finished:
+            request = RunRequest(**controls)
+            config = make_config(request)
+            yield (*status_only(progress.waiting_line(job, started)), *KEEP_SESSION)
+            pipeline = yield from progress.loaded(config, job, started, KEEP_SESSION)
+            if request.compare:
+                yield from progress.waiting(worker.MODEL_THREAD.submit(engine.warm_up, pipeline, config, job=job), job, started,
+                                          KEEP_SESSION)
+            rounds = engine.speculative_decode(pipeline, request.prompt, config)
+            session = StepSession(config, request.prompt, bool(request.compare), pipeline, rounds)
+        future = worker.MODEL_THREAD.submit(next, session.rounds, None, job=job)
+        produced = yield from progress.waiting(future, job, started, KEEP_SESSION)
         if produced is None:
             session.finished = True
         else:
             _, session.trace = produced
             session.finished = bool(session.trace.stop_reason)
             if session.finished and session.compare:
-                session.trace.baseline = worker.call(engine.baseline_decode, session.pipeline, session.prompt,
-                                                      session.config)
+                future = worker.MODEL_THREAD.submit(engine.baseline_decode, session.pipeline, session.prompt,
+                                                    session.config, job=job)
+                session.trace.baseline = yield from progress.waiting(future, job, started, KEEP_SESSION)
+    except Cancelled:
+        if session is None:
+            return
+        session.finished = True  # the engine's generator ended with the cancel: the next click starts afresh
+        if session.trace is not None:
+            session.trace.stop_reason = STOPPED
     except ValueError as error:
-        session.finished = True  # the next click starts afresh
-        raise gr.Error(str(error)) from error
+        if session is not None:
+            session.finished = True  # the next click starts afresh
+        raise gr.Error(str(error), print_exception=False) from error
+    except gr.Error:
+        raise
     except Exception as error:  # out of memory, among others: the session ends, the server goes on
-        session.finished = True
+        if session is not None:
+            session.finished = True
         raise gr.Error(friendly_message(error)) from error
-    download = write_trace_file(session.trace) if session.finished else gr.skip()
-    return (*views(session.trace), session.trace, download, session)
-
-
-def _start_session(request: RunRequest) -> StepSession:
-    config = make_config(request)
-    pipeline = load_pipeline(config)
-    if request.compare:
-        worker.call(engine.warm_up, pipeline, config)
-    try:
-        rounds = engine.speculative_decode(pipeline, request.prompt, config)
-    except ValueError as error:
-        raise gr.Error(str(error)) from error
-    return StepSession(config, request.prompt, bool(request.compare), pipeline, rounds)
+    finally:
+        job.cancel()
+    download = write_trace_file(session.trace) if session.finished and session.trace else gr.skip()
+    yield (*views(session.trace), session.trace, download, session)
 
 
 def write_trace_file(trace: Trace) -> str:
@@ -160,5 +208,13 @@ def import_trace(path):
     return (*views(trace), trace, None)
 
 
-def reset():
+def stop(slot: JobSlot | None = None) -> None:
+    if slot is not None:
+        slot.cancel()
+    gr.Info("Stopped.")
+
+
+def reset(slot: JobSlot | None = None):
+    if slot is not None:
+        slot.cancel()
     return (*views(None), None, None, None)

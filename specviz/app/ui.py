@@ -14,7 +14,7 @@ import gradio as gr
 from specviz import render
 from specviz.app.callbacks import quiet_refusals
 from specviz.app.lab_tabs import build_lab_tabs
-from specviz.app.live import TRACE_FILE_TTL_S, import_trace, reset, run, step
+from specviz.app.live import TRACE_FILE_TTL_S, JobSlot, import_trace, reset, run, step, stop
 from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.request import (
     CUSTOM_PAIR,
@@ -54,11 +54,11 @@ def build_app() -> gr.Blocks:
     with gr.Blocks(title="specviz: speculative decoding, round by round",
                    delete_cache=(TRACE_FILE_TTL_S, TRACE_FILE_TTL_S)) as demo:  # Gradio's copies of files, hourly
         gr.Markdown(_header(policy))
-        trace_state, step_state = gr.State(None), gr.State(None)
+        trace_state, step_state, job_state = gr.State(None), gr.State(None), gr.State(JobSlot)
         with gr.Tab("Live decoding"):
             live = _live_tab(policy)
         build_lab_tabs(demo, trace_state)
-        _wire_live_tab(live, trace_state, step_state)
+        _wire_live_tab(live, trace_state, step_state, job_state)
     return demo
 
 
@@ -139,8 +139,9 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
     return controls, custom_row
 
 
-def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State) -> None:
-    """Run and Step stream into the views; the sliders redraw p vs q; Stop and Reset cancel what runs.
+def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State, job_state: gr.State) -> None:
+    """Run and Step stream into the views; the sliders redraw p vs q; Stop and Reset cancel what runs (the
+    session's job at once, so the model stops within one forward, and the Gradio events).
 
     Run and Step skip Gradio's preprocessing (preprocess=False): their callbacks get the values as sent, and
     RunRequest.to_config names the field of any that is wrong (Gradio's own checks would answer "error" to text
@@ -150,14 +151,14 @@ def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State) -
     pair.change(lambda choice: gr.update(visible=choice == CUSTOM_PAIR), pair, live.custom_row, queue=False)
     pair.change(lambda choice: gr.update(value=LOOKUP_THEN_DRAFT if PAIRS[choice][0] == OFFLINE_MODEL else DRAFT_MODEL),
                 pair, live.controls["drafter"], queue=False)
-    run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), inputs_kwargs=live.controls, preprocess=False,
-                                          outputs=[*views_and_trace, live.download], api_name="run")
+    run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state], inputs_kwargs=live.controls,
+                                          preprocess=False, outputs=[*views_and_trace, live.download], api_name="run")
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)
-    step_event = live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state], inputs_kwargs=live.controls,
-                                            preprocess=False, outputs=[*views_and_trace, live.download, step_state],
-                                            api_name="step")
-    live.buttons["stop"].click(lambda: gr.Info("Stopped."), None, None, cancels=[run_event, step_event], queue=False)
-    live.buttons["reset"].click(reset, None, [*views_and_trace, step_state, live.download],
+    step_event = live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state, job_state],
+                                            inputs_kwargs=live.controls, preprocess=False,
+                                            outputs=[*views_and_trace, live.download, step_state], api_name="step")
+    live.buttons["stop"].click(stop, [job_state], None, cancels=[run_event, step_event], queue=False)
+    live.buttons["reset"].click(reset, [job_state], [*views_and_trace, step_state, live.download],
                                 cancels=[run_event, step_event])
     live.upload.upload(quiet_refusals(import_trace), live.upload, [*views_and_trace, step_state])
     sliders = [live.round_slider, live.position_slider]

@@ -70,12 +70,12 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         f"per position {per_position})",
         f"**{metrics.tokens_per_round:.2f} tokens per round**: {metrics.generated_tokens} tokens from "
         f"{metrics.target_calls} target calls",
-        f"c = {metrics.c:.3f} ({metrics.c_basis}) · draft {metrics.draft_ms_per_round:.1f} ms + verify "
+        f"c = {metrics.c:.3f} = draft step {metrics.draft_step_ms:.1f} ms / target step {metrics.target_step_ms:.1f} ms "
+        f"({C_BASIS[metrics.c_basis]}) · draft {metrics.draft_ms_per_round:.1f} ms + verify "
         f"{metrics.verify_ms_per_round:.1f} ms per round · {metrics.tokens_per_s:.1f} tokens/s",
         f"theoretical speedup **{metrics.speedup_theoretical:.2f}×**"
-        + (f" · measured **{metrics.speedup_measured:.2f}×** against plain decoding"
-           f" (identical output: {'yes' if metrics.identical else 'no'})" if metrics.speedup_measured is not None else
-           " · tick *compare with plain decoding* to measure it"),
+        + (f" · measured **{metrics.speedup_measured:.2f}×** against plain decoding · {_sameness(trace, metrics)}"
+           if metrics.speedup_measured is not None else " · tick *compare with plain decoding* to measure it"),
         f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
         f"stopped by {_plain(trace.stop_reason) or '…'}",
     ]
@@ -84,6 +84,24 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         lines.insert(3, f"adaptive γ ≤ {trace.config['gamma']}: {sum(lengths) / len(lengths):.2f} drafts per round on average, "
                         f"{lengths.count(0)} of {len(lengths)} rounds were plain steps (drafting would not have paid)")
     return "\n\n".join(lines)
+
+
+C_BASIS = {  # where c's target step came from (metrics.step_costs)
+    "baseline": "target step: the plain run's median step",
+    "calibrated": "target step timed once per model and device",
+    "verify": "target step: this run's median verify forward",
+}
+
+
+def _sameness(trace: Trace, metrics: Metrics) -> str:
+    """Whether the speculative output equals the plain run's, and what that means at this temperature."""
+    if float(trace.config.get("temperature", 0)) == 0:
+        return ("identical output: yes, as greedy decoding must give" if metrics.identical else
+                "identical output: NO: at T = 0 it must be the same, so this is a bug (or float noise between "
+                "batched and single-token forwards); please report it")
+    return ("identical output: not expected at T > 0. Both texts are samples from the target's distribution, drawn "
+            "with different random numbers, so they differ; the *Losslessness* tab checks that the distributions "
+            "are the same")
 
 
 def _plain(text) -> str:

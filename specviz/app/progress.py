@@ -1,0 +1,94 @@
+"""A live-tab run's job and its progress: what the page says while models load or the first round runs.
+
+Model work runs on the model thread under the session's Job (specviz.job): a new Run, Step, Stop or Reset
+cancels the previous one. The stage names come from the loading code itself (specviz.job.stage: downloading,
+converting, loading, timing kernels, building the 4-bit copy); this module words them for the page and yields
+them every STATUS_INTERVAL_S while it waits, so a Gradio cancel can also close the waiting generator.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+
+import gradio as gr
+
+from specviz.app import worker
+from specviz.app.callbacks import pipeline_error
+from specviz.config import DecodeConfig
+from specviz.job import Cancelled, Job
+from specviz.pipeline import Pipeline, build_pipeline, calibrate
+
+STATUS_INTERVAL_S = 0.25  # while loading (or a slow round), say what is happening this often
+
+FIRST_ROUND = "Encoding the prompt and decoding the first round"
+QUEUED = "Waiting for the model thread: another run is using it"
+
+
+def waiting_line(job: Job, started: float, queued: bool = False) -> str:
+    """⏳ the stage and how long it has taken, then the total since Run, e.g.
+    "⏳ **Loading HuggingFaceTB/SmolLM2-135M-Instruct on cpu** · 2.1 s (4.0 s since Run)"."""
+    stage, in_stage = job.progress()
+    total = time.perf_counter() - started
+    if queued:
+        stage, in_stage = QUEUED, total
+    if not stage:
+        return f"⏳ **Starting** · {total:.1f} s"
+    return f"⏳ **{_plain(stage)}** · {in_stage:.1f} s ({total:.1f} s since Run)"
+
+
+def _plain(text: str) -> str:
+    """Stage names hold model ids (any characters): shown literally in Markdown."""
+    return "".join("\\" + char if char in "\\`*_[]()|~!<>#" else char for char in text)
+
+
+class JobSlot:
+    """A browser session's current run (a gr.State holds one per tab). Starting a Run or a Step cancels the
+    session's previous one; Stop and Reset cancel it. Cancelling stops the model within one forward."""
+
+    def __init__(self):
+        self.job: Job | None = None
+
+    def start(self, on_stage=None) -> Job:
+        self.cancel()
+        self.job = Job(on_stage)
+        return self.job
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+
+    def __deepcopy__(self, memo) -> JobSlot:  # gr.State deep-copies its initial value for every new session
+        return JobSlot()
+
+
+def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = ()):
+    """The pipeline, built and calibrated on the model thread while this reports each stage; gr.Error on failure."""
+    try:
+        return (yield from waiting(worker.MODEL_THREAD.submit(_calibrated, config, job=job), job, started, extra))
+    except (Cancelled, gr.Error):
+        raise
+    except Exception as error:
+        raise pipeline_error(error) from error
+
+
+def _calibrated(config: DecodeConfig) -> Pipeline:
+    """The pipeline, with its target's forward timed (once per target and device: c and v(k) on the page)."""
+    pipeline = build_pipeline(config)
+    calibrate(pipeline, config.target, config.gamma + 1)
+    return pipeline
+
+
+def waiting(future, job: Job, started: float, extra: tuple = ()):
+    """Wait for a model-thread task, yielding a status update every STATUS_INTERVAL_S; return its result.
+    `extra`: what the callback's outputs after the live views get meanwhile (Step's session: gr.skip())."""
+    while True:
+        try:
+            return future.result(timeout=STATUS_INTERVAL_S)
+        except FutureTimeout:
+            yield *status_only(waiting_line(job, started, queued=not future.running())), *extra
+
+
+def status_only(status: str) -> tuple:
+    """The live views (views.views' outputs), the trace and the download left as they are; the status shown."""
+    return gr.skip(), gr.skip(), status, *[gr.skip()] * 7

@@ -1,0 +1,75 @@
+"""How steady is c between identical runs? `python -m specviz.bench.c_spread`
+
+c (a draft step's time over a target step's) feeds the theoretical speedup, so a student who runs the same
+prompt twice should see about the same c. This builds each pair once, as the app does on its first Run, then
+decodes the same prompt `--runs` times in a row with no warm-up and prints c for every run, its median and its
+spread: the largest distance from the median, in percent of it (the goal is within ±15%). As in the app, the
+target's step is timed once after loading (pipeline.calibrate), so what varies is the draft step of each run.
+
+    python -m specviz.bench.c_spread --draft distilled int4 --runs 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+
+from specviz import engine
+from specviz.config import OFFLINE_MODEL, DecodeConfig
+from specviz.metrics import summarize
+from specviz.pipeline import build_pipeline, calibrate
+
+PROMPT = "Explain what a rainbow is, then list three colours."
+GOAL = 0.15
+
+
+def spread(values: list[float]) -> float:
+    """The largest distance from the median, relative to it: [0.9, 1.0, 1.1] -> 0.1."""
+    middle = statistics.median(values)
+    return max(abs(value - middle) for value in values) / middle if middle else float("inf")
+
+
+def measure(target: str, draft: str, runs: int, max_new_tokens: int, prompt: str) -> dict:
+    config = DecodeConfig(target=target, draft=draft, max_new_tokens=max_new_tokens).validate()
+    pipeline = build_pipeline(config)
+    calibrate(pipeline, config.target, config.gamma + 1)  # as the app and the CLI do after loading
+    cs, rounds = [], []
+    for _ in range(runs):
+        trace = engine.run_speculative(pipeline, prompt, config)
+        metrics = summarize(trace)
+        cs.append(metrics.c)
+        rounds.append(metrics.rounds)
+    return {"draft": draft, "c": cs, "rounds": rounds, "median": statistics.median(cs), "spread": spread(cs),
+            "basis": metrics.c_basis}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m specviz.bench.c_spread", description=__doc__.splitlines()[0])
+    parser.add_argument("--target", default=OFFLINE_MODEL)
+    parser.add_argument("--draft", nargs="+", default=["distilled", "int4"])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--max-new-tokens", type=int, default=64)
+    parser.add_argument("--prompt", default=PROMPT)
+    parser.add_argument("--json", action="store_true", help="one JSON object per drafter instead of the table")
+    args = parser.parse_args(argv)
+    if args.runs < 2:
+        print("c_spread: --runs must be at least 2", file=sys.stderr)
+        return 2
+    print(f"c over {args.runs} identical runs, {args.max_new_tokens} tokens, T=0: {args.prompt!r}")
+    worst = 0.0
+    for draft in args.draft:
+        result = measure(args.target, draft, args.runs, args.max_new_tokens, args.prompt)
+        worst = max(worst, result["spread"])
+        if args.json:
+            print(json.dumps(result))
+            continue
+        values = " ".join(f"{c:.3f}" for c in result["c"])
+        print(f"{draft:>12}: c = {values} · median {result['median']:.3f} ({result['basis']}) · spread "
+              f"±{100 * result['spread']:.1f}% {'within' if result['spread'] <= GOAL else 'OUTSIDE'} ±{100 * GOAL:.0f}%")
+    return 0 if worst <= GOAL else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""The live tab's Run and Step in process, on a scripted pipeline that loads slowly: the page says what is
+happening within a second, and Stop (the session's JobSlot) ends the work at any moment, loading included."""
+
+import threading
+import time
+
+import pytest
+
+from specviz import job
+from specviz.app import live, progress, worker
+from specviz.app.request import PROMPT_LOOKUP, RunRequest
+from tests.fakes import fake_pipeline
+
+LOAD_S = 1.2
+STAGE = "Converting the offline GGUF to safetensors, once"
+REQUEST = RunRequest(drafter=PROMPT_LOOKUP, prompt="abcabcabcabc", max_new_tokens=200, temperature=1.0)
+
+
+@pytest.fixture
+def slow_loading(monkeypatch):
+    """build_pipeline replaced by one that names a stage, takes LOAD_S (checking for a cancel as the real
+    loading does between stages) and returns scripted models; `loads` records how each load ended."""
+    loads = []
+
+    def build(config):
+        job.stage(STAGE)
+        deadline = time.perf_counter() + LOAD_S
+        try:
+            while time.perf_counter() < deadline:
+                job.check()
+                time.sleep(0.01)
+        except job.Cancelled:
+            loads.append("cancelled")
+            raise
+        loads.append("loaded")
+        return fake_pipeline(8, drafter="ngram+model", draft_salt=1)
+
+    monkeypatch.setattr(progress, "build_pipeline", build)
+    return loads
+
+
+def _stats(output) -> str:
+    return output[2] if isinstance(output[2], str) else ""
+
+
+def test_a_first_run_says_what_it_is_doing_within_a_second(slow_loading):
+    started, seen = time.perf_counter(), []
+    for output in live.run(live.JobSlot(), **vars(REQUEST)):
+        seen.append((time.perf_counter() - started, _stats(output)))
+    assert seen[0][0] < 1.0 and seen[0][1].startswith("⏳")
+    stage_lines = [(at, text) for at, text in seen if STAGE in text]
+    assert stage_lines and stage_lines[0][0] < 1.0, seen[:5]
+    assert max(at for at, _ in stage_lines) >= LOAD_S - 0.5  # and it kept saying so while loading
+    assert "stopped by" in seen[-1][1] and slow_loading == ["loaded"]  # the run then went to its end
+
+
+@pytest.mark.parametrize("delay", [0.05, 0.1, 1.0])
+def test_stop_during_the_loading_frees_the_model_thread_at_once(slow_loading, delay):
+    slot = live.JobSlot()
+    outputs = live.run(slot, **vars(REQUEST))
+    threading.Timer(delay, slot.cancel).start()
+    started = time.perf_counter()
+    *_, last = outputs
+    assert time.perf_counter() - started < delay + 0.5  # within one status interval (and a scheduling slice)
+    assert worker.call(lambda: "free") == "free"
+    assert slow_loading == ["cancelled"] and last[-2] is None  # no trace: nothing was decoded
+
+
+def test_stop_during_the_decoding_ends_the_run_within_a_round(slow_loading):
+    slot, rounds_shown = live.JobSlot(), 0
+    for output in live.run(slot, **vars(REQUEST)):
+        trace = output[-2]  # the trace state; gr.skip() (a dict) while a status line is shown
+        if rounds_shown == 0 and getattr(trace, "rounds", None):
+            rounds_shown = len(trace.rounds)
+            slot.cancel()
+            stopped_at = time.perf_counter()
+    assert time.perf_counter() - stopped_at < 0.5 and worker.call(lambda: "free") == "free"
+    assert trace.stop_reason == live.STOPPED and len(trace.token_ids) < REQUEST.max_new_tokens
+    assert "stopped by Stop" in output[2]
+
+
+def test_step_reports_loading_then_shows_one_round(slow_loading):
+    outputs = list(live.step(None, live.JobSlot(), **vars(REQUEST)))
+    assert any(STAGE in _stats(output) for output in outputs[:-1])
+    *_, trace, _, session = outputs[-1]
+    assert len(trace.rounds) == 1 and not session.finished
+    *_, trace, _, session = list(live.step(session, live.JobSlot(), **vars(REQUEST)))[-1]
+    assert len(trace.rounds) == 2 and slow_loading == ["loaded"]  # the second click loads nothing
+
+
+def test_a_new_run_cancels_the_sessions_previous_one(slow_loading):
+    slot = live.JobSlot()
+    first = live.run(slot, **vars(REQUEST))
+    next(first)
+    next(first)  # the first run is loading
+    second = live.run(slot, **vars(REQUEST))
+    next(second)  # starting the second cancelled the first's job
+    *_, last_of_first = first
+    assert last_of_first[-2] is None
+    *_, last = second
+    assert last[-2].stop_reason and slow_loading == ["cancelled", "loaded"]
