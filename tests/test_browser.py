@@ -115,7 +115,9 @@ def test_stop_ends_a_long_run_and_the_next_run_works(page):
     page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=120_000)
 
 
-def test_stop_within_a_tenth_of_a_second_of_run_leaves_the_server_idle(page, app_server):
+@pytest.mark.parametrize("delay_ms", [50, 100, 1000])
+def test_stop_right_after_run_leaves_the_server_idle(page, app_server, delay_ms):
+    """Stop 0.05 s, 0.1 s or 1 s after Run: before the run starts, while it loads, or once it decodes."""
     import psutil  # a dependency of accelerate
 
     from tests.conftest import cpu_seconds
@@ -126,11 +128,11 @@ def test_stop_within_a_tenth_of_a_second_of_run_leaves_the_server_idle(page, app
     max_tokens = page.get_by_label("Max new tokens").first
     max_tokens.fill("512")
     max_tokens.press("Enter")
-    page.evaluate("""() => {  // in the page itself, so the 0.05 s between the clicks is exact
+    page.evaluate("""delay => {  // in the page itself, so the time between the clicks is exact
         const button = name => [...document.querySelectorAll('button')].find(b => b.innerText.trim() === name);
         button('Run').click();
-        return new Promise(done => setTimeout(() => { button('Stop').click(); done(); }, 50));
-    }""")
+        return new Promise(done => setTimeout(() => { button('Stop').click(); done(); }, delay));
+    }""", delay_ms)
     time.sleep(1.0)  # the forward in flight ends
     assert cpu_seconds(server, over=2.0) < 0.3  # the model thread is idle again
     page.get_by_role("button", name="Step", exact=True).click()  # and the next run starts at once

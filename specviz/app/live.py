@@ -95,6 +95,8 @@ def run(slot: JobSlot | None = None, **controls):
             trace.stop_reason = STOPPED
         yield (*views(trace), trace, write_trace_file(trace) if trace else None)
         return
+    except gr.Error:  # a refusal already worded (gr.Error is a ValueError: it must not be wrapped again)
+        raise
     except ValueError as error:
         raise gr.Error(str(error), print_exception=False) from error
     except Exception as error:
@@ -157,12 +159,14 @@ def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
         session.finished = True  # the engine's generator ended with the cancel: the next click starts afresh
         if session.trace is not None:
             session.trace.stop_reason = STOPPED
+    except gr.Error:  # a refusal already worded (gr.Error is a ValueError: it must not be wrapped again)
+        if session is not None:
+            session.finished = True
+        raise
     except ValueError as error:
         if session is not None:
             session.finished = True  # the next click starts afresh
         raise gr.Error(str(error), print_exception=False) from error
-    except gr.Error:
-        raise
     except Exception as error:  # out of memory, among others: the session ends, the server goes on
         if session is not None:
             session.finished = True
