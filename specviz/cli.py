@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="choose each round's draft length in [0, γ] from running acceptance and measured costs")
     gen.add_argument("--ngram-size", type=field("ngram_size"), default=defaults.ngram_size, help="prompt lookup's longest n-gram")
     gen.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True, help="use the chat template")
+    gen.add_argument("--system-prompt", help="the chat's system message ('' for none; default: the template's own)")
     gen.add_argument("--baseline", action="store_true", help="also decode plainly and compare")
     gen.add_argument("--json", action="store_true", help="print one JSON object instead of coloured rounds")
     gen.add_argument("--trace-out", help="write the full trace as JSON to this file")
@@ -119,7 +120,7 @@ def config_from_args(args) -> DecodeConfig:
     return DecodeConfig(
         target=target, draft=draft, gamma=args.gamma, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
-        chat=args.chat, ngram_size=args.ngram_size, adaptive=args.adaptive,
+        chat=args.chat, ngram_size=args.ngram_size, adaptive=args.adaptive, system_prompt=args.system_prompt,
     ).validate()
 
 

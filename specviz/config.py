@@ -39,6 +39,9 @@ class DecodeConfig:
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
     ngram_size: int = 3  # prompt lookup: longest n-gram matched against the context
     lenience: float = 1.0  # accept with min(1, p/(l·q)); below 1 it is faster and NOT lossless (labs only)
+    # The chat's system message. None: the chat template's own default, which SmolLM2 and Qwen fill with a
+    # sentence the user never typed; "": an empty one, so the model reads nothing hidden (the app's default).
+    system_prompt: str | None = None
 
     @property
     def greedy(self) -> bool:
@@ -59,6 +62,7 @@ class DecodeConfig:
         for name in NUMBER_FIELDS:
             check_field(name, getattr(self, name), exact=True)
         check_flag("adaptive", self.adaptive)
+        check_system_prompt(self.system_prompt)
         for name in ("target", "draft"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
@@ -85,17 +89,30 @@ def check_prompt(prompt, max_chars: int = MAX_PROMPT_CHARS) -> str:
         raise ValueError(f"the prompt must be text, got {_shown(prompt)}")
     if not prompt or not prompt.strip():
         raise ValueError("the prompt is empty")
-    if len(prompt) > max_chars:
-        raise ValueError(f"the prompt has {len(prompt):,} characters; the limit is {max_chars:,}")
-    bad = _SURROGATE.search(prompt)
+    return _check_text(prompt, "the prompt", max_chars)
+
+
+def check_system_prompt(system_prompt, max_chars: int = MAX_PROMPT_CHARS) -> str | None:
+    """None (the template's default) or text, which may be empty; else ValueError as check_prompt words it."""
+    if system_prompt is None:
+        return None
+    if not isinstance(system_prompt, str):
+        raise ValueError(f"the system prompt must be text, got {_shown(system_prompt)}")
+    return _check_text(system_prompt, "the system prompt", max_chars)
+
+
+def _check_text(text: str, what: str, max_chars: int) -> str:
+    if len(text) > max_chars:
+        raise ValueError(f"{what} has {len(text):,} characters; the limit is {max_chars:,}")
+    bad = _SURROGATE.search(text)
     if bad:
-        raise ValueError(f"the prompt is not valid Unicode (a lone surrogate U+{ord(bad.group()):04X} at character "
+        raise ValueError(f"{what} is not valid Unicode (a lone surrogate U+{ord(bad.group()):04X} at character "
                          f"{bad.start() + 1})")
-    bad = _CONTROL.search(prompt)
+    bad = _CONTROL.search(text)
     if bad:
-        raise ValueError(f"the prompt holds a control character (U+{ord(bad.group()):04X} at character {bad.start() + 1}); "
+        raise ValueError(f"{what} holds a control character (U+{ord(bad.group()):04X} at character {bad.start() + 1}); "
                          "only tabs and line breaks are allowed")
-    return prompt
+    return text
 
 
 @dataclass(frozen=True)

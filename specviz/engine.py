@@ -119,7 +119,7 @@ def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Tr
 
 def checked_prompt_ids(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> list[int]:
     """The prompt's token ids, or ValueError when it encodes to nothing or fills the models' context."""
-    prompt_ids = encode_prompt(pipeline.tokenizer, prompt, config.chat)
+    prompt_ids = encode_prompt(pipeline.tokenizer, prompt, config.chat, config.system_prompt)
     if not prompt_ids:
         raise ValueError("the prompt encodes to no tokens")
     if len(prompt_ids) >= pipeline.context_limit:

@@ -153,10 +153,13 @@ def _check_int4_kernels(target: models.LoadedModel) -> None:
                          f"{target.device.type}: choose another drafter")
 
 
-def encode_prompt(tokenizer, prompt: str, chat: bool) -> list[int]:
-    """Token ids of the prompt, wrapped in the chat template when asked for and the tokenizer has one."""
+def encode_prompt(tokenizer, prompt: str, chat: bool, system_prompt: str | None = None) -> list[int]:
+    """Token ids of the prompt, wrapped in the chat template when asked for and the tokenizer has one, after the
+    system message `system_prompt` (None: whatever the template puts there by default)."""
     if chat and getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+        system = [] if system_prompt is None else [{"role": "system", "content": system_prompt}]
+        messages = [*system, {"role": "user", "content": prompt}]
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return tokenizer(text, add_special_tokens=False)["input_ids"]
     return tokenizer(prompt)["input_ids"]
 

@@ -45,6 +45,8 @@ WRONG_TYPES += [(dict(prompt=3), "The prompt must be text, got 3."), (dict(promp
                 (dict(pair="Custom", target="some/model", draft=[1]), "draft must be a model id or folder (text)")]
 WRONG_TYPES += [({name: value}, f"{name} must be true or false") for name in ("compare", "adaptive")
                 for value in ("yes", None, 2)]
+WRONG_TYPES += [(dict(system_prompt=value), "The system prompt must be text") for value in (3, ["x"], None)]
+WRONG_TYPES += [(dict(system_prompt="bell \x07"), "The system prompt holds a control character (U+0007")]
 BAD_INPUT = OUT_OF_RANGE + WRONG_TYPES
 
 

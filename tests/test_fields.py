@@ -1,6 +1,8 @@
 """One validation function per field (config.check_field), and the same sentence from the command line, the page's
 callback and DecodeConfig.validate: the field's name, its allowed values and what was sent, whatever its type."""
 
+import re
+
 import gradio as gr
 import pytest
 
@@ -143,3 +145,36 @@ def test_quiet_refusals_log_one_line_for_a_refusal_and_keep_a_failures_traceback
         assert unwrapped.value.message == "gamma must be a whole number"  # not its repr, and logged once
     assert [record.getMessage() for record in caplog.records] == ["refused: the prompt has 9031 tokens",
                                                                   "refused: gamma must be a whole number"]
+
+
+@pytest.mark.parametrize("value,fragment", [(3, "the system prompt must be text, got 3"),
+                                            ("a\x1b[31m", "the system prompt holds a control character (U+001B"),
+                                            ("x" * 60_000, "the system prompt has 60,000 characters")])
+def test_a_bad_system_prompt_is_named(value, fragment):
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        DecodeConfig(system_prompt=value).validate()
+
+
+def test_the_system_prompt_may_be_empty_or_the_templates_default():
+    assert DecodeConfig(system_prompt="").validate().system_prompt == ""
+    assert DecodeConfig().validate().system_prompt is None
+
+
+def test_an_empty_system_prompt_leaves_nothing_hidden_in_what_the_model_reads():
+    from transformers import AutoTokenizer
+
+    from specviz.models.offline import ModelUnavailable, offline_checkpoint
+    from specviz.pipeline import encode_prompt
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(offline_checkpoint())
+    except ModelUnavailable as error:
+        pytest.skip(str(error))
+    read = {system: tokenizer.decode(encode_prompt(tokenizer, "Hi", True, system)) for system in (None, "", "Be brief.")}
+    assert "You are a helpful AI assistant" in read[None]  # SmolLM2's template adds it when none is given
+    assert read[""].startswith("<|im_start|>system\n<|im_end|>") and "helpful" not in read[""]
+    assert "<|im_start|>system\nBe brief.<|im_end|>" in read["Be brief."]
+
+
+def test_the_page_sends_an_empty_system_prompt_by_default():
+    assert make_config(RunRequest(drafter=PROMPT_LOOKUP)).system_prompt == ""

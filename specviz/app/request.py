@@ -25,6 +25,7 @@ from specviz.config import (
     check_field,
     check_flag,
     check_prompt,
+    check_system_prompt,
 )
 from specviz.models import loading as models
 
@@ -68,6 +69,7 @@ class RunRequest:
     seed: int = 0  # seeds the run's torch.Generator
     compare: bool = False  # also decode plainly, to measure the speedup and check the output is identical
     adaptive: bool = False  # each round drafts 0..γ tokens, chosen from running acceptance and measured costs
+    system_prompt: str = ""  # the chat's system message: empty by default, so the model reads nothing hidden
 
     @staticmethod
     def field_names() -> list[str]:
@@ -99,7 +101,8 @@ class RunRequest:
         if not target_id or not draft_id:
             raise ValueError("Give both a target and a draft model id (or choose prompt lookup).")
         try:
-            config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, **numbers).validate()
+            config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, system_prompt=self.system_prompt,
+                                  **numbers).validate()
             policy.check(config, self.prompt)
         except ValueError as error:
             raise ValueError(_sentence(error)) from None
@@ -115,6 +118,7 @@ class RunRequest:
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a model id or folder (text), got {getattr(self, name)!r:.60}")
         check_prompt(self.prompt, policy.max_prompt_chars)
+        check_system_prompt(self.system_prompt, policy.max_prompt_chars)
         limits = field_limits(policy)
         numbers = {name: check_field(name, getattr(self, name), *limits.get(name, (None, None))) for name in NUMBERS}
         check_flag("compare", self.compare)

@@ -119,6 +119,9 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
                             "more rejections to look at). Lookup, else draft model: copy from "
                             "the context where it matches, draft elsewhere")
     prompt = gr.Textbox(initial.prompt, label="Prompt", lines=3, max_lines=12)
+    system_prompt = gr.Textbox(initial.system_prompt, label="System prompt (empty: none)", lines=1, max_lines=6,
+                               info="Sent before your prompt. Left empty the model reads nothing hidden; SmolLM2's "
+                                    "template would otherwise add its own. The rows show the whole templated text.")
     gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
     limits = field_limits(policy)  # the same ranges to_config holds the API to
     gamma = gr.Slider(*limits["gamma"], value=initial.gamma, step=1, label="γ: tokens drafted per round")
@@ -133,7 +136,7 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
     compare = gr.Checkbox(initial.compare, label="Compare with plain decoding (measures the speedup)")
     controls = {"pair": pair, "target": target, "draft": draft, "drafter": drafter, "prompt": prompt, "gamma": gamma,
                 "max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p,
-                "seed": seed, "compare": compare, "adaptive": adaptive}
+                "seed": seed, "compare": compare, "adaptive": adaptive, "system_prompt": system_prompt}
     if list(controls) != RunRequest.field_names():
         raise AssertionError(f"the live tab's widgets {list(controls)} do not match RunRequest's fields")
     return controls, custom_row
