@@ -134,7 +134,7 @@ def test_stop_right_after_run_leaves_the_server_idle(page, app_server, delay_ms)
         return new Promise(done => setTimeout(() => { button('Stop').click(); done(); }, delay));
     }""", delay_ms)
     time.sleep(1.0)  # the forward in flight ends
-    assert cpu_seconds(server, over=2.0) < 0.3  # the model thread is idle again
+    assert cpu_seconds(server, over=2.0) < 0.5  # the model thread is idle again (a busy one uses 2 to 4 s)
     page.get_by_role("button", name="Step", exact=True).click()  # and the next run starts at once
     page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=30_000)
 

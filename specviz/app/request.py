@@ -118,6 +118,8 @@ class RunRequest:
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise ValueError(f"{name} must be a model id or folder (text), got {getattr(self, name)!r:.60}")
         check_prompt(self.prompt, policy.max_prompt_chars)
+        if not isinstance(self.system_prompt, str):  # the page always sends text ("" for none)
+            raise ValueError(f"the system prompt must be text, got {self.system_prompt!r:.60}")
         check_system_prompt(self.system_prompt, policy.max_prompt_chars)
         limits = field_limits(policy)
         numbers = {name: check_field(name, getattr(self, name), *limits.get(name, (None, None))) for name in NUMBERS}

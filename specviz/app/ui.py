@@ -54,7 +54,7 @@ def build_app() -> gr.Blocks:
     with gr.Blocks(title="specviz: speculative decoding, round by round",
                    delete_cache=(TRACE_FILE_TTL_S, TRACE_FILE_TTL_S)) as demo:  # Gradio's copies of files, hourly
         gr.Markdown(_header(policy))
-        trace_state, step_state, job_state = gr.State(None), gr.State(None), gr.State(JobSlot)
+        trace_state, step_state, job_state = gr.State(None), gr.State(None), gr.State(JobSlot())
         with gr.Tab("Live decoding"):
             live = _live_tab(policy)
         build_lab_tabs(demo, trace_state)
@@ -162,7 +162,7 @@ def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State, j
                                             outputs=[*views_and_trace, live.download, step_state], api_name="step")
     live.buttons["stop"].click(stop, [job_state], None, cancels=[run_event, step_event], queue=False)
     live.buttons["reset"].click(reset, [job_state], [*views_and_trace, step_state, live.download],
-                                cancels=[run_event, step_event])
+                                cancels=[run_event, step_event], queue=False)  # at once: a queued Reset could cancel the next Run
     live.upload.upload(quiet_refusals(import_trace), live.upload, [*views_and_trace, step_state])
     sliders = [live.round_slider, live.position_slider]
     for slider in sliders:
