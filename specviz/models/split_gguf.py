@@ -89,6 +89,12 @@ def available(model: SplitModel) -> bool:
     return is_complete(converted_folder(model)) or _assembled(model) or not missing_parts(model)
 
 
+def first_missing(model_ids) -> SplitModel | None:
+    """The first of `model_ids` that is a split model and not `available`; None when there is none (other ids pass)."""
+    return next((SPLIT_MODELS[model_id] for model_id in model_ids
+                 if model_id in SPLIT_MODELS and not available(SPLIT_MODELS[model_id])), None)
+
+
 def not_installed(model: SplitModel, missing: list[str] | None = None) -> str:
     """The one sentence a missing model gets: what is missing, and the command that installs it."""
     missing = missing_parts(model) if missing is None else missing
