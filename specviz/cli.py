@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     gen = commands.add_parser("generate", help="decode a prompt speculatively and show every round")
     gen.add_argument("--prompt", required=True, help="the text to continue")
-    gen.add_argument("--preset", help="offline, gpt2-xl, smollm2-1.7b or qwen2.5-1.5b")
+    gen.add_argument("--preset", help="offline, qwen2.5-coder (offline once requirements-pair.txt is installed), gpt2-xl, "
+                                      "smollm2-1.7b or qwen2.5-1.5b")
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
     gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' "
                                      f"for the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own "
@@ -115,7 +116,8 @@ def config_from_args(args) -> DecodeConfig:
             raise ValueError("give either --preset or --target/--draft, not both")
         target, draft = resolve_preset(args.preset)
     target = args.target or target
-    draft = args.draft or (draft if target == OFFLINE_MODEL else NGRAM_DRAFTER)  # the shipped draft fits one target
+    # a preset's draft goes with its target; the default offline draft fits only the offline target
+    draft = args.draft or (draft if args.preset or target == OFFLINE_MODEL else NGRAM_DRAFTER)
     check_prompt(args.prompt)
     return DecodeConfig(
         target=target, draft=draft, gamma=args.gamma, max_new_tokens=args.max_new_tokens,

@@ -18,6 +18,7 @@ from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models import loading as models
 from specviz.models.cache import WEIGHTS, WeightsCache
+from specviz.models.split_gguf import first_missing, not_installed
 
 
 @dataclass
@@ -51,6 +52,9 @@ class Pipeline:
 
 def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipeline:
     """Load (or reuse) the models named by config and check that they can work together."""
+    missing = first_missing((config.target, config.drafting_model))
+    if missing is not None:  # refused before the other model's long first assembly and conversion
+        raise models.ModelUnavailable(not_installed(missing))
     target = models.load_model(config.target, cache=cache)
     eos = eos_ids(target)
     model_id, draft_model = config.drafting_model, None

@@ -32,6 +32,7 @@ from specviz.config import (
 )
 from specviz.models.loading import PRESETS  # the preset pairs are what a hosted server offers
 from specviz.models.offline import cache_root
+from specviz.models.split_gguf import SPLIT_MODELS
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive
 # A hub id as the hub spells one, 'name' or 'org/name'; anything else is a path. Decided from the text alone.
@@ -58,7 +59,7 @@ class Policy:
             self.check_model(role, model_id)
 
     def check_model(self, role: str, model_id: str) -> None:
-        if model_id == OFFLINE_MODEL or model_id in BUILT_IN_DRAFTERS:  # shipped with specviz
+        if model_id == OFFLINE_MODEL or model_id in SPLIT_MODELS or model_id in BUILT_IN_DRAFTERS:  # offline, by name
             return
         if not is_hub_id(model_id):
             self._check_folder(role, model_id)

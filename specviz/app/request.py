@@ -28,12 +28,15 @@ from specviz.config import (
     check_system_prompt,
 )
 from specviz.models import loading as models
+from specviz.models import split_gguf
 
 OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
+CODER_PAIR = "Offline: Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct"
 CUSTOM_PAIR = "Custom"
 PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from the text boxes
     OFFLINE_PAIR: (OFFLINE_MODEL, DISTILLED_DRAFTER),
     "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": (OFFLINE_MODEL, QUANTIZED_DRAFTER),
+    CODER_PAIR: models.PRESETS["qwen2.5-coder"],  # split part packages: listed whether or not they are installed
     "gpt2-xl ← gpt2": models.PRESETS["gpt2-xl"],
     "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": models.PRESETS["smollm2-1.7b"],
     "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": models.PRESETS["qwen2.5-1.5b"],
@@ -100,6 +103,9 @@ class RunRequest:
         draft_id = self.draft_id()
         if not target_id or not draft_id:
             raise ValueError("Give both a target and a draft model id (or choose prompt lookup).")
+        missing = split_gguf.first_missing((target_id, draft_id.removeprefix(LOOKUP_FIRST)))
+        if missing is not None:  # a split offline model whose parts are not installed
+            raise ValueError(split_gguf.not_installed(missing) + ".")
         try:
             config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, system_prompt=self.system_prompt,
                                   **numbers).validate()
@@ -133,6 +139,13 @@ def field_limits(policy: Policy) -> dict[str, tuple[float, float]]:
     narrowed by the hosted caps. ui.py draws the sliders from it; to_config holds every request to it."""
     return {"gamma": (1, min(16, policy.max_gamma)), "max_new_tokens": (1, min(512, policy.max_new_tokens)),
             "temperature": (0, 2), "top_p": (0.05, 1)}
+
+
+def pair_choices() -> list[tuple[str, str]]:
+    """The pair menu as (shown, value) pairs: a pair whose split offline models are not installed shows the command
+    that installs them. The values are PAIRS' keys on every machine, so API callers send the same names."""
+    return [(name if split_gguf.first_missing(PAIRS[name]) is None else
+             f"{name} (not installed: {split_gguf.INSTALL_COMMAND})", name) for name in PAIRS]
 
 
 def default_pair() -> str:

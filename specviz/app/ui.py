@@ -26,6 +26,7 @@ from specviz.app.request import (
     RunRequest,
     default_pair,
     field_limits,
+    pair_choices,
 )
 from specviz.app.views import follow_latest_position, select_position
 from specviz.config import OFFLINE_MODEL
@@ -109,7 +110,7 @@ def _live_tab(policy: Policy) -> LiveTab:
 
 def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
     """One widget per RunRequest field, showing `initial`; returns them by field name, and the Custom pair's row."""
-    pair = gr.Dropdown(list(PAIRS), value=initial.pair, label="Model pair (target ← draft)")
+    pair = gr.Dropdown(pair_choices(), value=initial.pair, label="Model pair (target ← draft)")
     with gr.Row(visible=False) as custom_row:
         target = gr.Textbox(initial.target, label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
         draft = gr.Textbox(initial.draft, label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")

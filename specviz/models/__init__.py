@@ -1,2 +1,3 @@
 """Models: device and dtype chosen once, loading and caching (loading.py), the embedded offline model
-(offline.py), the packed CPU linear kernel (cpu_linear.py) and v(k) measurement (profiling.py)."""
+(offline.py), the offline models split over part packages (split_gguf.py), the packed CPU linear kernel
+(cpu_linear.py) and v(k) measurement (profiling.py)."""

