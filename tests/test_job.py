@@ -114,10 +114,10 @@ def test_loading_a_model_names_its_stages(tmp_path):
 
 def test_the_status_line_names_the_stage_and_the_time():
     current, started = Job(), time.perf_counter() - 3.0
-    assert progress.waiting_line(current, started).startswith("⏳ **Starting** · 3.0 s")
+    assert progress.waiting_line(current, started).startswith("**Starting** · 3.0 s")
     current.enter("Loading org/model_name on cpu")
     line = progress.waiting_line(current, started)
-    assert line.startswith("⏳ **Loading org/model\\_name on cpu** · 0.0 s (3.0 s since Run)"), line
+    assert line.startswith("**Loading org/model\\_name on cpu** · 0.0 s (3.0 s since Run)"), line
     assert "another run" in progress.waiting_line(current, started, queued=True)
 
 

@@ -47,7 +47,7 @@ def test_a_first_run_says_what_it_is_doing_within_a_second(slow_loading):
     started, seen = time.perf_counter(), []
     for output in live.run(live.JobSlot(), **vars(REQUEST)):
         seen.append((time.perf_counter() - started, _stats(output)))
-    assert seen[0][0] < 1.0 and seen[0][1].startswith("⏳")
+    assert seen[0][0] < 1.0 and seen[0][1].startswith("**Starting**")
     stage_lines = [(at, text) for at, text in seen if STAGE in text]
     assert stage_lines and stage_lines[0][0] < 1.0, seen[:5]
     assert max(at for at, _ in stage_lines) >= LOAD_S - 0.5  # and it kept saying so while loading

@@ -26,15 +26,15 @@ QUEUED = "Waiting for the model thread: another run is using it"
 
 
 def waiting_line(job: Job, started: float, queued: bool = False) -> str:
-    """⏳ the stage and how long it has taken, then the total since Run, e.g.
-    "⏳ **Loading HuggingFaceTB/SmolLM2-135M-Instruct on cpu** · 2.1 s (4.0 s since Run)"."""
+    """The stage and how long it has taken, then the total since Run (no emoji: a classroom's fonts may lack it), e.g.
+    "**Loading HuggingFaceTB/SmolLM2-135M-Instruct on cpu** · 2.1 s (4.0 s since Run)"."""
     stage, in_stage = job.progress()
     total = time.perf_counter() - started
     if queued:
         stage, in_stage = QUEUED, total
     if not stage:
-        return f"⏳ **Starting** · {total:.1f} s"
-    return f"⏳ **{_plain(stage)}** · {in_stage:.1f} s ({total:.1f} s since Run)"
+        return f"**Starting** · {total:.1f} s"
+    return f"**{_plain(stage)}** · {in_stage:.1f} s ({total:.1f} s since Run)"
 
 
 def _plain(text: str) -> str:
