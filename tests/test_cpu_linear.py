@@ -94,6 +94,20 @@ def test_the_timed_choice_is_applied(monkeypatch):
     assert (packed_copy is not None) == (chosen == cpu_linear.PACKED)  # no unused copies kept
 
 
+def test_a_model_over_the_memory_budget_is_never_packed(monkeypatch):
+    """A packed copy doubles the linear weights' memory: over SPECVIZ_PACKED_MAX_GB it is not even tried."""
+    monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
+    model = _Tiny()
+    assert cpu_linear.linear_weight_bytes(model) > 0
+    monkeypatch.setenv("SPECVIZ_PACKED_MAX_GB", "0")
+    tried = []
+    real_use = cpu_linear.use_kernel
+    monkeypatch.setattr(cpu_linear, "use_kernel", lambda m, kernel, *a: tried.append(kernel) or real_use(m, kernel, *a))
+    chosen = cpu_linear.choose_kernel(model, repeats=1)
+    assert cpu_linear.PACKED not in tried and chosen != cpu_linear.PACKED
+    assert getattr(model.inner, "packed_weight", None) is None
+
+
 def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
     """Both kernels give the same next-token logits on the real model (to float rounding)."""
     model = offline_target.hf_model
