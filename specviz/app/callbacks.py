@@ -50,16 +50,17 @@ def quiet_refusals(function):
             return refused(error.message)
         return error
 
+    def reraise(error: gr.Error):
+        quiet = quieter(error)
+        raise quiet from (error.__cause__ if quiet is error else None)
+
     if inspect.isgeneratorfunction(function):
         @functools.wraps(function)
         def stream(*args, **kwargs):
             try:
                 yield from function(*args, **kwargs)
             except gr.Error as error:
-                quiet = quieter(error)
-                if quiet is error:
-                    raise
-                raise quiet from None
+                reraise(error)
         return stream
 
     @functools.wraps(function)
@@ -67,10 +68,7 @@ def quiet_refusals(function):
         try:
             return function(*args, **kwargs)
         except gr.Error as error:
-            quiet = quieter(error)
-            if quiet is error:
-                raise
-            raise quiet from None
+            reraise(error)
     return call
 
 

@@ -49,9 +49,9 @@ class JobSlot:
     def __init__(self):
         self.job: Job | None = None
 
-    def start(self, on_stage=None) -> Job:
+    def start(self) -> Job:
         self.cancel()
-        self.job = Job(on_stage)
+        self.job = Job()
         return self.job
 
     def cancel(self) -> None:
