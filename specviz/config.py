@@ -13,6 +13,7 @@ DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, s
 QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (drafters/int4.py): any target, CPU only
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where the context has a match, that draft everywhere else
+QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (drafters/int4.py)
 # The offline target's default drafter, chosen per device by models.offline_drafter: measured fastest (README).
 OFFLINE_DRAFTER = LOOKUP_FIRST + QUANTIZED_DRAFTER  # on a CPU
 OFFLINE_DRAFTER_OFF_CPU = LOOKUP_FIRST + DISTILLED_DRAFTER  # elsewhere (a GPU has no 4-bit CPU kernel)
@@ -28,7 +29,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # only ever alone in a Python str: n
 @dataclass(frozen=True)
 class DecodeConfig:
     target: str = OFFLINE_MODEL  # target model: hub id, local folder or OFFLINE_MODEL
-    draft: str = NGRAM_DRAFTER  # draft model id/folder, a built-in drafter, each optionally after LOOKUP_FIRST
+    # draft model id/folder (optionally after QUANTIZED_MODEL) or a built-in drafter, each optionally after LOOKUP_FIRST
+    draft: str = NGRAM_DRAFTER
     gamma: int = 4  # γ: tokens drafted per round (with adaptive, the most a round may draft)
     adaptive: bool = False  # choose each round's draft length in [0, γ] from running acceptance and measured costs
     max_new_tokens: int = 64  # stop after this many generated tokens
@@ -57,6 +59,11 @@ class DecodeConfig:
         """The draft without its lookup prefix: a model id or folder, or a built-in drafter."""
         return self.draft.removeprefix(LOOKUP_FIRST)
 
+    @property
+    def draft_model_id(self) -> str:
+        """The model the drafter is built from: drafting_model without its 4-bit prefix."""
+        return self.drafting_model.removeprefix(QUANTIZED_MODEL)
+
     def validate(self) -> DecodeConfig:
         """Raise ValueError naming the first bad field; return self when all are fine."""
         for name in NUMBER_FIELDS:
@@ -71,6 +78,9 @@ class DecodeConfig:
             raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
         if self.lookup_first and self.drafting_model.strip() in ("", NGRAM_DRAFTER):
             raise ValueError(f"{LOOKUP_FIRST!r} must be followed by a draft model or {DISTILLED_DRAFTER!r}, got {self.draft!r}")
+        if self.drafting_model.startswith(QUANTIZED_MODEL) and (
+                not self.draft_model_id.strip() or self.draft_model_id in BUILT_IN_DRAFTERS):
+            raise ValueError(f"{QUANTIZED_MODEL!r} must be followed by a draft model id or folder, got {self.draft!r}")
         return self
 
     def to_dict(self) -> dict:

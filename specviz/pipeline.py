@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 
 from specviz import job
-from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, QUANTIZED_DRAFTER, QUANTIZED_MODEL, DecodeConfig
 from specviz.drafters.base import Drafter
 from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
 from specviz.drafters.model import DraftModelDrafter
@@ -52,7 +52,7 @@ class Pipeline:
 
 def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipeline:
     """Load (or reuse) the models named by config and check that they can work together."""
-    missing = first_missing((config.target, config.drafting_model))
+    missing = first_missing((config.target, config.draft_model_id))
     if missing is not None:  # refused before the other model's long first assembly and conversion
         raise models.ModelUnavailable(not_installed(missing))
     target = models.load_model(config.target, cache=cache)
@@ -71,6 +71,11 @@ def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipel
         step = int4_draft_step(target, cache)
         draft_model = models.LanguageModel(step, target.logits_width, target.device, QUANTIZED_DRAFTER)
         drafter = DraftModelDrafter(draft_model, twin=target_model)  # starts from the target's prompt cache
+    elif model_id.startswith(QUANTIZED_MODEL):
+        step, vocab = int4_model_step(config.draft_model_id, target, cache)
+        target_model = target.language_model(vocab)
+        draft_model = models.LanguageModel(step, vocab, target.device, model_id)
+        drafter = DraftModelDrafter(draft_model)
     else:
         draft = models.load_model(model_id, target.device, target.dtype, cache=cache)
         vocab = models.shared_vocab_size(target, draft)
@@ -133,7 +138,7 @@ def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
 
 
 def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
-    """What the int4 drafter calls: the lean 4-bit decode step for a plain Llama (the copy's numbers, less
+    """What the int4 drafter calls: the lean 4-bit decode step for a Llama or Qwen2 (the copy's numbers, less
     overhead), else the 4-bit copy itself. Built once per loaded target and shared: it holds no state."""
     from specviz.drafters import int4_decoder
 
@@ -144,9 +149,32 @@ def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
 
     def build():
         job.stage(f"Building {target.model_id}'s 4-bit copy")
-        return int4_decoder.Int4LlamaDecoder(target.hf_model)
+        return int4_decoder.Int4Decoder(target.hf_model)
 
     return cache.get(key, build)
+
+
+def int4_model_step(model_id: str, target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
+    """A draft model run through the 4-bit kernels, and the vocabulary it shares with the target: the lean step
+    for a Llama or Qwen2, else its 4-bit copy. Built once per draft and target, then shared (it holds no state);
+    the float draft is loaded without a kernel choice and dropped once quantized, so only the 4-bit weights,
+    the embedding and the norms stay in memory."""
+    from specviz.drafters import int4_decoder
+    from specviz.drafters.int4 import quantized_copy
+    from specviz.models.cpu_linear import copy_out_of_checkpoint
+
+    _check_int4_kernels(target)
+
+    def build():
+        draft = models.load_fresh(model_id, target.device, target.dtype, choose_kernel=False)
+        vocab = models.shared_vocab_size(target, draft)
+        job.stage(f"Building {model_id}'s 4-bit copy")
+        copy_out_of_checkpoint(draft.hf_model)  # the float linears go with draft: nothing else keeps the file mapped
+        if int4_decoder.supports(draft.hf_model):
+            return int4_decoder.Int4Decoder(draft.hf_model), vocab
+        return quantized_copy(draft.hf_model), vocab
+
+    return cache.get(("int4-model", model_id, target.model_id, target.device, target.dtype), build)
 
 
 def _check_int4_kernels(target: models.LoadedModel) -> None:

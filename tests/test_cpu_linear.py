@@ -73,7 +73,7 @@ def test_switching_kernels_keeps_the_weights_and_ties():
 
 
 CLASSES = {cpu_linear.STOCK: torch.nn.Linear, cpu_linear.FEW_ROW: cpu_linear.FewRowLinear,
-           cpu_linear.PACKED: cpu_linear.PackedLinear}
+           cpu_linear.PACKED: cpu_linear.PackedLinear, cpu_linear.PACKED_ONLY: cpu_linear.PackedOnlyLinear}
 
 
 @pytest.mark.parametrize("forced", list(CLASSES))
@@ -81,7 +81,7 @@ def test_the_environment_forces_a_kernel(monkeypatch, forced):
     monkeypatch.setenv("SPECVIZ_CPU_LINEAR", forced)
     model = _Tiny()
     chosen = cpu_linear.choose_kernel(model)
-    assert chosen == forced or (forced == cpu_linear.PACKED and not cpu_linear.packing_available())
+    assert chosen == forced or (forced.startswith(cpu_linear.PACKED) and not cpu_linear.packing_available())
     assert type(model.inner) is CLASSES[chosen]
 
 
@@ -94,18 +94,39 @@ def test_the_timed_choice_is_applied(monkeypatch):
     assert (packed_copy is not None) == (chosen == cpu_linear.PACKED)  # no unused copies kept
 
 
-def test_a_model_over_the_memory_budget_is_never_packed(monkeypatch):
-    """A packed copy doubles the linear weights' memory: over SPECVIZ_PACKED_MAX_GB it is not even tried."""
+@pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
+def test_a_model_over_the_memory_budget_is_packed_in_place_without_timing(monkeypatch):
+    """A second copy doubles the linear weights' memory: over SPECVIZ_PACKED_MAX_GB each W is packed and its
+    float copy dropped, except the tied head's, which the embedding still needs."""
     monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
     model = _Tiny()
-    assert cpu_linear.linear_weight_bytes(model) > 0
+    inner_weight, embedding = model.inner.weight.detach().clone(), model.embed.weight
+    before = cpu_linear.linear_weight_bytes(model)
     monkeypatch.setenv("SPECVIZ_PACKED_MAX_GB", "0")
     tried = []
     real_use = cpu_linear.use_kernel
     monkeypatch.setattr(cpu_linear, "use_kernel", lambda m, kernel, *a: tried.append(kernel) or real_use(m, kernel, *a))
-    chosen = cpu_linear.choose_kernel(model, repeats=1)
-    assert cpu_linear.PACKED not in tried and chosen != cpu_linear.PACKED
-    assert getattr(model.inner, "packed_weight", None) is None
+    assert cpu_linear.choose_kernel(model, repeats=1) == cpu_linear.PACKED_ONLY and tried == []  # nothing timed
+    assert type(model.inner) is type(model.head) is cpu_linear.PackedOnlyLinear
+    assert model.inner._float_weight is None and "weight" not in dict(model.inner.named_parameters())
+    assert model.head.weight is embedding  # tied: the embedding's tensor, not an unpacked copy
+    assert torch.equal(model.inner.weight, inner_weight)  # unpacked exactly
+    assert cpu_linear.linear_weight_bytes(model) == before
+
+
+@pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 16, 17, 40])
+@pytest.mark.parametrize("bias", [False, True])
+def test_packed_only_linear_equals_nn_linear(rows, bias):
+    generator = torch.Generator().manual_seed(rows)
+    holder = torch.nn.Sequential(torch.nn.Linear(64, 300, bias=bias))
+    x = torch.randn(1, rows, 64, generator=generator)  # [batch, rows, in]
+    with torch.inference_mode():
+        expected = holder(x)
+        assert cpu_linear.pack_only(holder) == cpu_linear.PACKED_ONLY
+        got = holder(x)
+    assert got.shape == expected.shape == (1, rows, 300)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
@@ -114,7 +135,7 @@ def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
     input_ids = torch.tensor([[1, 504, 3458, 314, 253, 2284]])
     results = {}
     try:
-        for kernel in CLASSES:
+        for kernel in (cpu_linear.STOCK, cpu_linear.FEW_ROW, cpu_linear.PACKED):  # packed-only is one-way
             cpu_linear.use_kernel(model, kernel)
             with torch.inference_mode():
                 results[kernel] = model(input_ids=input_ids, use_cache=False, logits_to_keep=3).logits
@@ -154,3 +175,14 @@ def test_switching_kernels_packs_each_weight_once():
     assert model.inner.packed_weight is first
     cpu_linear.use_kernel(model, cpu_linear.PACKED)  # no store given: the PackedLinear hands its copy on
     assert model.inner.packed_weight is first
+
+
+def test_copying_out_of_the_checkpoint_keeps_values_and_ties_and_leaves_linear_weights():
+    """The copies release a memory-mapped checkpoint: new storage for everything but the linears' weights."""
+    model = _Tiny()
+    embedding, inner_weight, inner_bias = model.embed.weight, model.inner.weight, model.inner.bias.detach().clone()
+    old_pointer, inner_pointer = embedding.data_ptr(), inner_weight.data_ptr()
+    cpu_linear.copy_out_of_checkpoint(model)
+    assert model.embed.weight is embedding is model.head.weight and embedding.data_ptr() != old_pointer  # same tied tensor
+    assert model.inner.weight.data_ptr() == inner_pointer  # the linear's own weight is left for packing or quantizing
+    assert torch.equal(model.inner.bias, inner_bias)

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 import torch
-from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
 from specviz.drafters import int4, int4_decoder
@@ -24,10 +24,23 @@ def tiny_llama(**overrides) -> LlamaForCausalLM:
     return model
 
 
+def tiny_qwen2(**overrides) -> Qwen2ForCausalLM:
+    """A random Qwen2 (biases on q, k and v; tied embeddings, as the 0.5B draft has) of the same widths."""
+    config = Qwen2Config(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                         tie_word_embeddings=True, **overrides)
+    model = Qwen2ForCausalLM(config).eval()
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.1 + (parameter.dim() == 1))
+    return model
+
+
 def feed_both(hf_model, prompt_length: int, steps: list[int], crop_after: int):
     """Feed the 4-bit copy and the lean step the same chunks, both starting from the model's own prompt cache
     (as the int4 drafter does); return the largest logit difference and both cache lengths at the end."""
-    draft_copy, lean = int4.quantized_copy(hf_model), int4_decoder.Int4LlamaDecoder(hf_model)
+    draft_copy, lean = int4.quantized_copy(hf_model), int4_decoder.Int4Decoder(hf_model)
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(0, hf_model.config.vocab_size, (1, prompt_length + sum(steps)), generator=generator)
     with torch.inference_mode():
@@ -58,9 +71,22 @@ def test_the_lean_step_gives_the_4bit_copys_logits_on_the_offline_target(offline
     assert worst < 1e-3 and copy_length == lean_length == 120 + 11 - 2
 
 
+@pytest.mark.parametrize("overrides", [dict(attention_bias=True), dict(mlp_bias=True)])
+def test_the_lean_step_gives_the_4bit_copys_logits_on_a_llama_with_biases(overrides):
+    worst, copy_length, lean_length = feed_both(tiny_llama(**overrides), 40, [1, 3, 1, 1, 2, 1], crop_after=2)
+    assert worst < 1e-4 and copy_length == lean_length == 40 + 9 - 2
+
+
+def test_the_lean_step_gives_the_4bit_copys_logits_on_a_tiny_qwen2():
+    model = tiny_qwen2()
+    assert model.model.layers[0].self_attn.q_proj.bias is not None and int4_decoder.supports(model)
+    worst, copy_length, lean_length = feed_both(model, 40, [1, 3, 1, 1, 2, 1], crop_after=2)
+    assert worst < 1e-4 and copy_length == lean_length == 40 + 9 - 2
+
+
 def test_the_cache_grows_past_its_first_capacity_and_crops_like_transformers():
     model = tiny_llama()
-    lean = int4_decoder.Int4LlamaDecoder(model)
+    lean = int4_decoder.Int4Decoder(model)
     ids = torch.arange(700).remainder(320).view(1, -1)
     with torch.inference_mode():
         output = lean(input_ids=ids[:, :500])  # an empty cache starts with room for 512
@@ -76,18 +102,19 @@ def test_the_cache_grows_past_its_first_capacity_and_crops_like_transformers():
     assert cache.get_seq_length() == 600
 
 
-@pytest.mark.parametrize("overrides", [dict(attention_bias=True), dict(mlp_bias=True), dict(hidden_act="gelu")])
-def test_models_the_lean_step_does_not_reproduce_are_refused(overrides):
-    model = tiny_llama(**overrides)
+@pytest.mark.parametrize("model", [lambda: tiny_llama(hidden_act="gelu"),
+                                   lambda: tiny_qwen2(use_sliding_window=True, sliding_window=16, max_window_layers=1)])
+def test_models_the_lean_step_does_not_reproduce_are_refused(model):
+    model = model()
     assert not int4_decoder.supports(model)
-    with pytest.raises(ValueError, match="plain Llama"):
-        int4_decoder.Int4LlamaDecoder(model)
+    with pytest.raises(ValueError, match="full attention"):
+        int4_decoder.Int4Decoder(model)
 
 
 def test_the_int4_drafter_uses_the_lean_step_for_a_llama_and_the_copy_otherwise(offline_target, tmp_path):
     pipeline = build_pipeline(DecodeConfig(draft=QUANTIZED_DRAFTER).validate())
-    assert isinstance(pipeline.draft_model.hf_model, int4_decoder.Int4LlamaDecoder)
-    tiny_llama(attention_bias=True).save_pretrained(tmp_path)  # a local folder, loaded as a user's model would be
+    assert isinstance(pipeline.draft_model.hf_model, int4_decoder.Int4Decoder)
+    tiny_llama(hidden_act="gelu").save_pretrained(tmp_path)  # a local folder, loaded as a user's model would be
     offline_target.tokenizer.save_pretrained(tmp_path)
     step = int4_draft_step(models.load_model(str(tmp_path), torch.device("cpu"), torch.float32))
     assert isinstance(step, LlamaForCausalLM) and isinstance(step.model.layers[0].self_attn.q_proj, int4.Int4Linear)

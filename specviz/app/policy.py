@@ -55,7 +55,7 @@ class Policy:
             raise ValueError(f"max new tokens is capped at {self.max_new_tokens} here, got {config.max_new_tokens}")
         if config.gamma > self.max_gamma:
             raise ValueError(f"γ is capped at {self.max_gamma} here, got {config.gamma}")
-        for role, model_id in (("target", config.target), ("draft", config.drafting_model)):
+        for role, model_id in (("target", config.target), ("draft", config.draft_model_id)):
             self.check_model(role, model_id)
 
     def check_model(self, role: str, model_id: str) -> None:

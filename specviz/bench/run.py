@@ -31,7 +31,15 @@ import torch
 
 from specviz import engine
 from specviz.bench import hf_baselines
-from specviz.config import BUILT_IN_DRAFTERS, LOOKUP_FIRST, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.config import (
+    BUILT_IN_DRAFTERS,
+    LOOKUP_FIRST,
+    NGRAM_DRAFTER,
+    OFFLINE_MODEL,
+    QUANTIZED_DRAFTER,
+    QUANTIZED_MODEL,
+    DecodeConfig,
+)
 from specviz.metrics import summarize
 from specviz.models import loading as models
 from specviz.models import profiling
@@ -74,8 +82,12 @@ def load_prompts(path: str | os.PathLike, categories: list[str] | None, limit: i
             if (categories and category not in categories) or seen.get(category, 0) >= (limit or 1 << 30):
                 continue
             seen[category] = seen.get(category, 0) + 1
-            chosen.append({"id": item.get("question_id", number), "category": category, "prompt": prompt})
-    return chosen
+            chosen.append({"id": item.get("question_id", number), "category": category, "prompt": prompt,
+                           "rank": seen[category]})
+    # Round-robin over the categories (every category's first prompt, then every second one...), so that a run
+    # cut short, or resumed later, has covered every category alike.
+    order = {category: index for index, category in enumerate(seen)}
+    return sorted(chosen, key=lambda item: (item.pop("rank"), order[item["category"]]))
 
 
 def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = ()) -> list[Method]:
@@ -119,19 +131,24 @@ class Runner:
             self.pipelines[draft] = build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
 
     def _assistant_model(self, draft: str) -> models.LoadedModel:
+        target = self.target
         if draft == QUANTIZED_DRAFTER:  # the same copy the int4 drafter uses, as a model generate() can call
-            target = self.target
             return models.LoadedModel(int4_copy(target), target.tokenizer, draft, target.device, target.dtype)
-        return models.load_model(draft, self.target.device, self.target.dtype)
+        if draft.startswith(QUANTIZED_MODEL):  # the draft's 4-bit copy (the drafter's numbers, as an HF model)
+            from specviz.drafters.int4 import quantized_copy
 
-    def config(self, method: Method, temperature: float) -> DecodeConfig:
+            fresh = models.load_fresh(draft.removeprefix(QUANTIZED_MODEL), target.device, target.dtype, choose_kernel=False)
+            return models.LoadedModel(quantized_copy(fresh.hf_model), fresh.tokenizer, draft, target.device, target.dtype)
+        return models.load_model(draft, target.device, target.dtype)
+
+    def config(self, method: Method, temperature: float, max_new_tokens: int | None = None) -> DecodeConfig:
         return DecodeConfig(**{**self.base.to_dict(), "draft": method.drafter or NGRAM_DRAFTER, "temperature": temperature,
-                               "gamma": method.gamma or self.base.gamma,
-                               "adaptive": method.kind == "specviz_adaptive"}).validate()
+                               "gamma": method.gamma or self.base.gamma, "adaptive": method.kind == "specviz_adaptive",
+                               "max_new_tokens": max_new_tokens or self.base.max_new_tokens}).validate()
 
-    def run(self, method: Method, prompt: str, temperature: float) -> dict:
+    def run(self, method: Method, prompt: str, temperature: float, max_new_tokens: int | None = None) -> dict:
         """One timed run: generated ids, wall ms, and for specviz the finished trace."""
-        config = self.config(method, temperature)
+        config = self.config(method, temperature, max_new_tokens)
         pipeline = self.pipelines[config.draft]
         if method.kind == "plain":
             baseline = engine.baseline_decode(pipeline, prompt, config)
@@ -151,20 +168,30 @@ class Runner:
         return {k: round(v, 4) for k, v in profiling.relative_costs(timings).items()}
 
 
+WARM_UP_TOKENS = 16
+
+
 def run_benchmark(runner: Runner, prompts: list[dict], plan: list[Method], temperatures: list[float],
-                  repeats: int, log=print) -> list[dict]:
-    """Every method on every prompt at every temperature; one row per (temperature, prompt, method)."""
-    rows = []
+                  repeats: int, log=print, done: list[dict] = (), on_prompt=lambda rows: None) -> list[dict]:
+    """Every method on every prompt at every temperature; one row per (temperature, prompt, method).
+
+    `done` holds the rows of an earlier, interrupted run: prompts they cover are not run again. `on_prompt`
+    receives each prompt's new rows as soon as they exist (the CLI appends them to a file, for --resume)."""
+    rows = list(done)
+    finished = {(row["temperature"], row["id"]) for row in rows}
     for method in plan:  # warm-up: first-call costs (allocations, lazy imports) stay out of the figures
         for temperature in temperatures:
-            runner.run(method, prompts[0]["prompt"], temperature)
+            runner.run(method, prompts[0]["prompt"], temperature, WARM_UP_TOKENS)
     for temperature in temperatures:
         for item in prompts:
+            if (temperature, item["id"]) in finished:
+                continue
             runs = {method: [] for method in plan}
             for repeat in range(repeats):  # interleaved, every other pass reversed, so drifts hit every method alike
                 for method in plan if repeat % 2 == 0 else reversed(plan):
                     runs[method].append(runner.run(method, item["prompt"], temperature))
             rows += _prompt_rows(item, temperature, runs)
+            on_prompt(rows[-len(plan):])
             plain = next((r for r in rows[-len(plan):] if r["method"] == "plain"), None)
             log(f"T={temperature} {item['category']:>15} #{item['id']}: " + "  ".join(
                 f"{r['method']} {r['tokens_per_s']:.1f}" + (f" ({r['speedup']:.2f}x)" if plain and r is not plain else "")
@@ -219,6 +246,11 @@ def main(argv=None) -> int:
                         "'ngram+' before any of them drafts by prompt lookup where it matches, with that draft elsewhere "
                         "(prompt lookup always runs)")
     parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")
+    parser.add_argument("--skip", nargs="*", default=[], metavar="LABEL",
+                        help="leave out these methods, by their label in the report (e.g. 'specviz_adaptive[ngram]')")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the rows in OUT/rows.jsonl from an interrupted run with the same arguments, and run "
+                        "only the prompts they lack (each prompt's rows are appended there as it finishes)")
     parser.add_argument("--also-gammas", type=int, nargs="*", default=[],
                         help="also run specviz at these fixed γ (to compare adaptive γ with the best fixed one)")
     parser.add_argument("--max-new-tokens", type=int, default=96)
@@ -261,6 +293,21 @@ def _write(results: dict, out: Path) -> None:
     print(report.markdown(results))
 
 
+def _earlier_rows(rows_file: Path, args, plan: list[Method]) -> list[dict]:
+    """The rows of an interrupted run, kept per (temperature, prompt) only where every planned method has one."""
+    if not rows_file.exists():
+        return []
+    rows = [json.loads(line) for line in rows_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    labels = {method.label for method in plan}
+    by_prompt: dict[tuple, list[dict]] = {}
+    for row in rows:
+        by_prompt.setdefault((row["temperature"], row["id"]), []).append(row)
+    kept = [row for group in by_prompt.values() if {r["method"] for r in group} == labels for row in group
+            if row["tokens"] <= args.max_new_tokens]
+    print(f"resuming: {len(kept) // max(1, len(labels))} prompt runs kept from {rows_file}", file=sys.stderr)
+    return kept
+
+
 def _main(args) -> int:
     from transformers.utils import logging
 
@@ -275,11 +322,21 @@ def _main(args) -> int:
         raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
     started = time.perf_counter()
     runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens)
-    plan = plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
+    plan = [method for method in plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
+            if method.label not in args.skip]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
     verify_costs = runner.verify_costs(prompts[0]["prompt"], max([args.gamma, *args.also_gammas]) + 1)
     log(f"v(k) for k = 1..{len(verify_costs)}: " + ", ".join(f"{v:.2f}" for v in verify_costs.values()))
-    rows = run_benchmark(runner, prompts, plan, args.temperatures, args.repeats, log)
+    rows_file = Path(args.out) / "rows.jsonl"
+    done = _earlier_rows(rows_file, args, plan) if args.resume else []
+    rows_file.parent.mkdir(parents=True, exist_ok=True)
+    rows_file.write_text("".join(json.dumps(row) + "\n" for row in done), encoding="utf-8")
+
+    def append(new_rows: list[dict]) -> None:
+        with rows_file.open("a", encoding="utf-8") as handle:
+            handle.write("".join(json.dumps(row) + "\n" for row in new_rows))
+
+    rows = run_benchmark(runner, prompts, plan, args.temperatures, args.repeats, log, done, append)
     environment = {"device": models.describe_device(runner.target.device), "dtype": str(runner.target.dtype),
                    "linear_kernel": runner.target.linear_kernel, "torch_threads": torch.get_num_threads(),
                    "torch": torch.__version__, "cpu_count": os.cpu_count(), "seconds": round(time.perf_counter() - started, 1)}

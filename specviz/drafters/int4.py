@@ -92,7 +92,7 @@ def quantized_copy(hf_model: torch.nn.Module) -> torch.nn.Module:
     copied, so the copy costs only its quantized weights (about 90 MB for SmolLM2-135M).
     """
     linears = [module for module in hf_model.modules() if isinstance(module, torch.nn.Linear)]
-    bad = [tuple(module.weight.shape) for module in linears if module.weight.shape[1] % GROUP]
+    bad = [(module.out_features, module.in_features) for module in linears if module.in_features % GROUP]
     if bad:
         raise ValueError(f"the 4-bit copy needs input widths that are multiples of {GROUP}; this model has {bad[0]}")
     # deepcopy with every tensor pre-entered in the memo: the structure is copied, the tensors are shared.

@@ -1,11 +1,11 @@
-"""The int4 draft's own decode step for Llama-architecture targets: same numbers as the 4-bit copy, less overhead.
+"""A lean 4-bit decode step for Llama and Qwen2 causal LMs: same numbers as the 4-bit copy, less overhead.
 
 Drafting is one token at a time, and for a 135M model on a CPU the 4-bit kernels are a minority of each step:
 transformers' Llama forward spends the rest in Python and small ops (seven linears, masks and a growing cache per
 layer). This module runs the same weights with less around them, as gpt-fast does:
 
 - q, k and v are one 4-bit linear, and so are gate and up (their rows stacked: each row keeps its own groups, so
-  every code and scale is the one `quantized_draft.Int4Linear` would use);
+  every code and scale is the one `quantized_draft.Int4Linear` would use; Qwen2's q/k/v biases are stacked alike);
 - the KV cache is preallocated and a rollback only moves its length (no concatenation per token);
 - norms, rotary tables and embeddings are the target's own modules, called as transformers calls them.
 
@@ -23,23 +23,28 @@ import torch
 
 from specviz.drafters.int4 import Int4Linear, Int8RowLinear
 
+ARCHITECTURES = ("llama", "qwen2")  # the same decoder layer; Qwen2 adds biases to q, k and v
+
 
 def supports(hf_model: torch.nn.Module) -> bool:
-    """Whether this model is a plain Llama (no biases, SiLU, full attention), which the lean step reproduces."""
+    """Whether the lean step reproduces this model: a Llama or Qwen2 with SiLU and full attention in every layer."""
     config = hf_model.config
     return (
-        config.model_type == "llama"
-        and not getattr(config, "attention_bias", False)
-        and not getattr(config, "mlp_bias", False)
+        config.model_type in ARCHITECTURES
         and config.hidden_act == "silu"
         and getattr(config, "pretraining_tp", 1) == 1
+        and all(kind == "full_attention" for kind in getattr(config, "layer_types", None) or ())
     )
 
 
 def _stacked(*linears: torch.nn.Linear) -> Int4Linear:
     """One 4-bit linear whose output is the outputs of `linears` side by side."""
-    stacked = torch.nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), bias=False)
+    biased = any(linear.bias is not None for linear in linears)
+    stacked = torch.nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), bias=biased)
     stacked.weight.data = torch.cat([linear.weight.detach() for linear in linears])  # [Σ out, in]
+    if biased:  # [Σ out]: a linear without a bias adds zeros
+        stacked.bias.data = torch.cat([linear.bias.detach() if linear.bias is not None
+                                       else linear.weight.new_zeros(linear.out_features) for linear in linears])
     return Int4Linear(stacked)
 
 
@@ -90,12 +95,13 @@ class DecoderOutput:
     past_key_values: KVBuffer
 
 
-class Int4LlamaDecoder:
-    """A Llama causal LM's decode step on 4-bit stacked projections and an int8 head (the int4 draft's numbers)."""
+class Int4Decoder:
+    """A Llama (or Qwen2) causal LM's decode step on 4-bit stacked projections and an int8 head (the int4 draft's numbers)."""
 
     def __init__(self, hf_model: torch.nn.Module):
         if not supports(hf_model):
-            raise ValueError(f"the lean int4 step runs plain Llama models; this one is {hf_model.config.model_type!r}")
+            raise ValueError(f"the lean int4 step runs {' and '.join(ARCHITECTURES)} models with full attention; this one is "
+                             f"{hf_model.config.model_type!r}")
         config, decoder = hf_model.config, hf_model.get_decoder()
         self.config = config
         self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads

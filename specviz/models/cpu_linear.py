@@ -31,9 +31,20 @@ the linear weights, LM head included (about 540 MB more for SmolLM2-135M in floa
 Other CPUs and BLAS builds may differ, so `choose_kernel` times the kernels on the model itself and keeps the
 fastest. SPECVIZ_CPU_LINEAR=stock|few-row|packed skips the timing and forces one.
 
-The packed copy is not tried when the linear weights exceed PACKED_MAX_BYTES (SPECVIZ_PACKED_MAX_GB, default 2):
-for Qwen2.5-Coder-1.5B (5.7 GB of fp32 linear weights) it took the pair's peak RSS from 8.7 to 16.7 GB, over
-a free Space's 16 GB, and plain decoding ran at 2.0 instead of 2.7 tokens/s (48 tokens, this machine).
+Over PACKED_MAX_BYTES of linear weights (SPECVIZ_PACKED_MAX_GB, default 2) a second copy costs too much: for
+Qwen2.5-Coder-1.5B (5.7 GB of fp32 linear weights) it took the pair's peak RSS from 8.7 to 16.7 GB, over a
+free Space's 16 GB. Such a model gets `packed-only` without timing: each W is packed and the float copy is
+dropped (kept only where another module shares it, as a tied embedding does), and every forward, one row
+padded to three, runs on the packed copy. On the 2-core machine, medians of 7 interleaved forwards of that
+model after 300 cached tokens:
+
+    tokens                        1     5
+    few-row                     402   463  ms  (with the packed copy beside it; 352 and 692 without one)
+    packed-only                 385   427  ms
+
+so verifying five tokens costs 1.1 plain steps instead of 2.0, in about the float model's memory. Reading
+`weight` of a packed-only linear unpacks W exactly (a product with the identity: about 0.35 s for a
+1536 × 8960 weight); only the 4-bit copies read it, once.
 """
 
 from __future__ import annotations
@@ -46,7 +57,7 @@ import torch
 
 MAX_ROWS = 16  # above this (prompt encoding) the stock GEMM is already efficient
 PACKED_MAX_BYTES = 2 * 2**30  # no packed copy of more linear weights than this (see the module docstring)
-STOCK, FEW_ROW, PACKED = "stock", "few-row", "packed"
+STOCK, FEW_ROW, PACKED, PACKED_ONLY = "stock", "few-row", "packed", "packed-only"
 
 
 class FewRowLinear(torch.nn.Linear):
@@ -83,6 +94,76 @@ class PackedLinear(FewRowLinear):
             rows = torch.cat([rows, rows[-1:]])  # [3, in]: oneDNN's two-row path is slower than its three-row one
         out = torch.ops.mkldnn._linear_pointwise(rows, self.packed_weight, self.bias, "none", [], "")[:count]  # [m, out]
         return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+class PackedOnlyLinear(torch.nn.Linear):
+    """y = x Wᵀ + b with W held only in oneDNN's packed layout (made by `use_kernel(model, PACKED_ONLY)`).
+
+    `weight` is a property: the float W this module was built from where another module shares it (a tied
+    head), else W unpacked on each read (exact, and as slow as a forward over `in_features` rows).
+    """
+
+    def __init__(self, linear: torch.nn.Linear, keep_weight: bool):
+        torch.nn.Module.__init__(self)
+        self.in_features, self.out_features = linear.in_features, linear.out_features
+        self.bias = linear.bias
+        with torch.no_grad():
+            packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), MAX_ROWS)  # [out, in], blocked
+        self.register_buffer("packed_weight", packed, persistent=False)
+        self._float_weight = linear.weight if keep_weight else None
+
+    @property
+    def weight(self) -> torch.Tensor:
+        if self._float_weight is not None:
+            return self._float_weight
+        eye = torch.eye(self.in_features)  # [in, in]
+        with torch.inference_mode():
+            transposed = torch.ops.mkldnn._linear_pointwise(eye, self.packed_weight, None, "none", [], "")  # [in, out]
+        return transposed.T.contiguous()  # [out, in]: I·Wᵀ is exact in float32
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        rows = x.reshape(-1, x.shape[-1])  # [m, in]
+        count = rows.shape[0]
+        if torch.is_grad_enabled() and x.requires_grad:
+            return torch.nn.functional.linear(x, self.weight, self.bias)
+        if count < 3:
+            rows = torch.cat([rows, rows[-1:].expand(3 - count, -1)])  # [3, in]: oneDNN's one- and two-row paths are slower
+        out = torch.ops.mkldnn._linear_pointwise(rows, self.packed_weight, self.bias, "none", [], "")[:count]  # [m, out]
+        return out.reshape(*x.shape[:-1], out.shape[-1])
+
+
+def pack_only(hf_model: torch.nn.Module) -> str:
+    """Replace every float32 CPU linear by a PackedOnlyLinear, one at a time (so memory never holds two copies
+    of more than one W), and return PACKED_ONLY; FEW_ROW where torch has no oneDNN."""
+    if not packing_available():
+        return use_kernel(hf_model, FEW_ROW)
+    shared = {id(tensor) for module in hf_model.modules() if not isinstance(module, torch.nn.Linear)
+              for tensor in module.parameters(recurse=False)}  # tied embeddings keep their float W
+    replacements: dict[int, torch.nn.Module] = {}
+    for parent in list(hf_model.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) in _CLASSES.values() and _packable(child.weight):
+                if id(child) not in replacements:
+                    replacements[id(child)] = PackedOnlyLinear(child, keep_weight=id(child.weight) in shared)
+                setattr(parent, name, replacements[id(child)])
+    copy_out_of_checkpoint(hf_model)
+    return PACKED_ONLY
+
+
+def copy_out_of_checkpoint(hf_model: torch.nn.Module) -> None:
+    """Give every float tensor that is not a linear's weight (embeddings, norms, biases, tables) its own memory.
+
+    transformers maps a safetensors checkpoint into memory, and every weight read stays resident as part of the
+    file mapping until no tensor points into it. Once the linear weights are dropped (packed, or quantized by a
+    4-bit draft), these copies release the mapping: for Qwen2.5-Coder-1.5B packed-only, RSS fell from 12.5 to 7.4 GB.
+    """
+    with torch.no_grad():
+        for module in hf_model.modules():
+            for tensors in (module._parameters, module._buffers):
+                for name, tensor in tensors.items():
+                    if tensor is not None and tensor.layout == torch.strided and not (
+                            name == "weight" and isinstance(module, torch.nn.Linear)):
+                        tensor.data = tensor.data.clone()
 
 
 def packing_available() -> bool:
@@ -145,10 +226,12 @@ def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
     alternating the kernels so that a busy or noisy machine slows both alike, and compares the medians.
     """
     forced = os.environ.get("SPECVIZ_CPU_LINEAR", "auto")
+    if forced == PACKED_ONLY or (forced == "auto" and linear_weight_bytes(hf_model) > packed_budget()):
+        return pack_only(hf_model)
     if forced in _CLASSES:
         return use_kernel(hf_model, forced)
     samples: dict[str, list[float]] = {STOCK: [], FEW_ROW: []}
-    if packing_available() and linear_weight_bytes(hf_model) <= packed_budget():
+    if packing_available():
         samples[PACKED] = []
     packed_copies: dict[int, torch.Tensor] = {}  # made once for the timing; dropped below unless chosen
     for attempt in range(repeats + 1):  # the first pass warms up
@@ -164,8 +247,9 @@ def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
 
 def linear_weight_bytes(hf_model: torch.nn.Module) -> int:
     """Bytes of every nn.Linear weight (the LM head included): what a packed copy would add."""
-    return sum(module.weight.numel() * module.weight.element_size() for module in hf_model.modules()
-               if isinstance(module, torch.nn.Linear))
+    return sum(module.in_features * module.out_features * module.packed_weight.element_size()
+               if isinstance(module, PackedOnlyLinear) else module.weight.numel() * module.weight.element_size()
+               for module in hf_model.modules() if isinstance(module, torch.nn.Linear))
 
 
 def packed_budget() -> int:

@@ -171,7 +171,7 @@ class LoadedModel:
 
     @property
     def logits_width(self) -> int:
-        return int(self.hf_model.get_output_embeddings().weight.shape[0])
+        return int(self.hf_model.get_output_embeddings().out_features)  # not .weight: a packed-only head would unpack
 
     def language_model(self, vocab_size: int, keep_features: bool = False) -> LanguageModel:
         return LanguageModel(self.hf_model, vocab_size, self.device, self.model_id, keep_features)
@@ -202,10 +202,11 @@ def load_model(model_id: str, device: torch.device | None = None, dtype: torch.d
     """Load (once, then from the cache) a model and its tokenizer: an offline model, a folder or a hub id."""
     device = device or choose_device()
     dtype = dtype or choose_dtype(device)
-    return cache.get(("model", model_id, device, dtype), lambda: _load(model_id, device, dtype))
+    return cache.get(("model", model_id, device, dtype), lambda: load_fresh(model_id, device, dtype))
 
 
-def _load(model_id: str, device: torch.device, dtype: torch.dtype) -> LoadedModel:
+def load_fresh(model_id: str, device: torch.device, dtype: torch.dtype, choose_kernel: bool = True) -> LoadedModel:
+    """Load a model outside any cache; on a CPU, time and apply the fastest linear kernel unless told not to."""
     split = SPLIT_MODELS.get(model_id)
     source = offline_checkpoint() if model_id == OFFLINE_MODEL else checkpoint(split) if split else model_id
     job.stage(f"Loading {model_id} on {describe_device(device)}")
@@ -218,7 +219,7 @@ def _load(model_id: str, device: torch.device, dtype: torch.dtype) -> LoadedMode
         hf_model.to(device)
     hf_model.eval()
     kernel = "stock"
-    if device.type == "cpu":
+    if device.type == "cpu" and choose_kernel:
         from specviz.models import cpu_linear
 
         job.stage(f"Timing this CPU's matrix kernels on {model_id}")
