@@ -19,6 +19,7 @@ from specviz.config import (
     OFFLINE_DRAFTER_OFF_CPU,
     OFFLINE_MODEL,
     QUANTIZED_DRAFTER,
+    QUANTIZED_MODEL,
     DecodeConfig,
     check_prompt,
     parse_field,
@@ -69,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
     gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' "
                                      f"for the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own "
-                                     f"4-bit copy; '{LOOKUP_FIRST}' before a draft tries prompt lookup first (default: "
+                                     f"4-bit copy; '{QUANTIZED_MODEL}' before a draft model runs its 4-bit copy (CPU); "
+                                     f"'{LOOKUP_FIRST}' before a draft tries prompt lookup first (default: "
                                      f"'{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a "
                                      f"GPU, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
@@ -108,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args) -> DecodeConfig:
     """The run the arguments ask for. Any local folder may be a model here: the command line is a local tool, run by
     the machine's own user (the app allows folders under its models directory only, app/policy.py)."""
-    from specviz.models.loading import offline_drafter, resolve_preset
+    from specviz.models.presets import offline_drafter, resolve_preset
 
     target, draft = OFFLINE_MODEL, offline_drafter()
     if args.preset:
@@ -180,7 +182,8 @@ def _print_summary(trace, metrics) -> None:
     print(f"device {trace.device} ({trace.dtype}); stopped by {trace.stop_reason}")
     print(f"α = {metrics.alpha:.3f} ({metrics.accepted_tokens}/{metrics.tested_positions} tests); per position: {per_position}")
     print(f"{metrics.generated_tokens} tokens in {metrics.rounds} target calls: {metrics.tokens_per_round:.2f} tokens per round")
-    print(f"draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms per round; "
+    print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms + "
+          f"overhead {metrics.overhead_ms_per_round:.1f} ms per round; "
           f"c = {metrics.c:.3f} ({metrics.c_basis}); {metrics.tokens_per_s:.1f} tokens/s")
     line = f"theoretical speedup {metrics.speedup_theoretical:.2f}x"
     if metrics.speedup_measured is not None:
@@ -217,7 +220,7 @@ def replay(args) -> int:
 def forward(command: str, argv: list[str]) -> int:
     """Run a tool's own main() on the rest of the command line (its own parser, errors and exit codes)."""
     if command == "bench":
-        from specviz.bench.run import main as tool_main
+        from specviz.bench.command import main as tool_main
     else:
         from specviz.bench.loadtest import main as tool_main
     return tool_main(argv)

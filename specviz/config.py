@@ -14,7 +14,7 @@ QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (drafters/int4.py): an
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where the context has a match, that draft everywhere else
 QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (drafters/int4.py)
-# The offline target's default drafter, chosen per device by models.offline_drafter: measured fastest (README).
+# The offline target's default drafter, chosen per device by models.presets.offline_drafter: measured fastest (README).
 OFFLINE_DRAFTER = LOOKUP_FIRST + QUANTIZED_DRAFTER  # on a CPU
 OFFLINE_DRAFTER_OFF_CPU = LOOKUP_FIRST + DISTILLED_DRAFTER  # elsewhere (a GPU has no 4-bit CPU kernel)
 

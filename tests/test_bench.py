@@ -5,13 +5,13 @@ import json
 import pytest
 
 from specviz import theory
-from specviz.bench import report
+from specviz.bench import command, report
 from specviz.bench import run as bench
 
 
 def _run(tmp_path, *extra):
     out = tmp_path / "out"
-    code = bench.main(["--quick", "--categories", "chat", "code", "--max-new-tokens", "8", "--out", str(out), *extra])
+    code = command.main(["--quick", "--categories", "chat", "code", "--max-new-tokens", "8", "--out", str(out), *extra])
     assert code == 0
     return out, json.loads((out / "results.json").read_text())
 
@@ -46,7 +46,7 @@ def test_quick_mode_on_two_prompts_writes_a_complete_report(tmp_path, offline_ta
     page = (out / "report.html").read_text()
     assert page.startswith("<!doctype html>") and "plotly" in page.lower() and "Speedup over plain decoding" in page
     # the reports rebuild from results.json alone
-    assert bench.main(["--report-from", str(out / "results.json"), "--out", str(tmp_path / "again")]) == 0
+    assert command.main(["--report-from", str(out / "results.json"), "--out", str(tmp_path / "again")]) == 0
     assert (tmp_path / "again" / "report.md").read_text() == report
 
 
@@ -103,11 +103,11 @@ def test_predicted_speedup_is_the_verify_cost_aware_theory():
 def test_bad_prompt_files_and_arguments_get_one_line_errors(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"category": "qa", "turns": ["fine"]}\n{"category": "qa"}\n')
-    assert bench.main(["--questions", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert command.main(["--questions", str(bad), "--out", str(tmp_path / "o")]) == 2
     assert capsys.readouterr().err.strip() == f"specviz.bench: {bad}:2: not a Spec-Bench question ('turns')"
-    assert bench.main(["--questions", str(tmp_path / "missing.jsonl")]) == 2
+    assert command.main(["--questions", str(tmp_path / "missing.jsonl")]) == 2
     assert "No such file" in capsys.readouterr().err
-    assert bench.main(["--categories", "nope", "--out", str(tmp_path / "o")]) == 2
+    assert command.main(["--categories", "nope", "--out", str(tmp_path / "o")]) == 2
     assert "no prompts" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 

@@ -117,7 +117,7 @@ NO_FOLDER = "/nonexistent-dir/x.json"
 @pytest.fixture
 def no_model(monkeypatch):
     """Fail the test if anything starts loading a model or running a tool's work."""
-    import specviz.bench.run
+    import specviz.bench.command
     import specviz.cli
     import specviz.models.loading
 
@@ -126,8 +126,8 @@ def no_model(monkeypatch):
 
     monkeypatch.setattr(specviz.models.loading, "load_model", refuse)
     monkeypatch.setattr(specviz.cli, "build_pipeline", refuse)
-    monkeypatch.setattr(specviz.bench.run, "_main", refuse)  # the whole benchmark
-    monkeypatch.setattr(specviz.bench.run, "_rebuild", refuse)
+    monkeypatch.setattr(specviz.bench.command, "_main", refuse)  # the whole benchmark
+    monkeypatch.setattr(specviz.bench.command, "_rebuild", refuse)
 
 
 @pytest.mark.parametrize("args,option", [

@@ -7,11 +7,13 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 from specviz.app.policy import Policy
 from specviz.app.request import CODER_PAIR, PAIRS, RunRequest, pair_choices
 from specviz.cli import build_parser, config_from_args
-from specviz.models import loading, offline, split_gguf
+from specviz.drafters import int4
+from specviz.models import loading, offline, presets, split_gguf
 from specviz.models.split_gguf import ModelUnavailable, SplitModel
 
 PARTS = [b"GGUF" + b"a" * 3000, b"b" * 2500, b"c" * 17]  # distinct, so any other order changes the hash
@@ -154,9 +156,18 @@ def test_checkpoint_assembles_and_converts_once(site, cache, monkeypatch):
     assert split_gguf.checkpoint(fake_model()) == folder and len(conversions) == 1
 
 
+def test_the_pairs_draft_runs_4_bit_where_the_kernels_run_and_in_float_elsewhere():
+    draft = "offline:Qwen2.5-Coder-0.5B-Instruct"
+    assert presets.device_draft(draft, torch.device("cuda")) == draft  # no device needed: only its type is read
+    assert presets.device_draft(draft, torch.device("cpu")) == ("int4:" + draft if int4.available(torch.device("cpu"))
+                                                                  else draft)
+    assert presets.device_draft("openai-community/gpt2", torch.device("cpu")) == "openai-community/gpt2"
+
+
 def test_the_preset_keeps_its_draft_on_the_command_line():
-    target, draft = loading.resolve_preset("qwen2.5-coder")
-    assert (target, draft) == ("offline:Qwen2.5-Coder-1.5B-Instruct", "offline:Qwen2.5-Coder-0.5B-Instruct")
+    target, draft = presets.resolve_preset("qwen2.5-coder")
+    assert target == "offline:Qwen2.5-Coder-1.5B-Instruct"
+    assert draft == presets.device_draft("offline:Qwen2.5-Coder-0.5B-Instruct")
     parser = build_parser()
     for preset, expected in (("qwen2.5-coder", draft), ("gpt2-xl", "openai-community/gpt2")):
         config = config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--preset", preset]))
@@ -165,7 +176,7 @@ def test_the_preset_keeps_its_draft_on_the_command_line():
 
 
 def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_installed(site, cache, monkeypatch):
-    assert PAIRS[CODER_PAIR] == loading.PRESETS["qwen2.5-coder"]
+    assert PAIRS[CODER_PAIR] == presets.PRESETS["qwen2.5-coder"]
     request = RunRequest(pair=CODER_PAIR, drafter="draft model", prompt="def add(a, b):")
     with monkeypatch.context() as patch:
         patch.setattr(split_gguf, "_part", lambda model, index: None)  # none installed, whatever this machine has
@@ -181,7 +192,7 @@ def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_in
         install_parts(site, model.package, model.version, {index: b"x" for index in range(1, model.parts + 1)})
     assert dict((value, label) for label, value in pair_choices())[CODER_PAIR] == CODER_PAIR
     config = request.to_config(Policy(hosted=True))  # offered by name, like the embedded model
-    assert (config.target, config.draft) == loading.PRESETS["qwen2.5-coder"]
+    assert (config.target, config.draft) == presets.resolve_preset("qwen2.5-coder")
 
 
 def test_requirements_pair_pins_every_part_with_its_hash():

@@ -30,8 +30,8 @@ from specviz.config import (
     DecodeConfig,
     check_prompt,
 )
-from specviz.models.loading import PRESETS  # the preset pairs are what a hosted server offers
 from specviz.models.offline import cache_root
+from specviz.models.presets import PRESETS  # the preset pairs are what a hosted server offers
 from specviz.models.split_gguf import SPLIT_MODELS
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive

@@ -21,14 +21,14 @@ from specviz.config import (
     NGRAM_DRAFTER,
     OFFLINE_MODEL,
     QUANTIZED_DRAFTER,
+    QUANTIZED_MODEL,
     DecodeConfig,
     check_field,
     check_flag,
     check_prompt,
     check_system_prompt,
 )
-from specviz.models import loading as models
-from specviz.models import split_gguf
+from specviz.models import presets, split_gguf
 
 OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
 CODER_PAIR = "Offline: Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct"
@@ -36,10 +36,10 @@ CUSTOM_PAIR = "Custom"
 PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from the text boxes
     OFFLINE_PAIR: (OFFLINE_MODEL, DISTILLED_DRAFTER),
     "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": (OFFLINE_MODEL, QUANTIZED_DRAFTER),
-    CODER_PAIR: models.PRESETS["qwen2.5-coder"],  # split part packages: listed whether or not they are installed
-    "gpt2-xl ← gpt2": models.PRESETS["gpt2-xl"],
-    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": models.PRESETS["smollm2-1.7b"],
-    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": models.PRESETS["qwen2.5-1.5b"],
+    CODER_PAIR: presets.PRESETS["qwen2.5-coder"],  # split part packages: listed whether or not they are installed
+    "gpt2-xl ← gpt2": presets.PRESETS["gpt2-xl"],
+    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["smollm2-1.7b"],
+    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": presets.PRESETS["qwen2.5-1.5b"],
     CUSTOM_PAIR: (None, None),
 }
 DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
@@ -87,7 +87,8 @@ class RunRequest:
         """The draft as DecodeConfig names it: the pair's or the text box's, after "ngram+" when lookup goes first."""
         if self.drafter == PROMPT_LOOKUP:
             return NGRAM_DRAFTER
-        draft_id = PAIRS.get(self.pair, (None, None))[1] or (self.draft or "").strip()
+        pair_draft = PAIRS.get(self.pair, (None, None))[1]
+        draft_id = presets.device_draft(pair_draft) if pair_draft else (self.draft or "").strip()
         if self.drafter == LOOKUP_THEN_DRAFT and draft_id and draft_id != NGRAM_DRAFTER:
             draft_id = LOOKUP_FIRST + draft_id.removeprefix(LOOKUP_FIRST)
         return draft_id
@@ -103,7 +104,7 @@ class RunRequest:
         draft_id = self.draft_id()
         if not target_id or not draft_id:
             raise ValueError("Give both a target and a draft model id (or choose prompt lookup).")
-        missing = split_gguf.first_missing((target_id, draft_id.removeprefix(LOOKUP_FIRST)))
+        missing = split_gguf.first_missing((target_id, draft_id.removeprefix(LOOKUP_FIRST).removeprefix(QUANTIZED_MODEL)))
         if missing is not None:  # a split offline model whose parts are not installed
             raise ValueError(split_gguf.not_installed(missing) + ".")
         try:
@@ -149,8 +150,8 @@ def pair_choices() -> list[tuple[str, str]]:
 
 
 def default_pair() -> str:
-    """The offline pair whose draft is the offline default on this machine (models.offline_drafter)."""
-    drafter = models.offline_drafter().removeprefix(LOOKUP_FIRST)
+    """The offline pair whose draft is the offline default on this machine (presets.offline_drafter)."""
+    drafter = presets.offline_drafter().removeprefix(LOOKUP_FIRST)
     return next(name for name, (target, draft) in PAIRS.items() if target == OFFLINE_MODEL and draft == drafter)
 
 

@@ -71,8 +71,9 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         f"**{metrics.tokens_per_round:.2f} tokens per round**: {metrics.generated_tokens} tokens from "
         f"{metrics.target_calls} target calls",
         f"c = {metrics.c:.3f} = draft step {metrics.draft_step_ms:.1f} ms / target step {metrics.target_step_ms:.1f} ms "
-        f"({C_BASIS[metrics.c_basis]}) · draft {metrics.draft_ms_per_round:.1f} ms + verify "
-        f"{metrics.verify_ms_per_round:.1f} ms per round · {metrics.tokens_per_s:.1f} tokens/s",
+        f"({C_BASIS[metrics.c_basis]}) · each round: draft {metrics.draft_ms_per_round:.1f} ms + verify "
+        f"{metrics.verify_ms_per_round:.1f} ms + overhead {metrics.overhead_ms_per_round:.1f} ms · "
+        f"{metrics.tokens_per_s:.1f} tokens/s",
         f"theoretical speedup **{metrics.speedup_theoretical:.2f}×**"
         + (f" · measured **{metrics.speedup_measured:.2f}×** against plain decoding · {_sameness(trace, metrics)}"
            if metrics.speedup_measured is not None else " · tick *compare with plain decoding* to measure it"),

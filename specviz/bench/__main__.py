@@ -2,6 +2,6 @@
 
 import sys
 
-from specviz.bench.run import main
+from specviz.bench.command import main
 
 sys.exit(main())

