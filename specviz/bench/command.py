@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -45,7 +46,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="bench-out", help="folder for results.json, report.md and report.html")
     parser.add_argument("--quick", action="store_true", help="one prompt per category, 32 tokens, greedy, one repeat")
     parser.add_argument("--report-from", metavar="RESULTS_JSON",
-                        help="rebuild the summaries and reports from an earlier results.json, running nothing")
+                        help="rebuild the summaries and reports from an earlier results.json, or from a run's --out folder "
+                        "(its rows so far), running nothing")
     args = parser.parse_args(argv)
     if args.quick:
         for key, value in QUICK.items():
@@ -60,9 +62,18 @@ def main(argv=None) -> int:
 
 
 def _rebuild(results_path: str, out: str) -> int:
+    """Reports from an earlier results.json, or from a run's folder (run.json and rows.jsonl: a run in progress
+    or cut short, reported as far as it got)."""
     from specviz.bench import report
 
-    earlier = json.loads(Path(results_path).read_text(encoding="utf-8"))
+    source = Path(results_path)
+    if source.is_dir():
+        earlier = json.loads((source / "run.json").read_text(encoding="utf-8"))
+        earlier["rows"] = _read_rows(source / "rows.jsonl")
+        if not earlier["rows"]:
+            raise ValueError(f"{source / 'rows.jsonl'} holds no finished prompt yet")
+    else:
+        earlier = json.loads(source.read_text(encoding="utf-8"))
     verify_costs = {int(k): v for k, v in earlier["verify_costs"].items()}
     results = report.build_results(earlier["args"], earlier["environment"], verify_costs, earlier["rows"])
     _write(results, Path(out))
@@ -83,7 +94,7 @@ def _earlier_rows(rows_file: Path, args, plan: list[Method]) -> list[dict]:
     """The rows of an interrupted run, kept per (temperature, prompt) only where every planned method has one."""
     if not rows_file.exists():
         return []
-    rows = [json.loads(line) for line in rows_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = _read_rows(rows_file)
     labels = {method.label for method in plan}
     by_prompt: dict[tuple, list[dict]] = {}
     for row in rows:
@@ -92,6 +103,32 @@ def _earlier_rows(rows_file: Path, args, plan: list[Method]) -> list[dict]:
             if row["tokens"] <= args.max_new_tokens]
     print(f"resuming: {len(kept) // max(1, len(labels))} prompt runs kept from {rows_file}", file=sys.stderr)
     return kept
+
+
+def _read_rows(rows_file: Path) -> list[dict]:
+    return [json.loads(line) for line in rows_file.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _environment(runner: Runner, started: float) -> dict:
+    environment = {"device": models.describe_device(runner.target.device), "cpu": _cpu_name(),
+                   "dtype": str(runner.target.dtype), "linear_kernel": runner.target.linear_kernel,
+                   "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "cpu_count": os.cpu_count(),
+                   "seconds": round(time.perf_counter() - started, 1)}
+    if runner.target.device.type == "cuda":
+        environment["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / (1 << 20), 1)
+    return environment
+
+
+def _cpu_name() -> str:
+    """The CPU's model name and widest vector extension, from /proc/cpuinfo where there is one."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.processor() or "unknown"
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "unknown")
+    flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
+    widest = next((flag for flag in ("amx_tile", "avx512f", "avx2") if flag in flags), None)
+    return f"{name} ({widest})" if widest else name
 
 
 def _main(args) -> int:
@@ -117,17 +154,15 @@ def _main(args) -> int:
     done = _earlier_rows(rows_file, args, plan) if args.resume else []
     rows_file.parent.mkdir(parents=True, exist_ok=True)
     rows_file.write_text("".join(json.dumps(row) + "\n" for row in done), encoding="utf-8")
+    (rows_file.parent / "run.json").write_text(json.dumps(  # what --report-from needs beside the rows, mid-run
+        {"args": vars(args), "environment": _environment(runner, started), "verify_costs": verify_costs}, indent=1))
 
     def append(new_rows: list[dict]) -> None:
         with rows_file.open("a", encoding="utf-8") as handle:
             handle.write("".join(json.dumps(row) + "\n" for row in new_rows))
 
     rows = run_benchmark(runner, prompts, plan, args.temperatures, args.repeats, log, done, append)
-    environment = {"device": models.describe_device(runner.target.device), "dtype": str(runner.target.dtype),
-                   "linear_kernel": runner.target.linear_kernel, "torch_threads": torch.get_num_threads(),
-                   "torch": torch.__version__, "cpu_count": os.cpu_count(), "seconds": round(time.perf_counter() - started, 1)}
-    if runner.target.device.type == "cuda":
-        environment["cuda_peak_mb"] = round(torch.cuda.max_memory_allocated() / (1 << 20), 1)
+    environment = _environment(runner, started)
     results = report.build_results(vars(args), environment, verify_costs, rows)
     _write(results, Path(args.out))
     log(f"wrote {Path(args.out) / 'results.json'}, report.md and report.html in {environment['seconds']} s")

@@ -26,12 +26,17 @@ def offline_drafter(device: torch.device | None = None) -> str:
     return OFFLINE_DRAFTER if available(device or choose_device()) else OFFLINE_DRAFTER_OFF_CPU
 
 
+# Drafts that run as their 4-bit copy where torch's 4-bit CPU kernels run: the Qwen 0.5B drafts, offline and on
+# the hub (the same architecture and code). On two CPU cores the offline one's step drops from 124 to 53 ms,
+# against the 1.5B target's 385 ms (docs/results.md).
+INT4_ON_CPU = (QWEN_CODER_DRAFT.model_id, "Qwen/Qwen2.5-0.5B-Instruct")
+
+
 def device_draft(draft_id: str, device: torch.device | None = None) -> str:
-    """The draft as it runs on this device: the offline Qwen2.5-Coder draft through the 4-bit kernels where they
-    run (on two CPU cores its step drops from 124 to 53 ms against the target's 385 ms, docs/results.md)."""
+    """The draft as it runs on this device: 'int4:' + draft_id for INT4_ON_CPU where the kernels run."""
     from specviz.drafters.int4 import available
 
-    if draft_id == QWEN_CODER_DRAFT.model_id and available(device or choose_device()):
+    if draft_id in INT4_ON_CPU and available(device or choose_device()):
         return QUANTIZED_MODEL + draft_id
     return draft_id
 
