@@ -24,6 +24,7 @@ from specviz.config import (
     check_prompt,
     parse_field,
 )
+from specviz.counters import engine_counters
 from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs
 from specviz.pipeline import build_pipeline, calibrate
@@ -170,7 +171,8 @@ def generate(args) -> int:
 def _json_summary(trace, metrics) -> dict:
     summary = {"text": trace.text, "rounds": metrics.rounds, "prompt": trace.prompt, "config": trace.config,
                "device": trace.device, "dtype": trace.dtype, "stop_reason": trace.stop_reason,
-               "wall_ms": trace.wall_ms, "forward_ms": trace.forward_ms, **metrics.to_dict()}
+               "wall_ms": trace.wall_ms, "forward_ms": trace.forward_ms, **metrics.to_dict(),
+               "engine_counters": engine_counters(trace)}  # llama.cpp's and vLLM's names for the same counts
     if trace.baseline is not None:
         summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
     return summary

@@ -35,6 +35,10 @@ def test_json_output_has_the_contract_keys(offline_target):
         assert key in summary
     assert summary["identical"] is True and summary["text"] == summary["baseline_text"]
     assert len(summary["alpha_per_position"]) == 4
+    counters = summary["engine_counters"]  # llama.cpp's and vLLM's names for the same run
+    assert counters["draft_n"] == counters["num_draft_tokens"] == summary["drafted_tokens"]
+    assert counters["draft_n_accepted"] == counters["num_accepted_tokens"] == summary["accepted_tokens"]
+    assert counters["num_drafts"] <= summary["rounds"] and len(counters["num_accepted_tokens_per_pos"]) == 4
 
 
 def test_plain_output_marks_kinds_without_colour(offline_target, capsys):

@@ -11,6 +11,7 @@ from specviz.app.callbacks import lab_callback
 from specviz.app.lossless_tab import lossless_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.simulated_tab import simulated_tab
+from specviz.counters import vocabulary_markdown
 from specviz.labs import calculator, calculator_figures, glossary
 from specviz.metrics import estimate_verify_cost, summarize
 from specviz.theory import extend_verify_cost
@@ -97,6 +98,9 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
         lossless_tab()
     with gr.Tab("Glossary"):
         gr.Markdown(glossary.glossary_markdown())
+        gr.Markdown("### Engine vocabulary: specviz's figures in llama.cpp's and vLLM's counters\n\n"
+                    "A run's stats panel and `generate --json` (`engine_counters`) give these counts, to set beside "
+                    "your server's.\n\n" + vocabulary_markdown())
     demo.load(theory_views, theory_inputs, theory_outputs)
     demo.load(overlap_view, sampling_inputs, sampling_outputs)
     demo.load(bandwidth_view, bandwidth_inputs, bandwidth_outputs)

@@ -11,6 +11,7 @@ import gradio as gr
 from gradio.components.plot import PlotData
 
 from specviz import figures, render
+from specviz.counters import engine_counters
 from specviz.metrics import Metrics, estimate_verify_cost, summarize
 from specviz.trace import Round, Trace
 
@@ -58,6 +59,16 @@ def measured_gamma(trace: Trace) -> float:
     return int(trace.config["gamma"])
 
 
+def _engine_terms(trace: Trace) -> str:
+    """The run in llama.cpp's and vLLM's counters (counters.py), for comparing with a server."""
+    counts = engine_counters(trace)
+    rate, length = counts["draft_acceptance_rate"], counts["mean_acceptance_length"]
+    return (f"as engines count it: llama.cpp `draft_n` = {counts['draft_n']}, `draft_n_accepted` = "
+            f"{counts['draft_n_accepted']} · vLLM `num_drafts` = {counts['num_drafts']}, `num_accepted_tokens_per_pos` = "
+            f"{counts['num_accepted_tokens_per_pos']} · draft acceptance rate "
+            f"{'–' if rate is None else f'{rate:.3f}'}, mean acceptance length {'–' if length is None else f'{length:.2f}'}")
+
+
 def default_position(round_: Round) -> int:
     """The position where the round was decided: the rejection, or the bonus."""
     return round_.tokens[-1].position
@@ -77,6 +88,7 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         f"theoretical speedup **{metrics.speedup_theoretical:.2f}×**"
         + (f" · measured **{metrics.speedup_measured:.2f}×** against plain decoding · {_sameness(trace, metrics)}"
            if metrics.speedup_measured is not None else " · tick *compare with plain decoding* to measure it"),
+        _engine_terms(trace),
         f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
         f"stopped by {_plain(trace.stop_reason) or '…'}",
     ]
