@@ -9,6 +9,7 @@ import gradio as gr
 from specviz.app.bandwidth_tab import bandwidth_tab, bandwidth_view
 from specviz.app.callbacks import lab_callback
 from specviz.app.lossless_tab import lossless_tab
+from specviz.app.rules_tab import rules_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.simulated_tab import simulated_tab
 from specviz.counters import vocabulary_markdown
@@ -90,6 +91,8 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
     theory.select(theory_views, theory_inputs, theory_outputs)
     with gr.Tab("Sampling lab"):
         sampling_inputs, sampling_outputs = sampling_tab()
+    with gr.Tab("Verification rules"):
+        rules_tab(trace_state)
     with gr.Tab("Simulated models"):
         simulated_tab()
     with gr.Tab("Memory bandwidth"):

@@ -1,0 +1,64 @@
+"""The real p and q behind a recorded run, for the verification-rule lab: one forward of each model over the text.
+
+Every draft position that was tested was drafted from a prefix of the final text (drafts after a rejection are
+never tested), so one target forward and one draft forward over prompt + generated tokens give p and q at every
+tested position, as the run standardized them (temperature, top-k, top-p). At T = 0 the run's distributions
+are one-hot and every rule agrees; the lab then takes the untempered (T = 1) ones, and says so.
+
+q is the draft model's. Where a lookup-first run copied a round from the context, its real q was one-hot; the
+lab shows what the draft model would have proposed there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from specviz.config import DecodeConfig
+from specviz.pipeline import Pipeline, encode_prompt
+from specviz.sampling import Standardizer
+from specviz.trace import ACCEPTED, REJECTED, Trace
+
+
+@dataclass(frozen=True)
+class RunDistributions:
+    target_rows: torch.Tensor  # [n, V]: p for each generated token, from the prefix before it
+    draft_rows: torch.Tensor  # [n, V]: q for each generated token
+    untempered: bool  # the run was greedy, so these are the T = 1 distributions instead
+
+
+def run_distributions(pipeline: Pipeline, trace: Trace) -> RunDistributions:
+    """p and q at every generated position of `trace` (which `pipeline` decoded)."""
+    if pipeline.draft_model is None:
+        raise ValueError("the rule lab needs a run with a draft model (a model, or the target's 4-bit copy): "
+                         "prompt lookup's q is one token, and the distilled head's q comes from the target's states")
+    config = DecodeConfig.from_dict(trace.config)
+    prompt_ids = encode_prompt(pipeline.tokenizer, trace.prompt, config.chat, config.system_prompt)
+    sequence = torch.tensor(prompt_ids + trace.token_ids, dtype=torch.long, device=pipeline.device)  # [m + n]
+    generated = len(trace.token_ids)
+    if generated == 0:
+        raise ValueError("the run generated no tokens")
+    untempered = config.greedy
+    standardize = Standardizer(1.0) if untempered else Standardizer(config.temperature, config.top_k, config.top_p)
+    rows = []
+    for model in (pipeline.target, pipeline.draft_model):
+        model.reset()
+        logits = model.feed(sequence, logits_to_keep=generated + 1)[:-1]  # [n, V]: row k predicts generated token k
+        model.reset()
+        rows.append(standardize(logits).cpu())
+    return RunDistributions(rows[0], rows[1], untempered)
+
+
+def generated_index(trace: Trace, round_number: int, position: int) -> int:
+    """The index in trace.token_ids of round `round_number`'s (1-based) draft position `position`, which must
+    have been tested (not the bonus, not a draft after the rejection)."""
+    if not 1 <= round_number <= len(trace.rounds):
+        raise ValueError(f"round {round_number} is not in this run (1..{len(trace.rounds)})")
+    round_ = trace.rounds[round_number - 1]
+    tested = {token.position for token in round_.tokens if token.kind in (ACCEPTED, REJECTED)}
+    if position not in tested:
+        raise ValueError(f"round {round_number} tested draft positions {sorted(tested) or 'none'}; position {position} "
+                         "was not tested (a bonus, a plain step, or a draft after the rejection)")
+    before = sum(len(earlier.emitted) for earlier in trace.rounds[: round_number - 1])
+    return before + position - 1

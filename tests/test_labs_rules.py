@@ -1,0 +1,112 @@
+"""Verification-rule lab (labs/verification_rules.py): the textbook p and q, every rule's numbers by hand."""
+
+import pytest
+import torch
+
+from specviz.labs import verification_rules as rules
+
+P, Q = [0.4, 0.3, 0.2, 0.1], [0.5, 0.25, 0.15, 0.1]  # the textbook example of verify.py
+
+
+def by_rule(p=P, q=Q, **settings):
+    return {outcome.rule: outcome for outcome in rules.outcomes(p, q, **settings)}
+
+
+def test_only_the_exact_rule_emits_p_on_the_textbook_example():
+    out = by_rule()
+    assert out[rules.EXACT].accept_prob == pytest.approx(0.9)  # β = Σ min(p, q)
+    assert torch.allclose(out[rules.EXACT].emitted, torch.tensor(P, dtype=torch.float64)) and out[rules.EXACT].distance < 1e-12
+    # argmax match: argmax q = argmax p = token 0, always accepted, and the position always emits token 0
+    assert out[rules.ARGMAX].accept_prob == 1.0 and out[rules.ARGMAX].distance == pytest.approx(0.6)
+    # lenient l = 0.5: p/(l·q) ≥ 1 everywhere, so every draft passes and the position emits q
+    assert out[rules.LENIENT].accept_prob == pytest.approx(1.0) and out[rules.LENIENT].distance == pytest.approx(0.1)
+    # typical: threshold min(0.3, 0.09·e^(−H(p))) = 0.025 < every p(x): every draft passes, emits q
+    assert out[rules.TYPICAL].accept_prob == pytest.approx(1.0) and out[rules.TYPICAL].distance == pytest.approx(0.1)
+    # top-3 match: token 3 is rejected (q = 0.1), then p is drawn: e = q·1[top 3] + 0.1·p
+    expected = torch.tensor([0.54, 0.28, 0.17, 0.01], dtype=torch.float64)
+    assert out[rules.TOP_K].accept_prob == pytest.approx(0.9) and torch.allclose(out[rules.TOP_K].emitted, expected)
+    assert out[rules.TOP_K].distance == pytest.approx(0.14)
+
+
+def test_argmax_match_rejects_when_the_argmaxes_differ():
+    out = by_rule([0.3, 0.7], [0.6, 0.4])[rules.ARGMAX]
+    assert out.accept_prob == 0.0 and out.emitted.tolist() == [0.0, 1.0]
+
+
+def test_the_lenient_residual_is_the_exact_rules():
+    out = by_rule([0.2, 0.8], [0.9, 0.1], lenience=0.5)[rules.LENIENT]
+    # accept token 0 with min(1, 0.2/0.45) = 4/9 and token 1 always: P(accept) = 0.9·4/9 + 0.1 = 0.5
+    assert out.accept_prob == pytest.approx(0.5)
+    # rejected mass 0.5 goes to the residual norm(max(0, p − q)) = token 1
+    assert out.emitted.tolist() == pytest.approx([0.4, 0.6])
+
+
+@pytest.mark.parametrize("rule", rules.RULES)
+def test_sampling_a_rule_matches_its_closed_form(rule):
+    counts = rules.simulate(rule, P, Q, 40_000, torch.Generator().manual_seed(3))
+    emitted = by_rule()[rule].emitted
+    assert rules.chi_square_test(counts, emitted)[2] > 1e-3  # the samples follow the closed form
+
+
+def test_chi_square_passes_for_the_exact_rule_and_fails_for_the_others():
+    results = rules.chi_square_by_rule(P, Q, samples=20_000, seed=1)
+    assert results[rules.EXACT][2] > 0.01
+    for rule in (rules.ARGMAX, rules.LENIENT, rules.TYPICAL, rules.TOP_K):
+        assert results[rule][2] < 1e-6, rule
+
+
+def test_along_a_trace_the_exact_rules_alpha_is_the_mean_overlap_and_its_drift_is_zero():
+    ps = torch.tensor([P, [0.25, 0.25, 0.25, 0.25]])
+    qs = torch.tensor([Q, [0.7, 0.1, 0.1, 0.1]])
+    totals = rules.along_trace(ps, qs)
+    assert totals[rules.EXACT]["alpha"] == pytest.approx((0.9 + 0.55) / 2) and totals[rules.EXACT]["drift"] < 1e-12
+    assert totals[rules.LENIENT]["alpha"] > totals[rules.EXACT]["alpha"] and totals[rules.LENIENT]["drift"] > 0
+
+
+def test_bad_distributions_are_refused():
+    with pytest.raises(ValueError, match="non-negative"):
+        rules.outcomes([0.5, -0.5], [0.5, 0.5])
+    with pytest.raises(ValueError, match="entries"):
+        rules.outcomes([1.0], [0.5, 0.5])
+
+
+def test_on_a_real_t1_run_only_the_exact_rule_passes_chi_square(offline_target):
+    """The issue's check: a real run at T = 1 (the offline target, its 4-bit copy drafting), at its least
+    certain tested position: the exact rule's emitted tokens follow p, argmax match's do not."""
+    from specviz import engine
+    from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
+    from specviz.labs import rules_on_run
+    from specviz.pipeline import build_pipeline
+
+    config = DecodeConfig(draft=QUANTIZED_DRAFTER, temperature=1.0, seed=2, max_new_tokens=24).validate()
+    pipeline = build_pipeline(config)
+    trace = engine.run_speculative(pipeline, "Write one sentence about the sea.", config)
+    distributions = rules_on_run.run_distributions(pipeline, trace)
+    assert not distributions.untempered and distributions.target_rows.shape == distributions.draft_rows.shape
+    assert distributions.target_rows.shape[0] == len(trace.token_ids)
+    tested = [rules_on_run.generated_index(trace, number, token.position) for number, round_ in enumerate(trace.rounds, 1)
+              for token in round_.tokens if token.kind in ("accepted", "rejected")]
+    # the rows are the distributions the run sampled from: each tested draft's recorded p(x) is the row's
+    first_round = trace.rounds[0] if trace.rounds[0].drafted else trace.rounds[1]
+    token = first_round.tokens[0]
+    index = rules_on_run.generated_index(trace, trace.rounds.index(first_round) + 1, token.position)
+    assert distributions.target_rows[index, first_round.draft_token_ids[0]].item() == pytest.approx(token.target_prob, abs=1e-4)
+    widest = min(tested, key=lambda i: distributions.target_rows[i].max().item())  # the least certain position
+    results = rules.chi_square_by_rule(distributions.target_rows[widest], distributions.draft_rows[widest], 20_000)
+    assert results[rules.EXACT][2] > 0.01
+    assert results[rules.ARGMAX][2] < 1e-6
+
+
+def test_a_greedy_run_gives_the_untempered_distributions(offline_target):
+    from specviz import engine
+    from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
+    from specviz.labs import rules_on_run
+    from specviz.pipeline import build_pipeline
+
+    config = DecodeConfig(draft=QUANTIZED_DRAFTER, max_new_tokens=8).validate()
+    pipeline = build_pipeline(config)
+    distributions = rules_on_run.run_distributions(pipeline, engine.run_speculative(pipeline, "Say hi.", config))
+    assert distributions.untempered and distributions.target_rows.max() < 1.0  # not one-hot
+    with pytest.raises(ValueError, match="draft model"):
+        rules_on_run.run_distributions(build_pipeline(DecodeConfig(max_new_tokens=8).validate()), engine.run_speculative(
+            build_pipeline(DecodeConfig(max_new_tokens=8).validate()), "Say hi.", DecodeConfig(max_new_tokens=8)))
