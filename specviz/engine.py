@@ -67,7 +67,8 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             # 2. Score: one target forward over the pending tokens and the k drafts -> p_1..p_{k+1} [k+1, V].
             k = drafted.numel()
             pending = torch.tensor(sequence[target.cached_length :], dtype=torch.long, device=device)
-            target_probs = standardize(target.feed(torch.cat([pending, drafted]), logits_to_keep=k + 1))
+            target_logits = target.feed(torch.cat([pending, drafted]), logits_to_keep=k + 1)  # [k+1, V]
+            target_probs = standardize(target_logits)
 
             # 3. Verify with r_1..r_k, then 4. draw the correction or bonus with one more uniform.
             uniforms = torch.rand(k, generator=generator, device=device)  # [k]
@@ -87,7 +88,8 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             policy.observe(sequence, result.accept_probs[: result.accepted_count + 1],
                            timing if trace.rounds else None)  # round 0 also encoded the prompt: its timings mislead
             round_ = record_round(len(trace.rounds), drafted.tolist(), draft_probs, target_probs, uniforms, result, texts,
-                                  with_next=len(emitted) > result.accepted_count)
+                                  with_next=len(emitted) > result.accepted_count,
+                                  untempered=(target_logits, draft.logits if draft else None) if config.greedy else None)
             round_.draft_ms, round_.verify_ms, round_.draft_forwards = timing.draft_ms, timing.verify_ms, timing.draft_forwards
             round_.next_uniform, round_.asked = next_uniform, asked
             trace.rounds.append(round_)

@@ -63,11 +63,13 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     head = drafted or closing
     target, draft = _as_map(head.target_top), _as_map(head.draft_top)
     residual = _as_map(closing.residual_top) if closing is not None and closing.kind == "corrected" else {}
-    def shown_prob(token_id: int) -> float:  # the larger of p and q, to rank the bars
-        return max(target.get(token_id, (0.0, ""))[0], draft.get(token_id, (0.0, ""))[0])
+    soft_p, soft_q = _as_map(head.target_top_untempered), _as_map(head.draft_top_untempered)  # greedy runs only
 
-    ids = sorted(set(target) | set(draft) | set(residual), key=lambda i: -shown_prob(i))[:12]
-    labels = [_label(target.get(i) or draft.get(i) or residual.get(i), i) for i in ids]
+    def shown_prob(token_id: int) -> float:  # the larger of p and q (untempered where recorded), to rank the bars
+        return max(m.get(token_id, (0.0, ""))[0] for m in (target, draft, soft_p, soft_q))
+
+    ids = sorted(set(target) | set(draft) | set(residual) | set(soft_p) | set(soft_q), key=lambda i: -shown_prob(i))[:12]
+    labels = [_label(target.get(i) or draft.get(i) or residual.get(i) or soft_p.get(i) or soft_q.get(i), i) for i in ids]
     p = [target.get(i, (0.0, ""))[0] for i in ids]
     q = [draft.get(i, (0.0, ""))[0] for i in ids]
     figure = base_figure()
@@ -79,7 +81,16 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     if residual:
         figure.add_scatter(x=labels, y=[residual.get(i, (0.0, ""))[0] for i in ids], mode="markers+lines",
                            name="residual norm(max(0, p − q))", marker=dict(color=RED, size=9, symbol="diamond"))
+    for soft, name, colour in ((soft_p, "p at T = 1 (untempered)", BLUE), (soft_q, "q at T = 1 (untempered)", ORANGE)):
+        if soft:
+            top = max(soft, key=lambda i: soft[i][0])
+            figure.add_scatter(x=labels, y=[soft.get(i, (0.0, ""))[0] for i in ids], mode="markers", name=name,
+                               marker=dict(color=colour, size=[16 if i == top else 9 for i in ids], symbol="line-ew-open",
+                                           line=dict(width=3, color=colour)),
+                               hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>")
     title = f"Round {round_.index + 1}, position {position}"
+    if soft_p:
+        title += f"<br><sup>{greedy_margin(soft_p, soft_q, drafted)}</sup>"
     if drafted is not None:
         if drafted.token_id in ids:
             at = ids.index(drafted.token_id)
@@ -150,6 +161,21 @@ def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: in
     figure.update_layout(**LAYOUT, title=f"Tokens per round ({rounds} rounds)", xaxis=dict(title="tokens produced", dtick=1),
                          yaxis=dict(title="rounds"))
     return figure
+
+
+def greedy_margin(soft_p: dict, soft_q: dict, drafted) -> str:
+    """At T = 0 only the argmaxes meet: how far the target's top token led, and where the draft's pick stood in p."""
+    ranked = sorted(soft_p.items(), key=lambda item: -item[1][0])
+    (top, (first, text)), second = ranked[0], ranked[1][1][0] if len(ranked) > 1 else 0.0
+    line = f"greedy: argmax p = {plot_text(repr(text))} at {first:.3f} (next {second:.3f}, margin {first - second:.3f})"
+    if drafted is not None and soft_q:
+        q_top = max(soft_q, key=lambda i: soft_q[i][0])
+        in_p = soft_p.get(drafted.token_id, (None, ""))[0]
+        line += (f"; the draft's argmax at q = {soft_q[q_top][0]:.3f} "
+                 + ("is p's: accepted" if drafted.token_id == top else
+                    f"has p = {'< ' + format(ranked[-1][1][0], '.3f') if in_p is None else format(in_p, '.3f')}: "
+                    f"it loses by {first - (in_p or 0.0):.3f}"))
+    return line
 
 
 def _as_map(entries: list[TopToken]) -> dict[int, tuple[float, str]]:

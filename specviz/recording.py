@@ -34,8 +34,12 @@ class TokenTexts:
         ]
 
 
-def record_round(index, drafted_ids, draft_probs, target_probs, uniforms, result, texts, with_next) -> Round:
-    """Turn one verify step into plain data: every drafted token, then the correction or bonus."""
+def record_round(index, drafted_ids, draft_probs, target_probs, uniforms, result, texts, with_next,
+                 untempered=None) -> Round:
+    """Turn one verify step into plain data: every drafted token, then the correction or bonus.
+
+    `untempered`, for a greedy run: (target logits [k+1, V], the draft's list of logits [1, V] or None), whose
+    softmaxes' top-10 go into each token's *_top_untempered."""
     k, accepted = len(drafted_ids), result.accepted_count
     tested = min(accepted + 1, k)  # positions whose acceptance test ran
     target_tops = texts.top(target_probs[: min(accepted + 1, k + 1)])
@@ -64,8 +68,22 @@ def record_round(index, drafted_ids, draft_probs, target_probs, uniforms, result
             target_top=target_tops[position], draft_top=draft_tops[position] if correction else [],
             residual_top=texts.top(result.next_probs.view(1, -1))[0] if correction else [],
         ))
+    if untempered is not None:
+        _add_untempered(tokens, *untempered, texts)
     return Round(index=index, drafted=k, accepted=accepted, tokens=tokens, draft_ms=0.0, verify_ms=0.0, draft_forwards=0,
                  draft_token_ids=list(drafted_ids), draft_texts=[texts(i) for i in drafted_ids])
+
+
+def _add_untempered(tokens: list[Token], target_logits: torch.Tensor, draft_logits, texts: TokenTexts) -> None:
+    """Each token's top-10 of softmax(target logits) and, where the draft had logits, of softmax(draft logits)."""
+    rows = max(token.position for token in tokens)
+    target_tops = texts.top(torch.softmax(target_logits[:rows].float(), dim=-1))
+    draft_rows = [] if not draft_logits else draft_logits[: min(rows, len(draft_logits))]
+    draft_tops = texts.top(torch.softmax(torch.cat(draft_rows).float(), dim=-1)) if draft_rows else []
+    for token in tokens:
+        token.target_top_untempered = target_tops[token.position - 1]
+        if token.kind != BONUS and token.position <= len(draft_tops):
+            token.draft_top_untempered = draft_tops[token.position - 1]
 
 
 class IncrementalText:

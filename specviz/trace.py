@@ -35,6 +35,10 @@ class Token:
     target_top: list[TopToken] = field(default_factory=list)  # top-10 of p_i
     draft_top: list[TopToken] = field(default_factory=list)  # top-10 of q_i (empty for a bonus)
     residual_top: list[TopToken] = field(default_factory=list)  # top-10 of norm(max(0, p_i - q_i)), corrections only
+    # Greedy runs only (T = 0, where p and q are one-hot): top-10 of softmax(logits), the untempered distributions
+    # whose argmaxes were compared, so the margin by which the draft won or lost can be seen.
+    target_top_untempered: list[TopToken] = field(default_factory=list)
+    draft_top_untempered: list[TopToken] = field(default_factory=list)  # empty where the draft has no logits (lookup)
 
 
 @dataclass

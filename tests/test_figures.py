@@ -120,3 +120,26 @@ def test_histogram_predicts_from_what_each_round_drafted():
     assert list(predicted.y) == pytest.approx([sum(law(n, k) for k in lengths) for n in range(1, 6)])
     as_if_gamma = figures.tokens_per_round_figure(sizes, alpha, 4).data[1]
     assert list(as_if_gamma.y) != pytest.approx(list(predicted.y))  # the plain-step round alone yields 1 for sure
+
+
+def test_a_greedy_run_records_and_plots_the_untempered_distributions():
+    """At T = 0 p and q are one-hot; the trace also keeps softmax(logits), whose argmaxes decided the round."""
+    pipeline = fake_pipeline(vocab_size=6)
+    config = DecodeConfig(gamma=4, max_new_tokens=30, chat=False, temperature=0.0)
+    trace = engine.run_speculative(pipeline, "abcab", config)
+    drafted = [t for r in trace.rounds for t in r.tokens if t.kind in ("accepted", "rejected")]
+    assert drafted and all(t.target_top_untempered and t.draft_top_untempered for t in drafted)
+    for round_ in trace.rounds:
+        for token in round_.tokens:
+            soft = {e.token_id: e.prob for e in token.target_top_untempered}
+            assert sum(soft.values()) == pytest.approx(1.0, abs=1e-4) and max(e.prob for e in token.target_top) == 1.0
+            if token.kind in ("accepted", "corrected", "bonus"):  # what greedy emits is the untempered argmax of p
+                assert token.token_id == max(soft, key=soft.get)
+    rejected = next(t for r in trace.rounds for t in r.tokens if t.kind == "rejected")
+    round_ = next(r for r in trace.rounds if rejected in r.tokens)
+    figure = figures.p_vs_q_figure(round_, rejected.position)
+    names = {item.name for item in figure.data}
+    assert {"p at T = 1 (untempered)", "q at T = 1 (untempered)"} <= names
+    assert "greedy: argmax p" in figure.layout.title.text and "loses by" in figure.layout.title.text
+    sampled = engine.run_speculative(pipeline, "abcab", DecodeConfig(gamma=4, max_new_tokens=8, chat=False, temperature=1.0))
+    assert not any(t.target_top_untempered for r in sampled.rounds for t in r.tokens)  # only greedy runs keep them

@@ -23,6 +23,7 @@ class Draft:
     tokens: torch.Tensor  # [k] proposed ids, k ≤ γ (k may be 0: nothing to propose)
     probs: torch.Tensor  # [k, V] q_i, exactly the distribution token i was drawn from
     forwards: int  # draft-model forward passes spent
+    logits: list[torch.Tensor] | None = None  # the raw logits [1, V] behind each q_i, where a model drew them (views)
 
 
 class Drafter(Protocol):

@@ -47,16 +47,17 @@ class DraftModelDrafter:
         valid = min(common_prefix_length(self.cached_ids, sequence), len(sequence) - 1)
         self.model.crop(valid)
         new_ids = torch.tensor(sequence[valid:], dtype=torch.long, device=self.model.device)
-        tokens, probs = [], []
+        tokens, probs, raw = [], [], []
         logits = self.model.feed(new_ids, sync=False)  # [1, V]
         # 1. Sample x_1..x_γ one at a time, keeping each q_i. x_γ is sampled but never fed back. Everything stays
         #    on the device: no host sync inside this loop (the engine synchronises once, after drafting).
         for step in range(gamma):
             if step > 0:
                 logits = self.model.feed(tokens[-1], sync=False)
+            raw.append(logits)  # kept by reference for the views (untempered q at T = 0); no copy here
             draft_probs = standardize(logits)[0]  # [V]
             tokens.append(sample(draft_probs, generator).view(1))
             probs.append(draft_probs)
         drafted = torch.cat(tokens)  # [γ]
         self.cached_ids = list(sequence) + drafted[:-1].tolist()
-        return Draft(drafted, torch.stack(probs), gamma)
+        return Draft(drafted, torch.stack(probs), gamma, raw)
