@@ -184,8 +184,8 @@ def _print_summary(trace, metrics) -> None:
     print(f"device {trace.device} ({trace.dtype}); stopped by {trace.stop_reason}")
     print(f"α = {metrics.alpha:.3f} ({metrics.accepted_tokens}/{metrics.tested_positions} tests); per position: {per_position}")
     print(f"{metrics.generated_tokens} tokens in {metrics.rounds} target calls: {metrics.tokens_per_round:.2f} tokens per round")
-    print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms + "
-          f"overhead {metrics.overhead_ms_per_round:.1f} ms per round; "
+    print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms per round, "
+          f"of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards; "
           f"c = {metrics.c:.3f} ({metrics.c_basis}); {metrics.tokens_per_s:.1f} tokens/s")
     line = f"theoretical speedup {metrics.speedup_theoretical:.2f}x"
     if metrics.speedup_measured is not None:

@@ -81,7 +81,7 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     if residual:
         figure.add_scatter(x=labels, y=[residual.get(i, (0.0, ""))[0] for i in ids], mode="markers+lines",
                            name="residual norm(max(0, p − q))", marker=dict(color=RED, size=9, symbol="diamond"))
-    for soft, name, colour in ((soft_p, "p at T = 1 (untempered)", BLUE), (soft_q, "q at T = 1 (untempered)", ORANGE)):
+    for soft, name, colour in ((soft_p, "p at T = 1", BLUE), (soft_q, "q at T = 1", ORANGE)):
         if soft:
             top = max(soft, key=lambda i: soft[i][0])
             figure.add_scatter(x=labels, y=[soft.get(i, (0.0, ""))[0] for i in ids], mode="markers", name=name,
@@ -89,21 +89,25 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
                                            line=dict(width=3, color=colour)),
                                hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>")
     title = f"Round {round_.index + 1}, position {position}"
-    if soft_p:
-        title += f"<br><sup>{greedy_margin(soft_p, soft_q, drafted)}</sup>"
     if drafted is not None:
         if drafted.token_id in ids:
             at = ids.index(drafted.token_id)
             figure.add_annotation(x=labels[at], y=max(p[at], q[at]),
-                                  text=f"drafted ({drafted.kind})", showarrow=True, arrowhead=2, ay=-35)
+                                  text=f"drafted ({drafted.kind})", showarrow=True, arrowhead=2, ay=-25, ax=40)
         verdict = "<" if drafted.kind == "accepted" else "≥"
         title += f": r = {drafted.uniform:.3f} {verdict} min(1, p/q) = {drafted.accept_prob:.3f}"
         if drafted.overlap is not None:
             title += f", β = {drafted.overlap:.3f}"
     if closing is not None:
         title += f"<br><sup>{closing.kind}: {plot_text(repr(closing.text))}</sup>"
+    if soft_p:
+        title += f"<br><sup>{greedy_margin(soft_p, soft_q, drafted)}</sup>"
     figure.update_layout(**LAYOUT, title=dict(text=title, font=dict(size=13)), barmode="overlay",
                          yaxis=dict(title="probability", range=[0, 1.05]), xaxis=dict(tickangle=-30))
+    if soft_p:  # two more series and two more title lines: the legend goes below, the plot grows
+        figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0, entrywidth=0.5,
+                                         entrywidthmode="fraction"), margin=dict(t=110, b=110), height=470,
+                             yaxis_range=[0, 1.25])
     return figure
 
 
@@ -167,14 +171,13 @@ def greedy_margin(soft_p: dict, soft_q: dict, drafted) -> str:
     """At T = 0 only the argmaxes meet: how far the target's top token led, and where the draft's pick stood in p."""
     ranked = sorted(soft_p.items(), key=lambda item: -item[1][0])
     (top, (first, text)), second = ranked[0], ranked[1][1][0] if len(ranked) > 1 else 0.0
-    line = f"greedy: argmax p = {plot_text(repr(text))} at {first:.3f} (next {second:.3f}, margin {first - second:.3f})"
-    if drafted is not None and soft_q:
-        q_top = max(soft_q, key=lambda i: soft_q[i][0])
+    line = f"T = 1 view: argmax p = {plot_text(repr(text))} at {first:.3f}, next {second:.3f} (margin {first - second:.3f})"
+    if drafted is not None:
         in_p = soft_p.get(drafted.token_id, (None, ""))[0]
-        line += (f"; the draft's argmax at q = {soft_q[q_top][0]:.3f} "
-                 + ("is p's: accepted" if drafted.token_id == top else
-                    f"has p = {'< ' + format(ranked[-1][1][0], '.3f') if in_p is None else format(in_p, '.3f')}: "
-                    f"it loses by {first - (in_p or 0.0):.3f}"))
+        in_q = f" (q = {soft_q[drafted.token_id][0]:.3f})" if drafted.token_id in soft_q else ""
+        line += (f"<br>the draft's pick{in_q} " + ("is p's argmax too: accepted" if drafted.token_id == top else
+                 f"has p = {'< ' + format(ranked[-1][1][0], '.3f') if in_p is None else format(in_p, '.3f')}: "
+                 f"it loses by {first - (in_p or 0.0):.3f}"))
     return line
 
 

@@ -29,7 +29,7 @@ class Metrics:
     target_calls: int  # target forward passes: one per round
     draft_ms_per_round: float
     verify_ms_per_round: float
-    overhead_ms_per_round: float  # the rest of each round's wall time: sampling, acceptance tests, bookkeeping
+    overhead_ms_per_round: float  # wall time outside model forwards: sampling, acceptance tests, cache bookkeeping
     draft_step_ms: float  # median time of one draft forward (per drafted token for prompt lookup), warm-up left out
     target_step_ms: float  # median target forward over one token (baseline), else over a round's k + 1 (verify)
     c: float  # draft_step_ms / target_step_ms
@@ -80,7 +80,7 @@ def summarize(trace: Trace) -> Metrics:
         target_calls=len(trace.rounds),
         draft_ms_per_round=draft_ms / rounds,
         verify_ms_per_round=verify_ms / rounds,
-        overhead_ms_per_round=max(trace.wall_ms - draft_ms - verify_ms, 0.0) / rounds,
+        overhead_ms_per_round=max(trace.wall_ms - trace.forward_ms, 0.0) / rounds,
         draft_step_ms=draft_step_ms,
         target_step_ms=target_step_ms,
         c=c,

@@ -183,3 +183,36 @@ def test_the_offline_pair_runs_with_its_own_4bit_copy(page, tmp_path):
     assert "← int4" in page.locator("#sv-stats").inner_text()
     assert page.locator("#sv-rows .sv-row .sv-accepted").count() > 3 * page.locator("#sv-rows .sv-row .sv-rejected").count()
     _screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT_INT4", tmp_path / "int4.png")))
+
+
+def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
+    """A T = 1 run drafted by the 4-bit copy, then the rule lab at round 2, position 1 (round 1 is the prompt's
+    plain step): the exact rule follows p, and at least one engine shortcut does not (χ² fails)."""
+    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    page.get_by_role("button", name="Reset", exact=True).click()
+    _choose_pair(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
+    page.locator("textarea").first.fill("Write one sentence about the sea.")
+    for label, value in (("Max new tokens", "24"), ("Temperature (0 = greedy)", "1")):
+        field = page.get_by_label(label).first
+        field.fill(value)
+        field.press("Enter")
+    page.get_by_label("draft model", exact=True).check()
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-stats').innerText)",
+                           timeout=120_000)
+    page.get_by_role("tab", name="Verification rules", exact=True).click()
+    panel = page.locator("[role=tabpanel]:visible").last
+    round_box = panel.get_by_label("Round").first
+    round_box.fill("2")
+    round_box.press("Enter")
+    page.get_by_role("button", name="Compare the rules at this position", exact=True).click()
+    table = page.locator("#sv-rules-table")
+    table.get_by_text("exact", exact=True).wait_for(timeout=120_000)
+    rows = {row.locator("td").first.inner_text(): row.inner_text() for row in table.locator("tbody tr").all()}
+    assert "follows p" in rows["exact"] and "does not" not in rows["exact"]
+    assert any("does not follow p" in text for rule, text in rows.items() if rule != "exact"), rows
+    page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
+                           " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=60_000)
+    _wait_until_settled(page)
+    shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
+    page.screenshot(path=str(shots / "lab-verification-rules.png"), full_page=True)

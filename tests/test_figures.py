@@ -139,7 +139,7 @@ def test_a_greedy_run_records_and_plots_the_untempered_distributions():
     round_ = next(r for r in trace.rounds if rejected in r.tokens)
     figure = figures.p_vs_q_figure(round_, rejected.position)
     names = {item.name for item in figure.data}
-    assert {"p at T = 1 (untempered)", "q at T = 1 (untempered)"} <= names
-    assert "greedy: argmax p" in figure.layout.title.text and "loses by" in figure.layout.title.text
+    assert {"p at T = 1", "q at T = 1"} <= names
+    assert "T = 1 view: argmax p" in figure.layout.title.text and "loses by" in figure.layout.title.text
     sampled = engine.run_speculative(pipeline, "abcab", DecodeConfig(gamma=4, max_new_tokens=8, chat=False, temperature=1.0))
     assert not any(t.target_top_untempered for r in sampled.rounds for t in r.tokens)  # only greedy runs keep them

@@ -110,3 +110,29 @@ def test_a_greedy_run_gives_the_untempered_distributions(offline_target):
     with pytest.raises(ValueError, match="draft model"):
         rules_on_run.run_distributions(build_pipeline(DecodeConfig(max_new_tokens=8).validate()), engine.run_speculative(
             build_pipeline(DecodeConfig(max_new_tokens=8).validate()), "Say hi.", DecodeConfig(max_new_tokens=8)))
+
+
+def test_the_table_reads_chi_square_against_the_closed_form():
+    from specviz.labs import verification_rules_figures as views
+
+    outcomes = rules.outcomes(P, Q)
+    table = views.position_table(outcomes, rules.chi_square_by_rule(P, Q, samples=20_000, seed=1), 20_000)
+    lines = {line.split("|")[1].strip(): line for line in table.splitlines()[2:]}
+    assert "**follows p**: lossless" in lines["exact"] and "**does not follow p**" in lines["argmax match"]
+    assert views._verdict(0.004, 0.3, 2_000) == "passes χ², yet drifts: 2,000 samples are too few to see a TVD of 0.0040"
+    assert views._verdict(0.0, 0.001, 2_000).startswith("χ² rejects by chance")
+
+
+def test_the_tab_answers_presets_without_a_model_and_refuses_without_a_run():
+    import gradio as gr
+
+    from specviz.app.rules_tab import LIVE, position_view, run_view
+
+    figure, table = position_view(None, "The Japan ... (textbook)", 1, 1, 0.5, 3, 5_000)
+    assert [item.name for item in figure.data][:2] == ["p (target)", "q (draft)"] and "| exact | 0.900 |" in table
+    with pytest.raises(gr.Error, match="No run yet"):
+        position_view(None, LIVE, 1, 1, 0.5, 3, 5_000)
+    with pytest.raises(gr.Error, match="Lenience l must be"):
+        position_view(None, LIVE, 1, 1, "lots", 3, 5_000)
+    with pytest.raises(gr.Error, match="No run yet"):
+        run_view(None, 0.5, 3)

@@ -83,7 +83,7 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         f"{metrics.target_calls} target calls",
         f"c = {metrics.c:.3f} = draft step {metrics.draft_step_ms:.1f} ms / target step {metrics.target_step_ms:.1f} ms "
         f"({C_BASIS[metrics.c_basis]}) · each round: draft {metrics.draft_ms_per_round:.1f} ms + verify "
-        f"{metrics.verify_ms_per_round:.1f} ms + overhead {metrics.overhead_ms_per_round:.1f} ms · "
+        f"{metrics.verify_ms_per_round:.1f} ms, of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards · "
         f"{metrics.tokens_per_s:.1f} tokens/s",
         f"theoretical speedup **{metrics.speedup_theoretical:.2f}×**"
         + (f" · measured **{metrics.speedup_measured:.2f}×** against plain decoding · {_sameness(trace, metrics)}"
