@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--baseline", action="store_true", help="also decode plainly and compare")
     gen.add_argument("--json", action="store_true", help="print one JSON object instead of coloured rounds")
     gen.add_argument("--trace-out", help="write the full trace as JSON to this file")
+    gen.add_argument("--html-out", help="write the run as one self-contained HTML page (rows, plots, stats; opens "
+                                        "offline, and loads back like the trace JSON)")
     replay_command = commands.add_parser("replay",
                                          help="show a trace written by generate --trace-out, or check that it reproduces")
     replay_command.add_argument("trace", help="the trace JSON file")
@@ -142,7 +144,7 @@ def generate(args) -> int:
     from specviz import engine
     from specviz.metrics import summarize
 
-    check_outputs(files={"--trace-out": args.trace_out})  # before any model loads: a typo must not cost a run
+    check_outputs(files={"--trace-out": args.trace_out, "--html-out": args.html_out})  # before any model loads
     config = config_from_args(args)
     pipeline = build_pipeline(config)
     calibrate(pipeline, config.target, config.gamma + 1)  # c's target step and v(k), timed once per target
@@ -158,6 +160,10 @@ def generate(args) -> int:
     if args.baseline:
         trace.baseline = engine.baseline_decode(pipeline, args.prompt, config)
     metrics = summarize(trace)
+    if args.html_out:
+        from specviz.export import write_run_html
+
+        write_run_html(trace, args.html_out)
     if args.trace_out:
         with open(args.trace_out, "w", encoding="utf-8") as handle:
             handle.write(trace.to_json())
@@ -193,11 +199,17 @@ def _print_summary(trace, metrics) -> None:
     print(line)
 
 
+def _trace_from_text(text: str) -> Trace:
+    from specviz.export import trace_from_text  # plotly and the figures load only when a trace is read
+
+    return trace_from_text(text)
+
+
 def replay(args) -> int:
     """Print a recorded trace's rounds or, with --check, re-run it and name the first round that differs."""
     try:
         with open(args.trace, encoding="utf-8") as handle:
-            trace = Trace.from_json(handle.read())
+            trace = _trace_from_text(handle.read())  # trace JSON, or a page from --html-out
     except (OSError, ValueError) as error:  # ValueError: not JSON, not UTF-8, or not a trace
         raise UsageError(f"{args.trace}: {error}") from None
     if not args.check:

@@ -193,3 +193,20 @@ def _label(entry, token_id: int) -> str:
 def plot_text(text: str) -> str:
     """Text shown literally by plotly, which reads a few HTML tags and entities in labels and titles."""
     return html.escape(text, quote=False)
+
+
+def run_figures(trace, metrics, position: int | None = None) -> list[go.Figure]:
+    """A run's four plots: α per position, p vs q (last round, at `position` or where it was decided), the speedup
+    curve and the tokens-per-round histogram (the live tab and the exported page)."""
+    from specviz.metrics import estimate_verify_cost, measured_gamma
+
+    last = trace.rounds[-1]
+    return [
+        alpha_per_position_figure(metrics.alpha_per_position, metrics.reached_per_position,
+                                  metrics.accepted_per_position, metrics.alpha),
+        p_vs_q_figure(last, position or last.tokens[-1].position),
+        speedup_figure(metrics.alpha, metrics.c, measured_gamma(trace), metrics.speedup_measured,
+                       estimate_verify_cost(trace)),
+        tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, int(trace.config["gamma"]),
+                                [r.drafted for r in trace.rounds]),
+    ]

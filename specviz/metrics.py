@@ -92,6 +92,13 @@ def summarize(trace: Trace) -> Metrics:
     )
 
 
+def measured_gamma(trace: Trace) -> float:
+    """The γ the run drafted with: the configured one, or the mean draft length of an adaptive run."""
+    if trace.config.get("adaptive"):
+        return sum(r.drafted for r in trace.rounds) / len(trace.rounds)
+    return int(trace.config["gamma"])
+
+
 WARM_UP_ROUNDS = 2  # round 1 also encodes the prompt; round 2 still pays first-call costs (allocations, caches)
 
 

@@ -154,8 +154,8 @@ def test_adaptive_gamma_from_the_ui_matches_plain_decoding(client):
 @pytest.mark.slow
 def test_the_speedup_plot_puts_an_adaptive_run_at_its_mean_draft_length():
     from specviz import engine
-    from specviz.app.views import measured_gamma
     from specviz.config import DecodeConfig
+    from specviz.metrics import measured_gamma
     from tests.fakes import fake_pipeline
 
     config = DecodeConfig(gamma=4, max_new_tokens=24, temperature=1.0, seed=5, chat=False, adaptive=True)
@@ -169,10 +169,10 @@ def test_the_speedup_plot_puts_an_adaptive_run_at_its_mean_draft_length():
 @pytest.mark.parametrize("temperature,said", [(0.0, "identical output: yes"), (1.0, "not expected at T > 0")])
 def test_the_stats_explain_what_identical_output_means_at_each_temperature(temperature, said):
     from specviz import engine
-    from specviz.app.views import stats_markdown
     from specviz.config import DecodeConfig
     from specviz.metrics import summarize
     from specviz.pipeline import calibrate
+    from specviz.stats_text import stats_markdown
     from tests.fakes import fake_pipeline
 
     pipeline, config = fake_pipeline(8, draft_salt=1), DecodeConfig(gamma=3, max_new_tokens=24, temperature=temperature,

@@ -1,6 +1,7 @@
 """A real browser on the launched app: Debian's Chromium driven by Playwright, as a person would use it."""
 
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -216,3 +217,28 @@ def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
     _wait_until_settled(page)
     shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
     page.screenshot(path=str(shots / "lab-verification-rules.png"), full_page=True)
+
+
+def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tmp_path):
+    """Export the run, open the file in a page that may fetch nothing, and compare it with the app."""
+    _run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
+    rows, stats = _row_count(page), page.locator("#sv-stats").inner_text()
+    page.get_by_role("button", name="Export page (HTML): rows, plots and stats in one file that opens offline").click()
+    link = page.locator("#sv-exported a").first
+    link.wait_for(timeout=60_000)
+    with page.expect_download() as download:
+        link.click()
+    exported = tmp_path / "exported.html"
+    download.value.save_as(exported)
+    offline = page.context.browser.new_page(viewport={"width": 1300, "height": 1600})
+    fetched = []
+    offline.route("**/*", lambda route: (fetched.append(route.request.url), route.abort()) if not route.request.url.startswith(
+        "file:") else route.continue_())
+    offline.goto(exported.as_uri())
+    offline.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4", timeout=60_000)
+    assert offline.locator("#sv-rows .sv-row").count() == rows and fetched == []
+    alpha = re.search(r"α = [0-9.]+", stats).group()
+    assert alpha in offline.locator("#sv-stats").inner_text()
+    shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
+    offline.screenshot(path=str(shots / "exported-page.png"), full_page=True)
+    offline.close()

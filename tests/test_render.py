@@ -49,9 +49,9 @@ def test_empty_and_real_traces_render():
 def test_plots_and_stats_show_hostile_text_literally():
     """plotly reads some HTML in labels and titles, and Markdown reads both HTML and its own marks."""
     from specviz import figures
-    from specviz.app import views
     from specviz.labs import rejection_figures
     from specviz.metrics import summarize
+    from specviz.stats_text import stats_markdown
 
     trace = _trace_with(HOSTILE)
     trace.rounds[0].tokens[2].text = HOSTILE  # the correction, named in the p-vs-q title
@@ -63,7 +63,7 @@ def test_plots_and_stats_show_hostile_text_literally():
            + rejection_figures.step_figure(_rejected_step(), vocab).to_json())
     assert "<img" not in lab and "<b>bold" not in lab and "&lt;b&gt;bold" in lab
     trace.draft_name = "[click](javascript:alert(1))"
-    stats = views.stats_markdown(trace, summarize(trace))
+    stats = stats_markdown(trace, summarize(trace))
     assert "<img" not in stats and "](javascript" not in stats and "&lt;img" in stats
 
 

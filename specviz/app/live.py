@@ -23,6 +23,7 @@ from specviz.app.progress import JobSlot, status_only
 from specviz.app.request import RunRequest
 from specviz.app.views import held_plots, views
 from specviz.config import DecodeConfig
+from specviz.export import run_html, trace_from_text
 from specviz.job import Cancelled
 from specviz.pipeline import Pipeline
 from specviz.trace import Trace
@@ -177,34 +178,42 @@ def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
     yield (*views(session.trace), session.trace, download, session)
 
 
-def write_trace_file(trace: Trace) -> str:
-    """The trace as a JSON file to download. Files older than TRACE_FILE_TTL_S are removed on the way, so a
-    server that runs for weeks does not fill its disk (Gradio serves its own copy, pruned by delete_cache)."""
+def write_trace_file(trace: Trace, suffix: str = ".json") -> str:
+    """The trace as a file to download: its JSON, or (suffix ".html") the self-contained page of export.py. Files
+    older than TRACE_FILE_TTL_S are removed on the way, so a server that runs for weeks does not fill its disk
+    (Gradio serves its own copy, pruned by delete_cache)."""
     folder = Path(tempfile.gettempdir()) / "specviz-traces"
     folder.mkdir(exist_ok=True)
     expired = time.time() - TRACE_FILE_TTL_S
-    for old in folder.glob("specviz-trace-*.json"):
+    for old in folder.glob("specviz-trace-*"):
         try:
             if old.stat().st_mtime < expired:
                 old.unlink()
         except OSError:  # another worker removed it first
             pass
-    handle = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="specviz-trace-", dir=folder, delete=False,
+    handle = tempfile.NamedTemporaryFile("w", suffix=suffix, prefix="specviz-trace-", dir=folder, delete=False,
                                          encoding="utf-8")
     with handle:
-        handle.write(trace.to_json())
+        handle.write(run_html(trace) if suffix == ".html" else trace.to_json())
     return handle.name
+
+
+def export_page(trace: Trace | None):
+    """The run as one self-contained HTML page, offered for download."""
+    if trace is None or not trace.rounds:
+        raise gr.Error("Nothing to export yet: Run, Step or load a trace first.")
+    return gr.update(value=write_trace_file(trace, ".html"), visible=True)
 
 
 def import_trace(path):
     """Load a saved trace and render it with no model at all."""
     if not path:
-        raise gr.Error("Choose a trace JSON file first.")
+        raise gr.Error("Choose a trace file first (JSON, or a page exported as HTML).")
     file = Path(path)
     if file.stat().st_size > MAX_TRACE_BYTES:
         raise gr.Error(f"That file is larger than {MAX_TRACE_BYTES // 2**20} MB; a trace is far smaller.")
     try:
-        trace = Trace.from_json(file.read_text(encoding="utf-8"))
+        trace = trace_from_text(file.read_text(encoding="utf-8"))  # trace JSON, or an exported page
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise gr.Error(f"That file is not valid JSON ({str(error)[:200]}).") from error
     except (KeyError, TypeError, ValueError) as error:

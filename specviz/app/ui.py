@@ -14,7 +14,7 @@ import gradio as gr
 from specviz import render
 from specviz.app.callbacks import quiet_refusals
 from specviz.app.lab_tabs import build_lab_tabs
-from specviz.app.live import TRACE_FILE_TTL_S, JobSlot, import_trace, reset, run, step, stop
+from specviz.app.live import TRACE_FILE_TTL_S, JobSlot, export_page, import_trace, reset, run, step, stop
 from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.request import (
     CUSTOM_PAIR,
@@ -47,6 +47,8 @@ class LiveTab:
     pq_plot: gr.Plot
     round_slider: gr.Slider
     position_slider: gr.Slider
+    export: gr.Button  # the run as one self-contained HTML page (export.py)
+    exported: gr.File  # where that page is offered for download
 
 
 def build_app() -> gr.Blocks:
@@ -87,7 +89,9 @@ def _live_tab(policy: Policy) -> LiveTab:
                            "stop": gr.Button("Stop", variant="stop"), "reset": gr.Button("Reset")}
             with gr.Row():
                 download = gr.DownloadButton("Download trace (JSON)", value=None)
-                upload = gr.UploadButton("Load a trace", file_types=[".json"], type="filepath")
+                upload = gr.UploadButton("Load a trace", file_types=[".json", ".html"], type="filepath")
+            export = gr.Button("Export page (HTML): rows, plots and stats in one file that opens offline")
+            exported = gr.File(label="Exported page", visible=False, elem_id="sv-exported")
         with gr.Column(scale=2):
             rows = gr.HTML(render.rows_html(None), elem_id="sv-rows")
             final_text = gr.HTML(render.final_text_html(None), label="Final text", show_label=True, container=True,
@@ -105,7 +109,7 @@ def _live_tab(policy: Policy) -> LiveTab:
         histogram_plot = gr.Plot(label="Tokens per round")
     view_outputs = [rows, final_text, stats, alpha_plot, pq_plot, speedup_plot, histogram_plot, round_slider]
     return LiveTab(controls, custom_row, buttons, download, upload, view_outputs, pq_plot, round_slider,
-                   position_slider)
+                   position_slider, export, exported)
 
 
 def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
@@ -165,6 +169,7 @@ def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State, j
     live.buttons["reset"].click(reset, [job_state], [*views_and_trace, step_state, live.download],
                                 cancels=[run_event, step_event], queue=False)  # at once: a queued Reset could cancel the next Run
     live.upload.upload(quiet_refusals(import_trace), live.upload, [*views_and_trace, step_state])
+    live.export.click(export_page, trace_state, live.exported, api_name="export_page")
     sliders = [live.round_slider, live.position_slider]
     for slider in sliders:
         slider.release(select_position, [trace_state, *sliders], [live.pq_plot, live.position_slider])
