@@ -52,6 +52,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
     while not trace.stop_reason:
         job.check()  # a stopped run ends between rounds (and before any model forward: LanguageModel.feed)
         started = time.perf_counter()
+        forwards_at_start, target_at_start = pipeline.forward_seconds(), target.forward_seconds  # round anatomy
         with torch.inference_mode():  # per round, never across the yield (the consumer runs in between)
             room = min(config.gamma, _room(sequence, prompt_ids, pipeline, config) - 1)  # a round emits ≤ k + 1
 
@@ -63,6 +64,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             drafted, draft_probs = drafted[:keep], draft_probs[:keep]  # [k], [k, V]
             models.synchronize(device)
             drafted_at = time.perf_counter()
+            forwards_drafted = pipeline.forward_seconds()
 
             # 2. Score: one target forward over the pending tokens and the k drafts -> p_1..p_{k+1} [k+1, V].
             k = drafted.numel()
@@ -92,6 +94,8 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
                                   untempered=(target_logits, draft.logits if draft else None) if config.greedy else None)
             round_.draft_ms, round_.verify_ms, round_.draft_forwards = timing.draft_ms, timing.verify_ms, timing.draft_forwards
             round_.next_uniform, round_.asked = next_uniform, asked
+            round_.draft_forward_ms = (forwards_drafted - forwards_at_start) * 1e3
+            round_.verify_forward_ms = (target.forward_seconds - target_at_start) * 1e3
             trace.rounds.append(round_)
             trace.token_ids = sequence[len(prompt_ids) :]
             trace.stop_reason = _stop_reason(emitted[-1], pipeline, sequence, prompt_ids, config)

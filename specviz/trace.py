@@ -54,6 +54,9 @@ class Round:
     draft_texts: list[str] = field(default_factory=list)
     next_uniform: float | None = None  # the uniform that drew the correction or bonus (inverse CDF)
     asked: int | None = None  # the draft length asked for; more than `drafted` when the draft was cut at EOS
+    # Of draft_ms and verify_ms, the time inside model forwards (the rest is sampling, tests and bookkeeping)
+    draft_forward_ms: float | None = None
+    verify_forward_ms: float | None = None
 
     @property
     def emitted(self) -> list[Token]:

@@ -242,3 +242,22 @@ def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tm
     shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
     offline.screenshot(path=str(shots / "exported-page.png"), full_page=True)
     offline.close()
+
+
+def test_round_anatomy_draws_the_live_run(page, tmp_path):
+    """After a run compared with plain decoding: the timeline, the totals and the sentences that explain them."""
+    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    compare = page.get_by_label("Compare with plain decoding (measures the speedup)")
+    compare.check()
+    _run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
+    compare.uncheck()
+    page.get_by_role("tab", name="Round anatomy", exact=True).click()
+    page.get_by_role("button", name="Draw the live run", exact=True).click()
+    summary = page.locator("#sv-anatomy-summary")
+    summary.get_by_text("with no overhead at all", exact=False).wait_for(timeout=60_000)
+    assert "the plain run's median step" in summary.inner_text()
+    page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
+                           " && p.querySelectorAll('.js-plotly-plot').length >= 2)", timeout=60_000)
+    _wait_until_settled(page)
+    shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
+    page.screenshot(path=str(shots / "lab-round-anatomy.png"), full_page=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from specviz.app.anatomy_tab import anatomy_tab
 from specviz.app.bandwidth_tab import bandwidth_tab, bandwidth_view
 from specviz.app.callbacks import lab_callback
 from specviz.app.lossless_tab import lossless_tab
@@ -93,6 +94,8 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
         sampling_inputs, sampling_outputs = sampling_tab()
     with gr.Tab("Verification rules"):
         rules_tab(trace_state)
+    with gr.Tab("Round anatomy"):
+        anatomy_tab(trace_state)
     with gr.Tab("Simulated models"):
         simulated_tab()
     with gr.Tab("Memory bandwidth"):

@@ -1,0 +1,39 @@
+"""The "Round anatomy" tab: the live run's rounds as a measured timeline above plain decoding of the same tokens."""
+
+from __future__ import annotations
+
+import gradio as gr
+
+from specviz.labs import round_anatomy, round_anatomy_figures
+
+INTRO = ("Where does a run's time go? Each round is drawn as measured: the draft model's forwards, the rest of "
+         "drafting, the target's one verify forward, then the accept/reject step and bookkeeping. Below, the plain "
+         "decoder spends one target step per token. A run can accept almost everything and still be slow: this "
+         "shows why (tick *compare with plain decoding* on the live tab for a measured plain step).")
+
+
+def anatomy_view(trace, first):
+    if trace is None or not trace.rounds:
+        raise gr.Error("No run yet: press Run on the live tab, then come back.")
+    try:
+        first = int(first)
+    except (TypeError, ValueError):
+        raise gr.Error(f"The first round must be a whole number, got {first!r:.40}.") from None
+    if not 1 <= first <= len(trace.rounds):
+        raise gr.Error(f"The run has rounds 1 to {len(trace.rounds)}; got {first}.")
+    segments, plain = round_anatomy.timeline(trace, first)
+    emitted = {number: len(round_.emitted) for number, round_ in enumerate(trace.rounds, 1)}
+    facts = round_anatomy.summary(trace)
+    return (round_anatomy_figures.timeline_figure(segments, plain, emitted), round_anatomy_figures.totals_figure(facts),
+            round_anatomy.explanation(facts))
+
+
+def anatomy_tab(trace_state: gr.State) -> None:
+    gr.Markdown(INTRO)
+    with gr.Row():
+        first = gr.Number(2, precision=0, label="First round shown (round 1 also encodes the prompt)", minimum=1)
+        draw = gr.Button("Draw the live run", variant="primary")
+    timeline = gr.Plot(label="Rounds, measured")
+    totals = gr.Plot(label="The whole run")
+    summary = gr.Markdown(elem_id="sv-anatomy-summary")
+    draw.click(anatomy_view, [trace_state, first], [timeline, totals, summary], api_name="round_anatomy")

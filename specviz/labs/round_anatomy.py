@@ -1,0 +1,105 @@
+"""Round anatomy: where a run's time went, round by round, against the same tokens decoded plainly.
+
+Leviathan et al.'s Figure 5 (seed 002) draws speculative rounds as γ draft steps and one target step, above the
+plain decoder's one step per token; here the same picture is measured. Each round's wall time splits into
+
+- draft forwards: the draft model's forward passes (0 for prompt lookup);
+- drafting overhead: the rest of drafting (sampling q, lookup, copying caches);
+- verify forward: the target's one forward over the pending tokens and the k drafts;
+- accept/reject and bookkeeping: standardizing p, the acceptance tests, the residual draw, cache rollback.
+
+Below it the plain decoder spends one target step per emitted token (the plain run's median step when the run
+was compared with plain decoding, else the calibrated step). The summary gives the measured speedup and the
+one the run would have had with no overhead at all, so "slow despite high acceptance" has its reasons in view:
+a verify forward that costs several plain steps (v(k) > 1 on a CPU), a draft that is not cheap (c), or
+overhead. Round 1 also encodes the prompt, so the summary leaves it out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from specviz.metrics import step_costs
+from specviz.trace import Trace
+
+DRAFT_FORWARDS, DRAFT_OVERHEAD = "draft forwards", "drafting overhead"
+VERIFY_FORWARD, VERIFY_OVERHEAD = "verify forward", "accept/reject and bookkeeping"
+KINDS = (DRAFT_FORWARDS, DRAFT_OVERHEAD, VERIFY_FORWARD, VERIFY_OVERHEAD)
+STEP_BASIS = {"baseline": "the plain run's median step", "calibrated": "timed once per model and device",
+              "verify": "estimated from this run's verify forwards: tick compare with plain decoding to measure it"}
+
+
+@dataclass(frozen=True)
+class Segment:
+    round_number: int  # 1-based
+    kind: str  # one of KINDS
+    start_ms: float  # from the start of the first round shown
+    ms: float
+
+
+def round_parts(round_) -> dict[str, float]:
+    """A round's time by kind; a trace recorded before the split existed puts everything under the forwards."""
+    draft_forward = round_.draft_ms if round_.draft_forward_ms is None else min(round_.draft_forward_ms, round_.draft_ms)
+    verify_forward = round_.verify_ms if round_.verify_forward_ms is None else min(round_.verify_forward_ms, round_.verify_ms)
+    return {DRAFT_FORWARDS: draft_forward, DRAFT_OVERHEAD: round_.draft_ms - draft_forward,
+            VERIFY_FORWARD: verify_forward, VERIFY_OVERHEAD: round_.verify_ms - verify_forward}
+
+
+def timeline(trace: Trace, first: int = 1, count: int = 12) -> tuple[list[Segment], list[tuple[int, float, float]]]:
+    """Rounds first..first+count-1 as consecutive segments, and the plain decoder's steps for the same tokens as
+    (round number, start ms, ms) per token."""
+    _, step_ms, _ = step_costs(trace)
+    segments, plain, clock, plain_clock = [], [], 0.0, 0.0
+    for number, round_ in enumerate(trace.rounds[first - 1: first - 1 + count], first):
+        for kind, ms in round_parts(round_).items():
+            segments.append(Segment(number, kind, clock, ms))
+            clock += ms
+        for _ in round_.emitted:
+            plain.append((number, plain_clock, step_ms))
+            plain_clock += step_ms
+    return segments, plain
+
+
+def summary(trace: Trace) -> dict:
+    """Totals by kind over the rounds after the first, the plain time for their tokens, and the speedups."""
+    rounds = trace.rounds[1:] if len(trace.rounds) > 1 else trace.rounds
+    totals = {kind: sum(round_parts(round_)[kind] for round_ in rounds) for kind in KINDS}
+    _, step_ms, basis = step_costs(trace)
+    tokens = sum(len(round_.emitted) for round_ in rounds)
+    plain_ms, spent = tokens * step_ms, sum(totals.values())
+    forwards = totals[DRAFT_FORWARDS] + totals[VERIFY_FORWARD]
+    drafted_rounds = [round_ for round_ in rounds if round_.drafted]
+    return {
+        "rounds": len(rounds), "tokens": tokens, "totals_ms": totals, "spent_ms": spent, "plain_ms": plain_ms,
+        "step_ms": step_ms, "step_basis": basis,
+        "speedup": plain_ms / spent if spent else None,
+        "speedup_without_overhead": plain_ms / forwards if forwards else None,
+        "verify_in_steps": (sum(round_parts(r)[VERIFY_FORWARD] for r in rounds) / len(rounds) / step_ms
+                            if rounds and step_ms else None),  # a verify forward, in plain steps: v(k) at this k
+        "draft_in_steps": (sum(round_parts(r)[DRAFT_FORWARDS] for r in drafted_rounds) / len(drafted_rounds) / step_ms
+                           if drafted_rounds and step_ms else None),
+        "tokens_per_round": tokens / len(rounds) if rounds else 0.0,
+    }
+
+
+def explanation(facts: dict) -> str:
+    """Where the time went, in sentences (Markdown)."""
+    if not facts["spent_ms"] or not facts["step_ms"]:
+        return "Not enough rounds to tell where the time went."
+    totals, spent = facts["totals_ms"], facts["spent_ms"]
+    shares = " · ".join(f"{kind} **{100 * ms / spent:.0f}%**" for kind, ms in totals.items())
+    lines = [
+        f"Over rounds 2–{facts['rounds'] + 1} ({facts['tokens']} tokens): {shares}.",
+        f"A plain step costs {facts['step_ms']:.1f} ms ({STEP_BASIS.get(facts['step_basis'], facts['step_basis'])}). "
+        f"Each round yields "
+        f"{facts['tokens_per_round']:.2f} tokens for one verify forward of **{facts['verify_in_steps']:.2f} plain steps**"
+        + (f" and drafting worth **{facts['draft_in_steps']:.2f} steps**" if facts["draft_in_steps"] else "") + ".",
+        f"Speedup against the same tokens decoded plainly: **{facts['speedup']:.2f}×**; with no overhead at all it "
+        f"would be **{facts['speedup_without_overhead']:.2f}×**.",
+    ]
+    if facts["tokens_per_round"] >= 2.5 and facts["speedup"] < facts["tokens_per_round"] / 2:
+        largest = max(totals, key=totals.get)
+        lines.append(f"High acceptance, little speed: {facts['tokens_per_round']:.2f} tokens a round, yet "
+                     f"{facts['speedup']:.2f}×. The time goes to {largest} ({100 * totals[largest] / spent:.0f}%), "
+                     "not to rejected drafts.")
+    return "\n\n".join(lines)

@@ -1,0 +1,53 @@
+"""The round-anatomy timeline: measured rounds as coloured segments, above the plain decoder's steps."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from specviz.figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, base_figure
+from specviz.labs import round_anatomy as anatomy
+
+KIND_COLOURS = {anatomy.DRAFT_FORWARDS: ORANGE, anatomy.DRAFT_OVERHEAD: "#f5c89a",
+                anatomy.VERIFY_FORWARD: BLUE, anatomy.VERIFY_OVERHEAD: "#a9c4eb"}
+SPECULATIVE, PLAIN = "speculative", "plain, same tokens"
+
+
+def timeline_figure(segments: list[anatomy.Segment], plain: list[tuple[int, float, float]], emitted: dict[int, int]) -> go.Figure:
+    """Horizontal bars on a time axis: each round's four parts on one lane, one plain step per token below.
+    `emitted`: round number -> tokens it produced (written on its verify segment)."""
+    figure = base_figure()
+    for kind in anatomy.KINDS:
+        chosen = [segment for segment in segments if segment.kind == kind]
+        figure.add_bar(y=[SPECULATIVE] * len(chosen), x=[segment.ms for segment in chosen],
+                       base=[segment.start_ms for segment in chosen], orientation="h", name=kind,
+                       marker=dict(color=KIND_COLOURS[kind], line=dict(color="white", width=0.5)),
+                       text=[f"+{emitted[s.round_number]}" if kind == anatomy.VERIFY_FORWARD else "" for s in chosen],
+                       textposition="inside", customdata=[s.round_number for s in chosen],
+                       hovertemplate=f"round %{{customdata}} · {kind}: %{{x:.1f}} ms<extra></extra>")
+    figure.add_bar(y=[PLAIN] * len(plain), x=[ms for _, _, ms in plain], base=[start for _, start, _ in plain],
+                   orientation="h", name="plain step (one token)",
+                   marker=dict(color=[GREEN if index % 2 else "#7fcf97" for index in range(len(plain))],
+                               line=dict(color="white", width=0.5)),
+                   customdata=[number for number, _, _ in plain],
+                   hovertemplate="token of round %{customdata}: %{x:.1f} ms<extra></extra>")
+    end = max([s.start_ms + s.ms for s in segments] + [start + ms for _, start, ms in plain] + [1.0])
+    rounds = sorted({s.round_number for s in segments})
+    figure.update_layout(**{**LAYOUT, "height": 300}, barmode="overlay",
+                         title=f"Rounds {rounds[0]}–{rounds[-1]} against plain decoding of the same tokens" if rounds else "",
+                         xaxis=dict(title="ms", range=[0, end * 1.02]), yaxis=dict(autorange="reversed"))
+    figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.35, x=0))
+    return figure
+
+
+def totals_figure(facts: dict) -> go.Figure:
+    """Where the time went over the run (after round 1): one stacked bar, beside the plain time for its tokens."""
+    figure = base_figure()
+    for kind, ms in facts["totals_ms"].items():
+        figure.add_bar(x=[ms / 1e3], y=[SPECULATIVE], orientation="h", name=kind, marker_color=KIND_COLOURS[kind],
+                       hovertemplate=f"{kind}: %{{x:.2f}} s<extra></extra>")
+    figure.add_bar(x=[facts["plain_ms"] / 1e3], y=[PLAIN], orientation="h", name="plain steps", marker_color=GREEN)
+    figure.update_layout(**{**LAYOUT, "height": 220}, barmode="stack", xaxis_title="seconds", showlegend=False,
+                         title=f"The whole run after round 1: {facts['speedup']:.2f}× measured, "
+                               f"{facts['speedup_without_overhead']:.2f}× with no overhead" if facts["speedup"] else "")
+    figure.update_yaxes(autorange="reversed", linecolor=GREY)
+    return figure

@@ -1,0 +1,64 @@
+"""Round anatomy (labs/round_anatomy.py): the hand-built trace of test_metrics with known forward times."""
+
+import pytest
+
+from specviz.labs import round_anatomy as anatomy
+from specviz.labs import round_anatomy_figures
+from tests.test_metrics import hand_built_trace
+
+
+@pytest.fixture
+def trace():
+    trace = hand_built_trace()  # draft_ms 4, 2, 0, 3; verify_ms 10 each; plain step 10 ms (the baseline's)
+    for round_, draft_forward in zip(trace.rounds, [3.0, 1.5, 0.0, 2.5]):
+        round_.draft_forward_ms, round_.verify_forward_ms = draft_forward, 8.0
+    return trace
+
+
+def test_each_round_splits_into_forwards_and_overhead(trace):
+    assert anatomy.round_parts(trace.rounds[1]) == {anatomy.DRAFT_FORWARDS: 1.5, anatomy.DRAFT_OVERHEAD: 0.5,
+                                                    anatomy.VERIFY_FORWARD: 8.0, anatomy.VERIFY_OVERHEAD: 2.0}
+    old = hand_built_trace().rounds[1]  # recorded before the split: all of it counts as forwards
+    assert anatomy.round_parts(old)[anatomy.DRAFT_OVERHEAD] == anatomy.round_parts(old)[anatomy.VERIFY_OVERHEAD] == 0
+
+
+def test_the_timeline_is_consecutive_and_plain_takes_one_step_per_token(trace):
+    segments, plain = anatomy.timeline(trace, first=2, count=2)
+    assert [s.round_number for s in segments] == [2] * 4 + [3] * 4
+    for before, after in zip(segments, segments[1:]):
+        assert after.start_ms == pytest.approx(before.start_ms + before.ms)
+    assert [(number, start, ms) for number, start, ms in plain] == [(2, 0.0, 10.0), (2, 10.0, 10.0), (2, 20.0, 10.0),
+                                                                    (3, 30.0, 10.0)]
+
+
+def test_the_summary_leaves_out_round_one_and_prices_the_overhead(trace):
+    facts = anatomy.summary(trace)
+    # rounds 2-4: drafting 1.5 + 0 + 2.5 forwards and 0.5 + 0 + 0.5 overhead; verifying 3 × (8 + 2)
+    assert facts["totals_ms"] == {anatomy.DRAFT_FORWARDS: 4.0, anatomy.DRAFT_OVERHEAD: 1.0,
+                                  anatomy.VERIFY_FORWARD: 24.0, anatomy.VERIFY_OVERHEAD: 6.0}
+    assert (facts["tokens"], facts["plain_ms"]) == (5, 50.0)  # 3 + 1 + 1 tokens at 10 ms each
+    assert facts["speedup"] == pytest.approx(50 / 35) and facts["speedup_without_overhead"] == pytest.approx(50 / 28)
+    assert facts["verify_in_steps"] == pytest.approx(0.8) and facts["draft_in_steps"] == pytest.approx(0.2)
+    text = anatomy.explanation(facts)
+    assert "**1.43×**" in text and "**1.79×**" in text and "the plain run's median step" in text
+
+
+def test_the_figures_draw_every_segment(trace):
+    segments, plain = anatomy.timeline(trace)
+    emitted = {number: len(round_.emitted) for number, round_ in enumerate(trace.rounds, 1)}
+    figure = round_anatomy_figures.timeline_figure(segments, plain, emitted)
+    assert sum(len(bar.x) for bar in figure.data[:4]) == len(segments) and len(figure.data[4].x) == len(plain)
+    assert "+3" in list(figure.data[2].text)  # round 1's verify segment says it produced 3 tokens
+    totals = round_anatomy_figures.totals_figure(anatomy.summary(trace))
+    assert "1.43× measured" in totals.layout.title.text
+
+
+def test_the_engine_records_forward_times_inside_each_round():
+    from specviz import engine
+    from specviz.config import DecodeConfig
+    from tests.fakes import fake_pipeline
+
+    trace = engine.run_speculative(fake_pipeline(vocab_size=6), "abcab", DecodeConfig(max_new_tokens=12, chat=False))
+    for round_ in trace.rounds:
+        assert 0 <= round_.draft_forward_ms <= round_.draft_ms + 1e-6
+        assert 0 <= round_.verify_forward_ms <= round_.verify_ms + 1e-6  # the fakes keep no forward clock
