@@ -261,3 +261,24 @@ def test_round_anatomy_draws_the_live_run(page, tmp_path):
     _wait_until_settled(page)
     shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
     page.screenshot(path=str(shots / "lab-round-anatomy.png"), full_page=True)
+
+
+def test_you_are_the_drafter(page, tmp_path):
+    """Start, pick the target's favourite, then type a proposal: the real target verifies both."""
+    page.get_by_role("tab", name="You are the drafter", exact=True).click()
+    page.get_by_role("button", name="Start", exact=True).click()
+    picker = page.locator("#sv-you-picker")
+    picker.locator("input[type=radio]").first.wait_for(timeout=120_000)
+    picker.locator("input[type=radio]").first.check()
+    page.get_by_role("button", name="Propose", exact=True).click()
+    score = page.locator("#sv-you-score")
+    score.get_by_text("Your α =", exact=False).wait_for(timeout=60_000)
+    page.get_by_label("…or type your own proposal (up to 8 tokens)").fill(" Paris, and it is")
+    page.get_by_role("button", name="Propose", exact=True).click()
+    page.wait_for_function("document.querySelectorAll('#sv-you-rows .sv-row').length == 2", timeout=60_000)
+    text = score.inner_text()
+    assert "the real draft's α =" in text and "Last proposal:" in text
+    assert page.locator("#sv-you-rows .sv-accepted, #sv-you-rows .sv-rejected").count() >= 2
+    _wait_until_settled(page)
+    shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
+    page.screenshot(path=str(shots / "lab-you-are-the-drafter.png"), full_page=True)

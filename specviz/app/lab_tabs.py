@@ -13,6 +13,7 @@ from specviz.app.lossless_tab import lossless_tab
 from specviz.app.rules_tab import rules_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.simulated_tab import simulated_tab
+from specviz.app.you_draft_tab import you_draft_tab
 from specviz.counters import vocabulary_markdown
 from specviz.labs import calculator, calculator_figures, glossary
 from specviz.metrics import estimate_verify_cost, summarize
@@ -96,6 +97,8 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
         rules_tab(trace_state)
     with gr.Tab("Round anatomy"):
         anatomy_tab(trace_state)
+    with gr.Tab("You are the drafter"):
+        you_draft_tab()
     with gr.Tab("Simulated models"):
         simulated_tab()
     with gr.Tab("Memory bandwidth"):
