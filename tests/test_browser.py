@@ -63,6 +63,12 @@ def _wait_until_settled(page) -> None:
     page.wait_for_timeout(500)  # plotly redraws after the update lands
 
 
+def _screenshot_tab(page, tmp_path: Path, name: str) -> None:
+    """Once the page has settled, a full-page screenshot into SPECVIZ_SCREENSHOT_DIR (else the test's tmp_path)."""
+    _wait_until_settled(page)
+    page.screenshot(path=str(Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path)) / name), full_page=True)
+
+
 def _screenshot_showing_the_run(page, path: Path) -> None:
     """Screenshot the whole page and check the PNG shows this run: the page's full size, the accepted tokens' green
     chips (at least half their area on the page) and the plots' green bars (an empty plot has none)."""
@@ -214,9 +220,7 @@ def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
     assert any("does not follow p" in text for rule, text in rows.items() if rule != "exact"), rows
     page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
                            " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=60_000)
-    _wait_until_settled(page)
-    shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
-    page.screenshot(path=str(shots / "lab-verification-rules.png"), full_page=True)
+    _screenshot_tab(page, tmp_path, "lab-verification-rules.png")
 
 
 def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tmp_path):
@@ -258,9 +262,7 @@ def test_round_anatomy_draws_the_live_run(page, tmp_path):
     assert "the plain run's median step" in summary.inner_text()
     page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
                            " && p.querySelectorAll('.js-plotly-plot').length >= 2)", timeout=60_000)
-    _wait_until_settled(page)
-    shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
-    page.screenshot(path=str(shots / "lab-round-anatomy.png"), full_page=True)
+    _screenshot_tab(page, tmp_path, "lab-round-anatomy.png")
 
 
 def test_you_are_the_drafter(page, tmp_path):
@@ -279,6 +281,4 @@ def test_you_are_the_drafter(page, tmp_path):
     text = score.inner_text()
     assert "the real draft's α =" in text and "Last proposal:" in text
     assert page.locator("#sv-you-rows .sv-accepted, #sv-you-rows .sv-rejected").count() >= 2
-    _wait_until_settled(page)
-    shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
-    page.screenshot(path=str(shots / "lab-you-are-the-drafter.png"), full_page=True)
+    _screenshot_tab(page, tmp_path, "lab-you-are-the-drafter.png")

@@ -23,14 +23,18 @@ def test_few_row_linear_equals_nn_linear(rows, bias):
 @pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, 16, 17, 40])
 @pytest.mark.parametrize("bias", [False, True])
-def test_packed_linear_equals_nn_linear(rows, bias):
+@pytest.mark.parametrize("kernel", [cpu_linear.PACKED, cpu_linear.PACKED_ONLY])
+def test_packed_linears_equal_nn_linear(rows, bias, kernel):
     generator = torch.Generator().manual_seed(rows)
     holder = torch.nn.Sequential(torch.nn.Linear(64, 300, bias=bias))
     x = torch.randn(1, rows, 64, generator=generator)  # [batch, rows, in]
     with torch.inference_mode():
         expected = holder(x)
-        cpu_linear.use_kernel(holder, cpu_linear.PACKED)
-        assert type(holder[0]) is cpu_linear.PackedLinear and holder[0].packed_weight is not None
+        if kernel == cpu_linear.PACKED:
+            cpu_linear.use_kernel(holder, kernel)
+        else:
+            assert cpu_linear.pack_only(holder) == kernel
+        assert type(holder[0]) is CLASSES[kernel] and holder[0].packed_weight is not None
         got = holder(x)
     assert got.shape == expected.shape == (1, rows, 300)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
@@ -112,21 +116,6 @@ def test_a_model_over_the_memory_budget_is_packed_in_place_without_timing(monkey
     assert model.head.weight is embedding  # tied: the embedding's tensor, not an unpacked copy
     assert torch.equal(model.inner.weight, inner_weight)  # unpacked exactly
     assert cpu_linear.linear_weight_bytes(model) == before
-
-
-@pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
-@pytest.mark.parametrize("rows", [1, 2, 3, 5, 16, 17, 40])
-@pytest.mark.parametrize("bias", [False, True])
-def test_packed_only_linear_equals_nn_linear(rows, bias):
-    generator = torch.Generator().manual_seed(rows)
-    holder = torch.nn.Sequential(torch.nn.Linear(64, 300, bias=bias))
-    x = torch.randn(1, rows, 64, generator=generator)  # [batch, rows, in]
-    with torch.inference_mode():
-        expected = holder(x)
-        assert cpu_linear.pack_only(holder) == cpu_linear.PACKED_ONLY
-        got = holder(x)
-    assert got.shape == expected.shape == (1, rows, 300)
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
