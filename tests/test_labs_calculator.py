@@ -30,8 +30,18 @@ def test_reference_table_rows_are_the_course_configurations_with_the_paper_value
     rows = calculator.reference_table()
     assert [(r["alpha"], r["gamma"], r["c"]) for r in rows] == COURSE
     measured = {r["draft"]: r["paper_measured_speedup"] for r in rows if r["draft"]}
-    assert measured == {"T5-small": 3.4, "T5-base": None, "T5-large": 1.7}
+    assert measured == {"T5-small": 3.4, "T5-base": 2.8, "T5-large": 1.7}  # Leviathan et al., Table 2
     assert all(r["paper_measured_speedup"] is None for r in rows if r["draft"] is None)
+
+
+def test_seed_004s_cost_model_gives_chen_et_als_predictions():
+    assert calculator.r_prime_speedup(0.8) == pytest.approx(2.65, abs=0.005)  # HumanEval; measured 2.46
+    assert calculator.r_prime_speedup(0.62) == pytest.approx(2.05, abs=0.005)  # XSum; measured 1.92
+    table = calculator.chen_markdown(live_r_prime=0.5)
+    for number in ("2.65×", "2.46×", "2.05×", "1.92×", "| 0.80 |", "| 0.62 |", "your last live run"):
+        assert number in table
+    with pytest.raises(ValueError, match="r′ must be in"):
+        calculator.r_prime_speedup(1.5)
 
 
 @pytest.mark.parametrize("row", calculator.reference_table(), ids=lambda r: f"{r['alpha']}-{r['gamma']}-{r['c']}")
@@ -174,3 +184,20 @@ def test_figures_reject_a_bad_measured_point(measured):
 
 def test_no_nan_anywhere_in_the_grid_at_alpha_one():
     assert not any(math.isnan(s) for row in calculator.speedup_grid(0.1, [1.0], range(1, 17)) for s in row)
+
+
+def test_the_theory_tab_shows_chens_points_and_the_live_runs_r_prime():
+    from specviz.app.lab_tabs import theory_views
+    from tests.test_metrics import hand_built_trace
+
+    chen = theory_views(0.8, 4, 0.05, False, hand_built_trace())[3]  # 2 tokens per round at γ = 4: r′ = 0.4
+    assert "2.65×" in chen and "| your last live run, at Chinchilla's costs | 0.40 | 1.32× |" in chen
+
+
+def test_seed_002s_d_lk_exercise_is_a_preset_and_in_the_glossary():
+    from specviz.labs import glossary, rejection
+
+    preset = rejection.PRESETS["D_LK exercise (seed 002)"]
+    overlap = sum(min(a, b) for a, b in zip(preset["target_probs"], preset["draft_probs"]))
+    assert overlap == pytest.approx(0.9)  # β = 1 − D_LK, D_LK = 0.1
+    assert "D_LK" in dict(glossary.GLOSSARY) and "β = 1 − D_LK" in dict(glossary.GLOSSARY)["D_LK"]

@@ -45,8 +45,12 @@ def theory_views(alpha, gamma, c, use_measured_cost, trace):
             f"operations factor {values['operations_factor']:.3f} (ĉ = c) · viable (α > c): "
             f"**{'yes' if values['viable'] else 'no'}** · γ = 1 guarantee (1+α)/(1+c) = {values['gamma_one_bound']:.3f}×")
     measured = _measured(trace)
+    live_r_prime = None  # r′ = tokens per round ÷ (γ + 1) of the last live run, for seed 004's cost model
+    if trace is not None and trace.rounds:
+        live_r_prime = summarize(trace).tokens_per_round / (int(trace.config["gamma"]) + 1)
     return (text, calculator_figures.speedup_heatmap(float(c), verify_cost, measured),
-            calculator_figures.speedup_curves(float(c), verify_cost=verify_cost, measured=measured))
+            calculator_figures.speedup_curves(float(c), verify_cost=verify_cost, measured=measured),
+            calculator.chen_markdown(live_r_prime))
 
 
 def reference_rows() -> list[list]:
@@ -77,11 +81,12 @@ def theory_tab(trace_state: gr.State) -> tuple:
         heatmap, curves = gr.Plot(label="Speedup over (α, γ)"), gr.Plot(label="Speedup against γ")
     gr.Markdown("**Reference configurations** (every value computed here; the T5 pairs are Leviathan et al.'s)")
     gr.Dataframe(value=reference_rows(), headers=REFERENCE_HEADERS, interactive=False, wrap=True)
-    inputs = [alpha, gamma, c, measured_cost, trace_state]
+    chen = gr.Markdown(calculator.chen_markdown(), elem_id="sv-chen")
+    inputs, outputs = [alpha, gamma, c, measured_cost, trace_state], [readout, heatmap, curves, chen]
     for widget in (alpha, gamma, c):
-        widget.release(theory_views, inputs, [readout, heatmap, curves])
-    measured_cost.change(theory_views, inputs, [readout, heatmap, curves])
-    return alpha, inputs, [readout, heatmap, curves]
+        widget.release(theory_views, inputs, outputs)
+    measured_cost.change(theory_views, inputs, outputs)
+    return alpha, inputs, outputs
 
 
 def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
