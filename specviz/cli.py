@@ -11,6 +11,7 @@ import os
 import sys
 
 from specviz import job
+from specviz.cli_output import LEGEND, format_round, json_summary, print_summary
 from specviz.config import (
     DISTILLED_DRAFTER,
     LOOKUP_FIRST,
@@ -24,16 +25,11 @@ from specviz.config import (
     check_prompt,
     parse_field,
 )
-from specviz.counters import engine_counters
 from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs
 from specviz.pipeline import build_pipeline, calibrate
-from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Trace
+from specviz.trace import Trace
 
-COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
-MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
-RESET = "\033[0m"
-LEGEND = "legend: token = accepted, [-x-] = rejected, [+x+] = corrected, [^x^] = bonus"
 FORWARDED = {  # subcommands whose arguments belong to a tool: `python -m specviz bench --help` shows them
     "bench": "the benchmark against plain decoding and transformers (python -m specviz bench --help)",
     "loadtest": "concurrent sessions against the launched app (python -m specviz loadtest --help)",
@@ -131,15 +127,6 @@ def config_from_args(args) -> DecodeConfig:
     ).validate()
 
 
-def format_round(round_: Round, colour: bool) -> str:
-    """One line per round: accepted, rejected, corrected and bonus tokens, whitespace made visible."""
-    pieces = []
-    for token in round_.tokens:
-        text = token.text.replace("\n", "\\n").replace("\t", "\\t")
-        pieces.append(f"{COLOURS[token.kind]}{text}{RESET}" if colour else MARKERS[token.kind].format(text))
-    return f"round {round_.index + 1:3d} ({round_.accepted}/{round_.drafted}): " + "".join(pieces)
-
-
 def generate(args) -> int:
     from specviz import engine
     from specviz.metrics import summarize
@@ -168,35 +155,10 @@ def generate(args) -> int:
         with open(args.trace_out, "w", encoding="utf-8") as handle:
             handle.write(trace.to_json())
     if args.json:
-        print(json.dumps(_json_summary(trace, metrics), ensure_ascii=False))
+        print(json.dumps(json_summary(trace, metrics), ensure_ascii=False))
     else:
-        _print_summary(trace, metrics)
+        print_summary(trace, metrics)
     return 0
-
-
-def _json_summary(trace, metrics) -> dict:
-    summary = {"text": trace.text, "rounds": metrics.rounds, "prompt": trace.prompt, "config": trace.config,
-               "device": trace.device, "dtype": trace.dtype, "stop_reason": trace.stop_reason,
-               "wall_ms": trace.wall_ms, "forward_ms": trace.forward_ms, **metrics.to_dict(),
-               "engine_counters": engine_counters(trace)}  # llama.cpp's and vLLM's names for the same counts
-    if trace.baseline is not None:
-        summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
-    return summary
-
-
-def _print_summary(trace, metrics) -> None:
-    per_position = ", ".join("-" if a is None else f"{a:.2f}" for a in metrics.alpha_per_position)
-    print(f"\n{trace.text}\n")
-    print(f"device {trace.device} ({trace.dtype}); stopped by {trace.stop_reason}")
-    print(f"α = {metrics.alpha:.3f} ({metrics.accepted_tokens}/{metrics.tested_positions} tests); per position: {per_position}")
-    print(f"{metrics.generated_tokens} tokens in {metrics.rounds} target calls: {metrics.tokens_per_round:.2f} tokens per round")
-    print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms per round, "
-          f"of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards; "
-          f"c = {metrics.c:.3f} ({metrics.c_basis}); {metrics.tokens_per_s:.1f} tokens/s")
-    line = f"theoretical speedup {metrics.speedup_theoretical:.2f}x"
-    if metrics.speedup_measured is not None:
-        line += f"; measured {metrics.speedup_measured:.2f}x against plain decoding; identical output: {metrics.identical}"
-    print(line)
 
 
 def _trace_from_text(text: str) -> Trace:

@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-from specviz.cli import build_parser, config_from_args, format_round, main
+from specviz.cli import build_parser, config_from_args, main
+from specviz.cli_output import format_round
 from specviz.trace import Round, Token
 
 

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from specviz import cli, engine
+from specviz import cli, cli_output, engine
 from specviz.config import DecodeConfig
 from specviz.replay import TOLERANCE, first_difference
 from specviz.trace import REJECTED, Trace
@@ -159,7 +159,7 @@ def test_without_check_the_rounds_are_listed(recorded, trace_file, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("legend:")
     assert [line.split(":")[0] for line in lines[1: 1 + len(recorded.rounds)]] == \
-           [cli.format_round(r, colour=False).split(":")[0] for r in recorded.rounds]
+           [cli_output.format_round(r, colour=False).split(":")[0] for r in recorded.rounds]
 
 
 @pytest.mark.parametrize("content,fragment", [

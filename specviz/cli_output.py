@@ -1,0 +1,45 @@
+"""How a run prints on a terminal: one coloured (or marked) line per round, then the summary or the JSON."""
+
+from __future__ import annotations
+
+from specviz.counters import engine_counters
+from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
+
+COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
+MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
+RESET = "\033[0m"
+LEGEND = "legend: token = accepted, [-x-] = rejected, [+x+] = corrected, [^x^] = bonus"
+
+
+def format_round(round_: Round, colour: bool) -> str:
+    """One line per round: accepted, rejected, corrected and bonus tokens, whitespace made visible."""
+    pieces = []
+    for token in round_.tokens:
+        text = token.text.replace("\n", "\\n").replace("\t", "\\t")
+        pieces.append(f"{COLOURS[token.kind]}{text}{RESET}" if colour else MARKERS[token.kind].format(text))
+    return f"round {round_.index + 1:3d} ({round_.accepted}/{round_.drafted}): " + "".join(pieces)
+
+
+def json_summary(trace, metrics) -> dict:
+    summary = {"text": trace.text, "rounds": metrics.rounds, "prompt": trace.prompt, "config": trace.config,
+               "device": trace.device, "dtype": trace.dtype, "stop_reason": trace.stop_reason,
+               "wall_ms": trace.wall_ms, "forward_ms": trace.forward_ms, **metrics.to_dict(),
+               "engine_counters": engine_counters(trace)}  # llama.cpp's and vLLM's names for the same counts
+    if trace.baseline is not None:
+        summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
+    return summary
+
+
+def print_summary(trace, metrics) -> None:
+    per_position = ", ".join("-" if a is None else f"{a:.2f}" for a in metrics.alpha_per_position)
+    print(f"\n{trace.text}\n")
+    print(f"device {trace.device} ({trace.dtype}); stopped by {trace.stop_reason}")
+    print(f"α = {metrics.alpha:.3f} ({metrics.accepted_tokens}/{metrics.tested_positions} tests); per position: {per_position}")
+    print(f"{metrics.generated_tokens} tokens in {metrics.rounds} target calls: {metrics.tokens_per_round:.2f} tokens per round")
+    print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms per round, "
+          f"of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards; "
+          f"c = {metrics.c:.3f} ({metrics.c_basis}); {metrics.tokens_per_s:.1f} tokens/s")
+    line = f"theoretical speedup {metrics.speedup_theoretical:.2f}x"
+    if metrics.speedup_measured is not None:
+        line += f"; measured {metrics.speedup_measured:.2f}x against plain decoding; identical output: {metrics.identical}"
+    print(line)
