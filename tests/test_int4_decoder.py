@@ -13,16 +13,21 @@ from specviz.models import loading as models
 from specviz.pipeline import build_pipeline, int4_draft_step
 
 
-def tiny_llama(**overrides) -> LlamaForCausalLM:
-    """A random Llama with widths the 4-bit kernel takes; its weights come from an explicit generator."""
-    config = LlamaConfig(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, **overrides)
-    model = LlamaForCausalLM(config).eval()
+def _seeded(model):
+    """Weights from an explicit generator (small, with norms near 1), so every run builds the same model."""
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.1 + (parameter.dim() == 1))
     return model
+
+
+def tiny_llama(**overrides) -> LlamaForCausalLM:
+    """A random Llama with widths the 4-bit kernel takes; its weights come from an explicit generator."""
+    config = LlamaConfig(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, **overrides)
+    model = LlamaForCausalLM(config).eval()
+    return _seeded(model)
 
 
 def tiny_qwen2(**overrides) -> Qwen2ForCausalLM:
@@ -31,11 +36,7 @@ def tiny_qwen2(**overrides) -> Qwen2ForCausalLM:
                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
                          tie_word_embeddings=True, **overrides)
     model = Qwen2ForCausalLM(config).eval()
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.1 + (parameter.dim() == 1))
-    return model
+    return _seeded(model)
 
 
 def feed_both(hf_model, prompt_length: int, steps: list[int], crop_after: int):
