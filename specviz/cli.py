@@ -72,7 +72,11 @@ def build_parser() -> argparse.ArgumentParser:
                                      f"'{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a "
                                      f"GPU, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
-    gen.add_argument("--gamma", type=field("gamma"), default=defaults.gamma, help="tokens drafted per round (γ)")
+    gen.add_argument("--gamma", type=field("gamma"), help=f"tokens drafted per round (γ; default {defaults.gamma}, or the "
+                                                          "preset's)")
+    gen.add_argument("--draft-confidence", type=field("draft_confidence"),
+                     help="a draft model stops a round's draft after a token it gave less than this probability (0 "
+                          "never; default 0, or the preset's); exact either way")
     gen.add_argument("--max-new-tokens", type=field("max_new_tokens"), default=defaults.max_new_tokens)
     gen.add_argument("--temperature", type=field("temperature"), default=defaults.temperature, help="0 means greedy")
     gen.add_argument("--top-k", type=field("top_k"), default=defaults.top_k, help="0 turns it off")
@@ -109,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args) -> DecodeConfig:
     """The run the arguments ask for. Any local folder may be a model here: the command line is a local tool, run by
     the machine's own user (the app allows folders under its models directory only, app/policy.py)."""
-    from specviz.models.presets import offline_drafter, resolve_preset
+    from specviz.models.presets import offline_drafter, preset_settings, resolve_preset
 
     target, draft = OFFLINE_MODEL, offline_drafter()
     if args.preset:
@@ -120,10 +124,13 @@ def config_from_args(args) -> DecodeConfig:
     # a preset's draft goes with its target; the default offline draft fits only the offline target
     draft = args.draft or (draft if args.preset or target == OFFLINE_MODEL else NGRAM_DRAFTER)
     check_prompt(args.prompt)
+    settings = {**DecodeConfig().to_dict(), **preset_settings(args.preset)}  # the preset's, where the user set none
     return DecodeConfig(
-        target=target, draft=draft, gamma=args.gamma, max_new_tokens=args.max_new_tokens,
+        target=target, draft=draft, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
         chat=args.chat, ngram_size=args.ngram_size, adaptive=args.adaptive, system_prompt=args.system_prompt,
+        **{name: settings[name] if getattr(args, name) is None else getattr(args, name)
+           for name in ("gamma", "draft_confidence")},
     ).validate()
 
 

@@ -33,6 +33,9 @@ class DecodeConfig:
     draft: str = NGRAM_DRAFTER
     gamma: int = 4  # γ: tokens drafted per round (with adaptive, the most a round may draft)
     adaptive: bool = False  # choose each round's draft length in [0, γ] from running acceptance and measured costs
+    # A draft model stops a round's draft after a token it drew with probability below this (0: never stops
+    # early). Like transformers' assistant_confidence_threshold; it looks only at the draft, so it stays exact.
+    draft_confidence: float = 0.0
     max_new_tokens: int = 64  # stop after this many generated tokens
     temperature: float = 0.0  # 0 means greedy (both distributions one-hot)
     top_k: int = 0  # keep the k most likely tokens; 0 turns it off
@@ -155,6 +158,7 @@ NUMBER_FIELDS = {
     "seed": FieldRange(0, 2**63 - 1, whole=True),
     "ngram_size": FieldRange(1, 16, whole=True),
     "lenience": FieldRange(0, 1, whole=False, low_open=True, note="1 is exact"),
+    "draft_confidence": FieldRange(0, 1, whole=False, note="0 never stops a draft early"),
 }
 
 

@@ -70,17 +70,17 @@ def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipel
         target_model = target.language_model(target.logits_width)
         step = int4_draft_step(target, cache)
         draft_model = models.LanguageModel(step, target.logits_width, target.device, QUANTIZED_DRAFTER)
-        drafter = DraftModelDrafter(draft_model, twin=target_model)  # starts from the target's prompt cache
+        drafter = DraftModelDrafter(draft_model, target_model, config.draft_confidence)  # starts from the target's prompt cache
     elif model_id.startswith(QUANTIZED_MODEL):
         step, vocab = int4_model_step(config.draft_model_id, target, cache)
         target_model = target.language_model(vocab)
         draft_model = models.LanguageModel(step, vocab, target.device, model_id)
-        drafter = DraftModelDrafter(draft_model)
+        drafter = DraftModelDrafter(draft_model, confidence=config.draft_confidence)
     else:
         draft = models.load_model(model_id, target.device, target.dtype, cache=cache)
         vocab = models.shared_vocab_size(target, draft)
         target_model, draft_model = target.language_model(vocab), draft.language_model(vocab)
-        drafter = DraftModelDrafter(draft_model)
+        drafter = DraftModelDrafter(draft_model, confidence=config.draft_confidence)
     if config.lookup_first:
         lookup = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos)
         drafter = LookupThenModelDrafter(lookup, drafter, config.draft)

@@ -59,13 +59,13 @@ class FakeTokenizer:
         return "".join(chr(ord("a") + i) for i in ids)
 
 
-def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft_sharpness=1.0):
+def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft_sharpness=1.0, draft_confidence=0.0):
     target = FakeLanguageModel(vocab_size, salt=1, name="target")
     """drafter: "model" (a scripted draft model), "ngram" (prompt lookup) or "ngram+model" (lookup, else the model)."""
     draft_model = None
     if drafter in ("model", "ngram+model"):
         draft_model = FakeLanguageModel(vocab_size, salt=draft_salt, sharpness=draft_sharpness, name="draft")
-        chosen = DraftModelDrafter(draft_model)
+        chosen = DraftModelDrafter(draft_model, confidence=draft_confidence)
     if drafter in ("ngram", "ngram+model"):
         lookup = PromptLookupDrafter(vocab_size, ngram_size=2, eos_token_ids=list(eos_ids))
         chosen = lookup if drafter == "ngram" else LookupThenModelDrafter(lookup, chosen, drafter)

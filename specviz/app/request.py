@@ -93,6 +93,11 @@ class RunRequest:
             draft_id = LOOKUP_FIRST + draft_id.removeprefix(LOOKUP_FIRST)
         return draft_id
 
+    def draft_confidence(self) -> float:
+        """The pair's draft stop (presets.PRESET_SETTINGS); γ stays the slider's, so the rows stay readable."""
+        preset = next((name for name, pair in presets.PRESETS.items() if pair == PAIRS.get(self.pair)), None)
+        return presets.preset_settings(preset).get("draft_confidence", 0.0)
+
     def to_config(self, policy: Policy) -> DecodeConfig:
         """A validated DecodeConfig that `policy` allows, or ValueError with one sentence a user can act on: the
         first field that is wrong, in the fields' order, named with its allowed values."""
@@ -109,7 +114,7 @@ class RunRequest:
             raise ValueError(split_gguf.not_installed(missing) + ".")
         try:
             config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, system_prompt=self.system_prompt,
-                                  **numbers).validate()
+                                  draft_confidence=self.draft_confidence(), **numbers).validate()
             policy.check(config, self.prompt)
         except ValueError as error:
             raise ValueError(_sentence(error)) from None

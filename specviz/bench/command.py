@@ -33,6 +33,9 @@ def main(argv=None) -> int:
                         "'ngram+' before any of them drafts by prompt lookup where it matches, with that draft elsewhere "
                         "(prompt lookup always runs)")
     parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")
+    parser.add_argument("--draft-confidence", type=float, default=0.0,
+                        help="a draft model stops a draft after a token it gave less than this (specviz and "
+                             "transformers' assisted generation alike; 0: never, and assisted keeps its own default)")
     parser.add_argument("--skip", nargs="*", default=[], metavar="LABEL",
                         help="leave out these methods, by their label in the report (e.g. 'specviz_adaptive[ngram]')")
     parser.add_argument("--resume", action="store_true",
@@ -144,7 +147,7 @@ def _main(args) -> int:
     if not prompts:
         raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
     started = time.perf_counter()
-    runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens)
+    runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens, draft_confidence=args.draft_confidence)
     plan = [method for method in plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
             if method.label not in args.skip]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731

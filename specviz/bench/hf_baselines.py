@@ -2,7 +2,8 @@
 
 - "generate": plain `generate()`;
 - "prompt_lookup": `generate(prompt_lookup_num_tokens=γ, max_matching_ngram_size=n)`;
-- "assisted": `generate(assistant_model=draft)` with γ fixed (constant schedule, confidence threshold off).
+- "assisted": `generate(assistant_model=draft)` with γ fixed (constant schedule) and specviz's draft stop as its
+  confidence threshold (the same rule: stop after a draft token the draft gave less than it; 0 turns it off).
 
 Sampling inside `generate()` draws from torch's global generator, which specviz never seeds, so sampled
 transformers runs are timed but not replayable; greedy runs are compared token for token.
@@ -46,7 +47,8 @@ def generation_kwargs(config: DecodeConfig, method: str, tokenizer, assistant: m
         if assistant is None:
             raise ValueError("assisted generation needs a draft model")
         kwargs.update(assistant_model=assistant.hf_model, num_assistant_tokens=config.gamma,
-                      num_assistant_tokens_schedule="constant", assistant_confidence_threshold=0.0)
+                      num_assistant_tokens_schedule="constant",
+                      assistant_confidence_threshold=config.draft_confidence)
     return kwargs
 
 

@@ -116,10 +116,12 @@ def peak_rss_mb() -> float:
 class Runner:
     """Loads the models once and runs any method on any prompt, timed alike (device synchronised)."""
 
-    def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3):
+    def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3,
+                 draft_confidence: float = 0.0):
         self.target = models.load_model(target)
         self.assistants = {draft: self._assistant_model(draft) for draft in drafts if _assistant(draft)}
-        self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size).validate()
+        self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size,
+                                 draft_confidence=draft_confidence).validate()
         self.pipelines = {NGRAM_DRAFTER: build_pipeline(self.base)}
         for draft in drafts:
             self.pipelines[draft] = build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))

@@ -24,9 +24,10 @@ class DraftModelDrafter:
 
     costless = False
 
-    def __init__(self, model: LanguageModel, twin: LanguageModel | None = None):
+    def __init__(self, model: LanguageModel, twin: LanguageModel | None = None, confidence: float = 0.0):
         self.model = model
         self.twin = twin
+        self.confidence = confidence
         self.name = model.name
         self.cached_ids: list[int] = []
 
@@ -49,8 +50,9 @@ class DraftModelDrafter:
         new_ids = torch.tensor(sequence[valid:], dtype=torch.long, device=self.model.device)
         tokens, probs, raw = [], [], []
         logits = self.model.feed(new_ids, sync=False)  # [1, V]
-        # 1. Sample x_1..x_γ one at a time, keeping each q_i. x_γ is sampled but never fed back. Everything stays
-        #    on the device: no host sync inside this loop (the engine synchronises once, after drafting).
+        # 1. Sample x_1..x_k (k ≤ γ) one at a time, keeping each q_i. x_k is sampled but never fed back. Without a
+        #    confidence stop everything stays on the device: no host sync inside this loop (the engine
+        #    synchronises once, after drafting); the stop reads q_i(x_i), one sync per drafted token.
         for step in range(gamma):
             if step > 0:
                 logits = self.model.feed(tokens[-1], sync=False)
@@ -58,6 +60,13 @@ class DraftModelDrafter:
             draft_probs = standardize(logits)[0]  # [V]
             tokens.append(sample(draft_probs, generator).view(1))
             probs.append(draft_probs)
-        drafted = torch.cat(tokens)  # [γ]
+            if self.confidence > 0 and self._unsure(logits, tokens[-1]):
+                break
+        drafted = torch.cat(tokens)  # [k]
         self.cached_ids = list(sequence) + drafted[:-1].tolist()
-        return Draft(drafted, torch.stack(probs), gamma, raw)
+        return Draft(drafted, torch.stack(probs), len(tokens), raw)
+
+    def _unsure(self, logits: torch.Tensor, token: torch.Tensor) -> bool:
+        """Whether the draft model gave its token less than `confidence`, by its own untempered distribution
+        softmax(logits) (at T = 0 the standardized q is one-hot, so it cannot say how sure the draft was)."""
+        return float(torch.softmax(logits[0].float(), dim=-1)[token]) < self.confidence

@@ -18,6 +18,19 @@ PRESETS: dict[str, tuple[str, str]] = {
 }
 
 
+# What a preset runs with unless the user sets it. The Qwen2.5-Coder pair drafts up to 12 tokens and stops a
+# draft after a token its 0.5B draft gave less than 0.6: long drafts where the two agree (code, maths), short
+# ones in prose. Measured on this pair in docs/results.md; the rule is transformers' assistant_confidence_threshold.
+PRESET_SETTINGS: dict[str, dict] = {
+    "qwen2.5-coder": dict(gamma=12, draft_confidence=0.6),
+}
+
+
+def preset_settings(name: str | None) -> dict:
+    """The settings `name` runs with unless told otherwise (gamma, draft_confidence); {} for none."""
+    return dict(PRESET_SETTINGS.get(name or "", {}))
+
+
 def offline_drafter(device: torch.device | None = None) -> str:
     """The offline target's default drafter on this device: lookup, else the target's own 4-bit copy, where its
     CPU kernels run; lookup, else the distilled draft elsewhere."""

@@ -1,0 +1,88 @@
+"""The draft stop: a draft model ends a round's draft after a token it gave less than `draft_confidence`.
+
+It reads only the draft's own numbers, so the output must still follow the target exactly, and a greedy run must
+still equal the target's greedy run; and it must really stop (shorter drafts where the draft is unsure)."""
+
+import torch
+
+from specviz import engine
+from specviz.config import DecodeConfig
+from specviz.drafters.model import DraftModelDrafter
+from specviz.sampling import Standardizer
+from tests.fakes import FakeLanguageModel, fake_pipeline
+from tests.test_engine import PROMPT, _exact_sequence_probs
+from tests.test_verify import _chi_square_p_value
+
+
+def _own_probability(model, sequence, token) -> float:
+    return float(torch.softmax(model.logits_after(tuple(sequence)).float(), dim=-1)[token])
+
+
+def test_a_draft_stops_after_the_first_token_the_draft_gave_less_than_the_threshold():
+    vocab = 6
+    model = FakeLanguageModel(vocab, salt=7, sharpness=1.0)
+    standardize = Standardizer(0.0)  # greedy: q is one-hot, so the stop must read the untempered softmax
+    sequence = [1, 2, 3]
+    free = DraftModelDrafter(model).propose(sequence, 8, standardize, torch.Generator().manual_seed(0))
+    own = []
+    for index, token in enumerate(free.tokens.tolist()):
+        own.append(_own_probability(model, sequence + free.tokens[:index].tolist(), token))
+    threshold = sorted(own)[len(own) // 2]  # some tokens above it, some below
+    expected = next(i for i, p in enumerate(own) if p < threshold) + 1  # the unsure token is still proposed
+    model.reset()
+    stopped = DraftModelDrafter(model, confidence=threshold).propose(sequence, 8, standardize,
+                                                                      torch.Generator().manual_seed(0))
+    assert 1 <= expected < 8
+    assert stopped.tokens.tolist() == free.tokens[:expected].tolist()
+    assert stopped.forwards == expected and stopped.probs.shape == (expected, vocab)
+
+
+def test_with_the_stop_greedy_output_equals_the_target_greedy_output_and_drafts_are_shorter():
+    config = DecodeConfig(gamma=8, max_new_tokens=60, chat=False)
+    plain_run = engine.run_speculative(fake_pipeline(vocab_size=5), "abcab", config)
+    pipeline = fake_pipeline(vocab_size=5, draft_confidence=0.5)
+    stopped_run = engine.run_speculative(pipeline, "abcab", config)
+    baseline = engine.baseline_decode(pipeline, "abcab", config)
+    assert stopped_run.token_ids == baseline.token_ids == plain_run.token_ids
+    mean = lambda run: sum(r.drafted for r in run.rounds) / len(run.rounds)  # noqa: E731
+    assert mean(stopped_run) < mean(plain_run) - 1  # it really stops early
+
+
+def test_with_the_stop_sampled_sequences_still_follow_the_target_exactly():
+    vocab, length, runs = 3, 3, 2000
+    config = DecodeConfig(gamma=3, max_new_tokens=length, chat=False, temperature=1.0)
+    exact = _exact_sequence_probs(config, length, vocab)
+    pipeline = fake_pipeline(vocab, draft_confidence=0.45)
+    counts = dict.fromkeys(exact, 0)
+    lengths = set()
+    for seed in range(runs):
+        trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
+        counts[tuple(trace.token_ids)] += 1
+        lengths.update(r.drafted for r in trace.rounds)
+    assert {1, 2} <= lengths  # drafts of several lengths: the stop fired, and not always
+    observed = torch.tensor([counts[seq] for seq in exact], dtype=torch.float)
+    expected = torch.tensor(list(exact.values()))
+    assert _chi_square_p_value(observed, expected / expected.sum()) > 0.001
+    assert 0.5 * (observed / runs - expected).abs().sum() < 0.06
+
+
+def test_the_threshold_is_checked_like_every_other_setting():
+    import pytest
+
+    assert DecodeConfig(draft_confidence=0.6).validate().draft_confidence == 0.6
+    for bad in (-0.1, 1.5, "high"):
+        with pytest.raises(ValueError, match="draft_confidence must be a number from 0 to 1"):
+            DecodeConfig(draft_confidence=bad).validate()
+
+
+def test_the_coder_preset_brings_its_draft_settings_and_the_user_overrides_them():
+    from specviz.cli import build_parser, config_from_args
+
+    def config(*extra):
+        return config_from_args(build_parser().parse_args(["generate", "--prompt", "hi", *extra]))
+
+    preset = config("--preset", "qwen2.5-coder")
+    assert (preset.gamma, preset.draft_confidence) == (12, 0.6)
+    assert (config("--preset", "qwen2.5-coder", "--gamma", "5", "--draft-confidence", "0").gamma, 0) == (5, 0)
+    assert config("--preset", "qwen2.5-coder", "--draft-confidence", "0").draft_confidence == 0
+    assert (config().gamma, config().draft_confidence) == (4, 0.0)  # no preset: the plain defaults
