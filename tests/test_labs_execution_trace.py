@@ -71,3 +71,14 @@ def test_figure_draws_draft_steps_blue_and_target_steps_purple_with_each_rows_ti
     ends = {annotation.y: annotation.text for annotation in figure.layout.annotations}
     assert ends["γ = 7"] == f" {40 / 3.5996 * 1.14:.1f} steps ({40 / (40 / 3.5996 * 1.14):.2f}×)"
     assert ends["plain"] == " 40.0 steps (1.00×)"
+    assert list(figure.layout.yaxis.categoryarray) == ["γ = 7", "γ = 3", "plain"]
+
+
+def test_the_theory_tab_draws_the_trace_and_the_oracle_at_its_alpha_and_c():
+    from specviz.app.lab_tabs import EXECUTION_TRACE_CAPTION, theory_views
+
+    *_, trace_figure, oracle_sentence, oracle_figure = theory_views(0.6, 4, 0.1, False, None)
+    assert trace_figure.layout.title.text == "Expected timeline of 40 tokens at α = 0.60, c = 0.100"
+    assert "α = 0.60, c = 0.100" in oracle_sentence and "1.572×" in oracle_sentence
+    assert "α = 0.60, c = 0.100" in [trace.name for trace in oracle_figure.data]
+    assert "Figure 5" in EXECUTION_TRACE_CAPTION and "40 tokens" in EXECUTION_TRACE_CAPTION
