@@ -15,8 +15,7 @@ from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.simulated_tab import simulated_tab
 from specviz.app.you_draft_tab import you_draft_tab
 from specviz.counters import vocabulary_markdown
-from specviz.labs import (calculator, calculator_figures, execution_trace_figures, glossary, oracle_gamma,
-                          oracle_gamma_figures)
+from specviz.labs import calculator, calculator_figures, execution_trace_figures, glossary, oracle_gamma, oracle_gamma_figures
 from specviz.labs.execution_trace import PICTURE_TOKENS
 from specviz.metrics import estimate_verify_cost, summarize
 from specviz.theory import extend_verify_cost
@@ -72,7 +71,8 @@ EXECUTION_TRACE_CAPTION = (
     "decoded with "
     "γ = 7, with γ = 3 and plainly. Blue blocks are draft steps (c of a target step each), purple ones target steps. "
     "Every round is drawn as yielding its expected E = (1 − α^(γ+1))/(1 − α) tokens (written on its target step), "
-    "so a row lasts N/E · (γc + 1) target steps, its last round drawn in part. The paper's picture also has the "
+    "so a row lasts N/E · (γc + 1) target steps, its last round drawn in part. At c = 0.02 the draft steps are "
+    "slivers: raise c to see them. The paper's picture also has the "
     "encoder calls of its encoder-decoder models; the *Round anatomy* tab draws this picture measured on a live run.")
 REFERENCE_HEADERS = ["pair", "α", "γ", "c", "E", "speedup", "best γ", "speedup at best γ", "γ=1 bound", "operations",
                      "paper measured"]

@@ -36,7 +36,7 @@ def execution_trace_figure(alpha: float, c: float, tokens: int = trace_lab.PICTU
                 hovers.append(f"{label}, {unit} {block.round_number}: {name}, {block.width:.3g} target steps"
                               + (f", yields {block.tokens:.2f} tokens on average" if speculative else ""))
         figure.add_bar(y=labels, x=widths, base=starts, orientation="h", name=name, text=texts,
-                       textposition="inside", insidetextanchor="middle", hovertext=hovers, hoverinfo="text",
+                       textposition="inside", insidetextanchor="middle", textangle=0, hovertext=hovers, hoverinfo="text",
                        marker=dict(color=colour, line=dict(color="white", width=1 if kind == trace_lab.TARGET_STEP else 0)))
     longest = max(trace_lab.row_end(blocks) for blocks in rows.values())
     for label, blocks in rows.items():
