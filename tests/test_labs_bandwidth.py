@@ -43,7 +43,37 @@ def test_step_is_the_roofline_max():
     assert bandwidth.min_walltime_seconds(10, 11e9, 2, 1935e9, 312e12, batch=400) == pytest.approx(10 * 2 * 11e9 * 400 / 312e12)
 
 
+def test_a100_40gb_hierarchy_has_the_corrected_figures():
+    tiers = {row["tier"]: row for row in bandwidth.hierarchy_read_times()}
+    sram, l2, hbm = tiers["on-chip SRAM (L1 / shared)"], tiers["L2 cache"], tiers["HBM2"]
+    host = tiers["host DRAM over PCIe 4.0 x16"]
+    assert sram["capacity_bytes"] / 2**20 == 20.25  # 192 KiB × 108 SMs
+    assert sram["bandwidth_bytes_per_s"] == 19e12  # FlashAttention's estimate
+    assert l2["capacity_bytes"] == 41_943_040
+    assert hbm["bandwidth_bytes_per_s"] == 1555e9  # the 40GB parts, not the 80GB PCIe's 1,935 GB/s
+    assert host["bandwidth_bytes_per_s"] == pytest.approx(31.5e9, rel=1e-3)  # PCIe 4.0 x16, one direction
+    speeds = [row["bandwidth_bytes_per_s"] for row in tiers.values()]
+    assert speeds == sorted(speeds, reverse=True)  # fastest first, ...
+    sizes = [row["capacity_bytes"] for row in tiers.values()]
+    assert sizes == sorted(sizes)  # ... and smallest first
+    # The course's 22 GB model, read once: only HBM and the host can hold it.
+    assert sram["read_seconds"] is None and l2["read_seconds"] is None
+    assert hbm["read_seconds"] * 1e3 == pytest.approx(14.1, abs=0.05)  # 22e9 / 1555e9
+    assert host["read_seconds"] == pytest.approx(22e9 / 31.5e9, rel=1e-3)
+    assert 22e9 / 1935e9 * 1e3 == pytest.approx(11.4, abs=0.05)  # what the course's figure would give
+    assert bandwidth.crossover_batch(2, hbm["bandwidth_bytes_per_s"], 312e12) == pytest.approx(200.64, abs=0.01)
+    assert bandwidth.hierarchy_read_times(1e6)[0]["read_seconds"] == pytest.approx(1e6 / 19e12)  # 1 MB fits in SRAM
+
+
+def test_hierarchy_caption_says_which_figure_is_corrected():
+    caption = bandwidth.hierarchy_caption()
+    for number in ("1,935 GB/s", "1,555 GB/s", "**14.1 ms**", "not 11.4 ms", "22 ms", "**200.6**", "not 161", "31.5 GB/s"):
+        assert number in caption
+
+
 @pytest.mark.parametrize("call", [
+    lambda: bandwidth.hierarchy_read_times(0),
+    lambda: bandwidth.hierarchy_read_times(1e9, [dict(tier="x", capacity_bytes=1e9, bandwidth_bytes_per_s=-1.0)]),
     lambda: bandwidth.weight_read_seconds(-1, 2, 1e12),
     lambda: bandwidth.weight_read_seconds(11e9, 2, 0),
     lambda: bandwidth.compute_seconds(11e9, 0, 312e12),
@@ -104,6 +134,18 @@ def test_roofline_without_flops_draws_memory_only():
     figure = bandwidth_figures.roofline_figure(**bandwidth.PRESETS["course: 11B model at 1 TB/s"])
     assert len(figure.data) == 1 and list(figure.data[0].y) == pytest.approx([22.0] * 256)
     assert "22.0 ms per token" in figure.layout.title.text
+
+
+def test_memory_hierarchy_figure_shows_each_tier_and_the_read_times():
+    figure = bandwidth_figures.memory_hierarchy_figure()
+    capacity, rate, read, corrected = figure.data
+    assert list(capacity.y) == [row["tier"] for row in bandwidth.A100_40GB_HIERARCHY]
+    assert list(capacity.x) == [row["capacity_bytes"] for row in bandwidth.A100_40GB_HIERARCHY]
+    assert list(rate.text) == ["19.0 TB/s", "7.2 TB/s", "1,555 GB/s", "31.5 GB/s"]
+    assert list(read.y) == ["HBM2", "host DRAM over PCIe 4.0 x16"] and read.text[0] == "14.1 ms"
+    assert list(corrected.x) == pytest.approx([22.0, 22e9 / 1935e9 * 1e3])  # 1 TB/s and 1,935 GB/s
+    assert sum(annotation.text == "too small for 22 GB" for annotation in figure.layout.annotations) == 2
+    assert all(axis.type == "log" for axis in (figure.layout.xaxis, figure.layout.xaxis2, figure.layout.xaxis3))
 
 
 def test_measured_forward_figure_marks_the_flat_region():

@@ -62,6 +62,8 @@ def bandwidth_tab() -> tuple:
         batch = gr.Number(1, label="Batch B", precision=0, minimum=1)
         tokens = gr.Number(1000, label="N tokens", precision=0, minimum=1)
     readout, roofline = gr.Markdown(), gr.Plot(label="Memory and compute time per step against batch")
+    gr.Markdown(bandwidth.hierarchy_caption(), elem_id="sv-hierarchy-caption")
+    gr.Plot(bandwidth_figures.memory_hierarchy_figure(), label="A100-40GB memory hierarchy", elem_id="sv-hierarchy")
     with gr.Row():
         measure_button = gr.Button("Measure this machine (the offline target, k = 1..32 tokens)")
     measured_text, measured_plot = gr.Markdown(), gr.Plot(label="Forward time against tokens on this machine")

@@ -15,7 +15,8 @@ from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.simulated_tab import simulated_tab
 from specviz.app.you_draft_tab import you_draft_tab
 from specviz.counters import vocabulary_markdown
-from specviz.labs import calculator, calculator_figures, glossary
+from specviz.labs import calculator, calculator_figures, execution_trace_figures, glossary, oracle_gamma, oracle_gamma_figures
+from specviz.labs.execution_trace import PICTURE_TOKENS
 from specviz.metrics import estimate_verify_cost, summarize
 from specviz.theory import extend_verify_cost
 
@@ -50,7 +51,9 @@ def theory_views(alpha, gamma, c, use_measured_cost, trace):
         live_r_prime = summarize(trace).tokens_per_round / (int(trace.config["gamma"]) + 1)
     return (text, calculator_figures.speedup_heatmap(float(c), verify_cost, measured),
             calculator_figures.speedup_curves(float(c), verify_cost=verify_cost, measured=measured),
-            calculator.chen_markdown(live_r_prime))
+            calculator.chen_markdown(live_r_prime), execution_trace_figures.execution_trace_figure(float(alpha), float(c)),
+            oracle_gamma.gain_sentence(float(alpha), float(c)),
+            oracle_gamma_figures.oracle_gain_figure(float(alpha), float(c)))
 
 
 def reference_rows() -> list[list]:
@@ -63,6 +66,14 @@ def reference_rows() -> list[list]:
     return rows
 
 
+EXECUTION_TRACE_CAPTION = (
+    f"**Execution trace** (Leviathan et al. 2023, Figure 5), expected from the α and c above: {PICTURE_TOKENS} tokens "
+    "decoded with "
+    "γ = 7, with γ = 3 and plainly. Blue blocks are draft steps (c of a target step each), purple ones target steps. "
+    "Every round is drawn as yielding its expected E = (1 − α^(γ+1))/(1 − α) tokens (written on its target step), "
+    "so a row lasts N/E · (γc + 1) target steps, its last round drawn in part. At c = 0.02 the draft steps are "
+    "slivers: raise c to see them. The paper's picture also has the "
+    "encoder calls of its encoder-decoder models; the *Round anatomy* tab draws this picture measured on a live run.")
 REFERENCE_HEADERS = ["pair", "α", "γ", "c", "E", "speedup", "best γ", "speedup at best γ", "γ=1 bound", "operations",
                      "paper measured"]
 
@@ -71,9 +82,10 @@ def theory_tab(trace_state: gr.State) -> tuple:
     gr.Markdown("E = (1 − α^(γ+1))/(1 − α) tokens per iteration; S = E/(γc + 1). Move the sliders; the red dot is "
                 "your last live run (tick *compare with plain decoding* there).")
     with gr.Row():
-        alpha = gr.Slider(0, 0.99, value=0.8, step=0.01, label="α: acceptance rate")
+        # α and c start at T5-small drafting for T5-XXL (Leviathan et al. 2023, Table 2), the pair of their Figure 5
+        alpha = gr.Slider(0, 0.99, value=0.75, step=0.01, label="α: acceptance rate")
         gamma = gr.Slider(1, 32, value=4, step=1, label="γ: drafted tokens per iteration")
-        c = gr.Slider(0, 1, value=0.05, step=0.005, label="c: draft step cost / target step cost")
+        c = gr.Slider(0, 1, value=0.02, step=0.005, label="c: draft step cost / target step cost")
     measured_cost = gr.Checkbox(False, label="Cost model with the verify cost v(k) measured in the last live run "
                                              "(the CPU story); unticked: v(k) = 1 (the GPU story)")
     readout = gr.Markdown()
@@ -82,7 +94,13 @@ def theory_tab(trace_state: gr.State) -> tuple:
     gr.Markdown("**Reference configurations** (every value computed here; the T5 pairs are Leviathan et al.'s)")
     gr.Dataframe(value=reference_rows(), headers=REFERENCE_HEADERS, interactive=False, wrap=True)
     chen = gr.Markdown(calculator.chen_markdown(), elem_id="sv-chen")
-    inputs, outputs = [alpha, gamma, c, measured_cost, trace_state], [readout, heatmap, curves, chen]
+    gr.Markdown(EXECUTION_TRACE_CAPTION)
+    execution = gr.Plot(label="Execution trace: γ = 7, γ = 3 and plain (Leviathan et al. 2023, Figure 5)",
+                        elem_id="sv-execution-trace")
+    oracle_text = gr.Markdown(elem_id="sv-oracle-gamma")
+    oracle_plot = gr.Plot(label="Oracle γ against the best fixed γ")
+    inputs = [alpha, gamma, c, measured_cost, trace_state]
+    outputs = [readout, heatmap, curves, chen, execution, oracle_text, oracle_plot]
     for widget in (alpha, gamma, c):
         widget.release(theory_views, inputs, outputs)
     measured_cost.change(theory_views, inputs, outputs)

@@ -42,6 +42,63 @@ PRESETS: dict[str, dict] = {
 }
 
 
+COURSE_MODEL_BYTES = 11e9 * 2  # the course's 11B-parameter model in fp16: 22 GB
+
+# Seed 001's memory-hierarchy picture for the A100-40GB, fastest tier first, with its figures corrected and sourced.
+A100_40GB_HIERARCHY: list[dict] = [
+    # 192 KB of combined L1 cache / shared memory per SM × 108 SMs = 20,736 KiB = 20.25 MiB (NVIDIA A100 whitepaper,
+    # 2020). About 19 TB/s is Dao et al. 2022 (FlashAttention), section 2.1's estimate; its Figure 1 rounds to "20 MB".
+    dict(tier="on-chip SRAM (L1 / shared)", capacity_bytes=108 * 192 * 1024, bandwidth_bytes_per_s=19e12,
+         capacity_text="20.25 MiB (192 KiB × 108 SMs)"),
+    # 40 MB L2 (41,943,040 bytes, as cudaGetDeviceProperties reports). Bandwidth: the whitepaper's 5,120 bytes per
+    # clock (2.3× the V100's) at the 1,410 MHz boost clock, 7.2 TB/s: a peak; microbenchmarks measure less.
+    dict(tier="L2 cache", capacity_bytes=40 * 2**20, bandwidth_bytes_per_s=5120 * 1.41e9, capacity_text="40 MiB"),
+    # 40 GB of HBM2 at 1,555 GB/s (A100 datasheet, 40GB PCIe and SXM4). Not 1,935 GB/s: that is the 80GB PCIe's HBM2e.
+    dict(tier="HBM2", capacity_bytes=40 * 2**30, bandwidth_bytes_per_s=PRESETS["A100 40GB"]["bandwidth_bytes_per_s"],
+         capacity_text="40 GiB"),
+    # Host DRAM as the GPU reads it, over PCIe 4.0 x16: 16 GT/s × 16 lanes × 128/130 (encoding) / 8 = 31.5 GB/s each
+    # way (the datasheet's "64 GB/s" adds both directions). 1 TB: a DGX A100's system memory. The DRAM itself is
+    # faster (8 channels of DDR4-3200, 204.8 GB/s a socket), so the link bounds what the GPU gets. FlashAttention's
+    # Figure 1 gives "CPU DRAM 12.8 GB/s" (one DDR4-1600 channel), a lower figure without a stated source.
+    dict(tier="host DRAM over PCIe 4.0 x16", capacity_bytes=1e12, bandwidth_bytes_per_s=16e9 * 16 * 128 / 130 / 8,
+         capacity_text="1 TB (DGX A100)"),
+]
+
+
+def hierarchy_read_times(model_bytes: float = COURSE_MODEL_BYTES, tiers: list[dict] = A100_40GB_HIERARCHY) -> list[dict]:
+    """Each tier's row with `holds` (model_bytes fits in it) and `read_seconds` = model_bytes / bandwidth, the time
+    to stream the weights once, i.e. one decoding step's floor, or None where it does not fit.
+    22e9 bytes: SRAM and L2 None, HBM2 22e9 / 1555e9 = 14.1 ms, host over PCIe 22e9 / 31.5e9 = 0.70 s."""
+    _check_positive(model_bytes=model_bytes)
+    rows = []
+    for tier in tiers:
+        _check_positive(capacity_bytes=tier["capacity_bytes"], bandwidth_bytes_per_s=tier["bandwidth_bytes_per_s"])
+        holds = tier["capacity_bytes"] >= model_bytes
+        rows.append({**tier, "holds": holds,
+                     "read_seconds": model_bytes / tier["bandwidth_bytes_per_s"] if holds else None})
+    return rows
+
+
+def hierarchy_caption(model_bytes: float = COURSE_MODEL_BYTES) -> str:
+    """What the hierarchy figure shows, and the figure it corrects (Markdown)."""
+    rows = {row["tier"]: row for row in hierarchy_read_times(model_bytes)}
+    hbm, host = rows["HBM2"], rows["host DRAM over PCIe 4.0 x16"]
+    wrong = PRESETS["A100 80GB PCIe"]["bandwidth_bytes_per_s"]
+    flops = PRESETS["A100 40GB"]["flops_per_s"]
+    return (f"**The A100-40GB's memory hierarchy** (seed 001's picture): capacity and bandwidth of each tier, and the "
+            f"time to read the course's {model_bytes / 1e9:g} GB model once from each tier that can hold it, the floor "
+            f"of one decoding step; red diamonds mark the course's figures. **Corrected:** the course gives this card "
+            f"{wrong / 1e9:,.0f} GB/s, the figure of the A100 80GB PCIe's HBM2e; the 40GB parts have "
+            f"{hbm['bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s. A step of the {model_bytes / 1e9:g} GB model is then "
+            f"**{hbm['read_seconds'] * 1e3:.1f} ms**, not "
+            f"{model_bytes / wrong * 1e3:.1f} ms (the course's round 1 TB/s gives {model_bytes / 1e12 * 1e3:.0f} ms), "
+            f"and compute overtakes memory at B ≈ **{crossover_batch(2, hbm['bandwidth_bytes_per_s'], flops):.1f}**, "
+            f"not {crossover_batch(2, wrong, flops):.0f}. The host's memory is read over PCIe 4.0 x16 at "
+            f"{host['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s each way (FlashAttention's figure says 12.8 GB/s for CPU "
+            "DRAM); SRAM's 19 TB/s is FlashAttention's estimate, and L2's 7.2 TB/s a peak from the whitepaper's "
+            "bytes per clock.")
+
+
 def weight_read_seconds(params: float, bytes_per_param: float, bandwidth_bytes_per_s: float) -> float:
     """Time to read every weight once: P·bytes / bandwidth. 11e9 params, 2 bytes, 1e12 B/s -> 0.022 s."""
     _check_positive(params=params, bytes_per_param=bytes_per_param, bandwidth_bytes_per_s=bandwidth_bytes_per_s)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from specviz.figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, base_figure
+from specviz.figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, RED, base_figure
 from specviz.labs import bandwidth
 from specviz.labs.bandwidth import PRESETS  # noqa: F401  (for the doctest and for callers: roofline_figure(**PRESETS[name]))
 
@@ -80,3 +80,58 @@ def measured_forward_figure(timings_ms: dict[int, float], tolerance: float = 1.2
                          xaxis=dict(title="k (new tokens in one forward)", dtick=1 if len(ks) <= 16 else None),
                          yaxis=dict(title="ms", rangemode="tozero"), showlegend=False)
     return figure
+
+
+def _rate_text(bytes_per_s: float) -> str:
+    """19e12 -> "19.0 TB/s", 1555e9 -> "1,555 GB/s" (the datasheet's way), 31.5e9 -> "31.5 GB/s"."""
+    if bytes_per_s >= 2e12:
+        return f"{bytes_per_s / 1e12:.1f} TB/s"
+    return f"{bytes_per_s / 1e9:,.0f} GB/s" if bytes_per_s >= 100e9 else f"{bytes_per_s / 1e9:.1f} GB/s"
+
+
+def memory_hierarchy_figure(model_bytes: float = bandwidth.COURSE_MODEL_BYTES,
+                            tiers: list[dict] = bandwidth.A100_40GB_HIERARCHY) -> go.Figure:
+    """Three panels sharing the tiers (fastest on top): capacity, bandwidth and the time to read `model_bytes` once,
+    all on log axes. Tiers too small for the model say so; on the HBM2 row, hollow diamonds mark the course's
+    bandwidths (1 TB/s and the 80GB card's 1,935 GB/s) that this figure corrects."""
+    rows = bandwidth.hierarchy_read_times(model_bytes, tiers)
+    names = [row["tier"] for row in rows]
+    figure = base_figure()
+    figure.set_subplots(1, 3, shared_yaxes=True, horizontal_spacing=0.04,
+                        subplot_titles=["capacity", "bandwidth", f"reading {model_bytes / 1e9:g} GB once"])
+    figure.add_bar(y=names, x=[row["capacity_bytes"] for row in rows], orientation="h", marker_color=GREEN,
+                   text=[row["capacity_text"] for row in rows], textangle=0, name="capacity",
+                   textposition=["outside" if row["capacity_bytes"] < 1e9 else "inside" for row in rows],
+                   hovertemplate="%{y}: %{text}<extra></extra>", row=1, col=1)
+    figure.add_bar(y=names, x=[row["bandwidth_bytes_per_s"] for row in rows], orientation="h", marker_color=BLUE,
+                   text=[_rate_text(row["bandwidth_bytes_per_s"]) for row in rows], textposition="auto", textangle=0,
+                   name="bandwidth",
+                   hovertemplate="%{y}: %{text}<extra></extra>", row=1, col=2)
+    held = [row for row in rows if row["holds"]]
+    figure.add_bar(y=[row["tier"] for row in held], x=[row["read_seconds"] * 1e3 for row in held], orientation="h",
+                   marker_color=ORANGE, text=[_duration_text(row["read_seconds"]) for row in held], textposition="inside",
+                   textangle=0, insidetextanchor="start",
+                   name=f"{model_bytes / 1e9:g} GB read", hovertemplate="%{y}: %{text}<extra></extra>", row=1, col=3)
+    for row in rows:
+        if not row["holds"]:
+            figure.add_annotation(x=0.5, xref="x3 domain", y=row["tier"], yref="y3", showarrow=False,
+                                  text=f"too small for {model_bytes / 1e9:g} GB", font=dict(color=GREY))
+    if any(row["tier"] == "HBM2" for row in held):
+        course = {"the course's 1 TB/s": 1e12,
+                  "1,935 GB/s (A100 80GB PCIe)": bandwidth.PRESETS["A100 80GB PCIe"]["bandwidth_bytes_per_s"]}
+        figure.add_scatter(x=[model_bytes / rate * 1e3 for rate in course.values()], y=["HBM2"] * len(course),
+                           mode="markers", name="bandwidths this figure corrects", text=list(course),
+                           marker=dict(symbol="diamond-open", size=12, color=RED, line=dict(width=2)),
+                           hovertemplate="%{text}: %{x:.1f} ms<extra></extra>", row=1, col=3)
+    figure.update_xaxes(type="log")
+    figure.update_xaxes(title_text="bytes", row=1, col=1)
+    figure.update_xaxes(title_text="bytes / s", row=1, col=2)
+    figure.update_xaxes(title_text="ms (from 1 ms)", range=[0, 3.3], row=1, col=3)
+    figure.update_yaxes(autorange="reversed", categoryorder="array", categoryarray=names)
+    figure.update_layout(**{**LAYOUT, "height": 320, "margin": {**LAYOUT["margin"], "l": 190}}, showlegend=False,
+                         title="A100-40GB memory hierarchy (log scales)")
+    return figure
+
+
+def _duration_text(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
