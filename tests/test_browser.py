@@ -283,3 +283,21 @@ def test_you_are_the_drafter(page, tmp_path):
     assert "the real draft's α =" in text and "Last proposal:" in text
     assert page.locator("#sv-you-rows .sv-accepted, #sv-you-rows .sv-rejected").count() >= 2
     _screenshot_tab(page, tmp_path, "lab-you-are-the-drafter.png")
+
+
+def test_the_seeds_lessons_show_in_the_theory_and_bandwidth_tabs(page, tmp_path):
+    """Figure 5's execution trace and the oracle-γ bound (Theory), the corrected A100-40GB hierarchy (Memory bandwidth)."""
+    page.get_by_role("tab", name="Theory", exact=True).click()
+    page.locator("#sv-execution-trace .js-plotly-plot").wait_for(timeout=60_000)
+    oracle = page.locator("#sv-oracle-gamma")
+    oracle.get_by_text("oracle", exact=False).first.wait_for(timeout=60_000)
+    assert "1.57" in oracle.inner_text() or "1.58" in oracle.inner_text()  # the grid's largest gain, "up to 60%"
+    page.locator("#sv-execution-trace").scroll_into_view_if_needed()
+    _wait_until_settled(page)
+    page.locator("#sv-execution-trace").screenshot(path=str(Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
+                                                        / "execution-trace.png"))
+    page.get_by_role("tab", name="Memory bandwidth", exact=True).click()
+    page.locator("#sv-hierarchy .js-plotly-plot").wait_for(timeout=60_000)
+    caption = page.locator("#sv-hierarchy-caption").inner_text()
+    assert "1,555 GB/s" in caption and "14.1 ms" in caption
+    _screenshot_tab(page, tmp_path, "lab-memory-hierarchy.png")
