@@ -34,6 +34,34 @@ def test_assisted_generation_with_a_draft_model_is_greedy_identical(offline_targ
     plain = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "generate")
     assisted = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "assisted", assistant=draft)
     assert assisted.token_ids == plain.token_ids
+    settings = draft.hf_model.generation_config  # where transformers reads them, not generate()'s arguments
+    assert (settings.num_assistant_tokens, settings.assistant_confidence_threshold) == (4, 0.0)
+    defaults = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "assisted_defaults", assistant=draft)
+    assert defaults.token_ids == plain.token_ids
+    assert (settings.num_assistant_tokens, settings.assistant_confidence_threshold) == (20, 0.4)
+
+
+def test_assisted_generation_drafts_the_gamma_it_is_given(offline_target, tiny_draft_folder):
+    """transformers ignores num_assistant_tokens passed to generate(); the assistant's config must carry it."""
+    draft = models.load_model(tiny_draft_folder, torch.device("cpu"), torch.float32)
+    prompt_ids = encode_prompt(offline_target.tokenizer, PROMPT, True)
+    drafted = []
+    original = draft.hf_model.generate
+
+    def counting_generate(*args, **kwargs):
+        output = original(*args, **kwargs)
+        drafted.append(output.sequences.shape[1] - kwargs["input_ids"].shape[1])
+        return output
+
+    draft.hf_model.generate = counting_generate
+    try:
+        for gamma in (2, 5):
+            drafted.clear()
+            config = DecodeConfig(target=OFFLINE_MODEL, gamma=gamma, max_new_tokens=12, temperature=0).validate()
+            hf_baselines.run_hf(offline_target, prompt_ids, config, "assisted", assistant=draft)
+            assert drafted and max(drafted) == gamma  # draft_confidence 0: no draft stops early
+    finally:
+        del draft.hf_model.generate
 
 
 def test_kwargs_follow_the_config_and_bad_methods_are_refused(offline_target, greedy_config):

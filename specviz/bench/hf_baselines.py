@@ -2,8 +2,13 @@
 
 - "generate": plain `generate()`;
 - "prompt_lookup": `generate(prompt_lookup_num_tokens=γ, max_matching_ngram_size=n)`;
-- "assisted": `generate(assistant_model=draft)` with γ fixed (constant schedule) and specviz's draft stop as its
-  confidence threshold (the same rule: stop after a draft token the draft gave less than it; 0 turns it off).
+- "assisted": `generate(assistant_model=draft)` with specviz's settings: γ drafted tokens (constant schedule) and
+  specviz's draft stop as its confidence threshold (the same rule: stop after a draft token the draft gave less
+  than it; 0 turns it off);
+- "assisted_defaults": the same call with transformers' own defaults (20 tokens, stop below 0.4): what a user gets.
+
+transformers reads these three settings from the ASSISTANT's generation_config, not from generate()'s arguments
+(candidate_generator.AssistedCandidateGenerator), so run_hf sets them there before each call.
 
 Sampling inside `generate()` draws from torch's global generator, which specviz never seeds, so sampled
 transformers runs are timed but not replayable; greedy runs are compared token for token.
@@ -19,7 +24,10 @@ import torch
 from specviz.config import DecodeConfig
 from specviz.models import loading as models
 
-METHODS = ("generate", "prompt_lookup", "assisted")
+METHODS = ("generate", "prompt_lookup", "assisted", "assisted_defaults")
+# transformers' defaults for an assistant (GenerationConfig._get_default_generation_params, transformers 5)
+TRANSFORMERS_ASSISTANT_DEFAULTS = dict(num_assistant_tokens=20, num_assistant_tokens_schedule="constant",
+                                       assistant_confidence_threshold=0.4)
 
 
 @dataclass(frozen=True)
@@ -43,19 +51,28 @@ def generation_kwargs(config: DecodeConfig, method: str, tokenizer, assistant: m
         kwargs.update(temperature=config.temperature, top_k=config.top_k or None, top_p=config.top_p)
     if method == "prompt_lookup":
         kwargs.update(prompt_lookup_num_tokens=config.gamma, max_matching_ngram_size=config.ngram_size)
-    elif method == "assisted":
+    elif method.startswith("assisted"):
         if assistant is None:
             raise ValueError("assisted generation needs a draft model")
-        kwargs.update(assistant_model=assistant.hf_model, num_assistant_tokens=config.gamma,
-                      num_assistant_tokens_schedule="constant",
-                      assistant_confidence_threshold=config.draft_confidence)
+        kwargs.update(assistant_model=assistant.hf_model)
     return kwargs
+
+
+def assistant_settings(config: DecodeConfig, method: str) -> dict:
+    """What the assistant's generation_config must hold for `method`: specviz's γ and draft stop, or the defaults."""
+    if method == "assisted_defaults":
+        return dict(TRANSFORMERS_ASSISTANT_DEFAULTS)
+    return dict(num_assistant_tokens=config.gamma, num_assistant_tokens_schedule="constant",
+                assistant_confidence_threshold=config.draft_confidence)
 
 
 def run_hf(loaded: models.LoadedModel, prompt_ids: list[int], config: DecodeConfig, method: str,
            assistant: models.LoadedModel | None = None) -> HFRun:
     """One timed `generate()` call (device synchronised around the timer)."""
     kwargs = generation_kwargs(config, method, loaded.tokenizer, assistant)
+    if method.startswith("assisted"):
+        for name, value in assistant_settings(config, method).items():  # where transformers reads them
+            setattr(assistant.hf_model.generation_config, name, value)
     input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=loaded.device)  # [1, n]
     with torch.inference_mode():
         models.synchronize(loaded.device)

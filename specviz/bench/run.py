@@ -11,7 +11,8 @@ results.json, report.md and report.html (see bench_report).
 Methods (`--methods`, all by default; those needing a draft model run only with `--draft MODEL`):
 - plain: specviz's autoregressive decoding;            hf_generate: transformers' generate();
 - specviz: speculative decoding at fixed γ;             specviz_adaptive: with adaptive γ (at most γ);
-- hf_prompt_lookup: generate(prompt_lookup_num_tokens=γ); hf_assisted: generate(assistant_model=…), γ fixed.
+- hf_prompt_lookup: generate(prompt_lookup_num_tokens=γ); hf_assisted: generate(assistant_model=…) at specviz's γ and draft stop;
+  hf_assisted_defaults: the same at transformers' defaults (20 tokens, stop below 0.4).
 specviz and specviz_adaptive run once per drafter: prompt lookup ("ngram") and each --draft model.
 """
 
@@ -41,7 +42,8 @@ from specviz.models import profiling
 from specviz.pipeline import build_pipeline, encode_prompt, int4_copy
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
-METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup", "hf_assisted")
+METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup", "hf_assisted",
+           "hf_assisted_defaults")
 QUICK = dict(limit=1, max_new_tokens=32, temperatures=[0.0], repeats=1)
 
 
@@ -96,7 +98,7 @@ def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = 
                 plan.append(Method(kind, drafter))
                 if kind == "specviz":
                     plan += [Method(kind, drafter, gamma) for gamma in extra_gammas]
-        elif kind == "hf_assisted":  # the distilled draft reads the target's hidden states: generate() cannot drive it
+        elif kind in ("hf_assisted", "hf_assisted_defaults"):  # not the distilled draft: generate() cannot drive it
             plan += [Method(kind, draft) for draft in drafts if _assistant(draft)]
     return plan
 
@@ -152,7 +154,8 @@ class Runner:
         if method.kind.startswith("specviz"):
             trace = engine.run_speculative(pipeline, prompt, config)
             return {"token_ids": trace.token_ids, "wall_ms": trace.wall_ms, "trace": trace}
-        hf_method = {"hf_generate": "generate", "hf_prompt_lookup": "prompt_lookup", "hf_assisted": "assisted"}[method.kind]
+        hf_method = {"hf_generate": "generate", "hf_prompt_lookup": "prompt_lookup", "hf_assisted": "assisted",
+                     "hf_assisted_defaults": "assisted_defaults"}[method.kind]
         prompt_ids = encode_prompt(self.target.tokenizer, prompt, config.chat)
         run = hf_baselines.run_hf(self.target, prompt_ids, config, hf_method, self.assistants.get(method.drafter))
         return {"token_ids": run.token_ids, "wall_ms": run.wall_ms}
