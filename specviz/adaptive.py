@@ -42,6 +42,7 @@ PRIOR_ALPHA = 0.5  # a_i before anything is seen, and where it drifts back to (a
 COSTLESS_PRIOR_ALPHA = 0.0  # every proposal of a costless drafter is scored for free, so it starts from evidence
 PRIOR_WEIGHT = 1.0  # pseudo-observations behind the prior
 PRIOR_SLOPE = 0.08  # verify cost per extra token, relative to one, before any size has been timed
+CATCH_UP_STEADY = 2  # a draft model reads 1 or 2 tokens before drafting in a steady run (see observe_costs)
 DRAFT_MARGIN = 0.05  # drafting must promise this much more than a plain step: the best of several noisy
 #                      estimates is biased upward, and a drafted round has costs outside the forward
 
@@ -97,6 +98,7 @@ class RoundTiming:
     draft_forwards: int  # draft forwards in that time
     verify_ms: float  # the target's one forward and the accept/reject step
     fed: int  # tokens that forward read
+    caught_up: int = 0  # tokens the draft model read before drafting (Draft.caught_up)
 
 
 def gamma_policy(max_gamma: int, adaptive: bool, costless: bool):
@@ -177,7 +179,7 @@ class AdaptiveGamma:
         else:
             self.observe_acceptance(accept_probs)
         if timing is not None:
-            self.observe_costs(timing.draft_ms, timing.draft_forwards, timing.verify_ms, timing.fed)
+            self.observe_costs(timing.draft_ms, timing.draft_forwards, timing.verify_ms, timing.fed, timing.caught_up)
 
     # ------------------------------------------------------------ observations
 
@@ -213,10 +215,15 @@ class AdaptiveGamma:
                 watching.append(entry)
         self.watched = watching
 
-    def observe_costs(self, draft_ms: float, draft_forwards: int, verify_ms: float, fed: int) -> None:
-        """Learn one round's timings: drafting with `draft_forwards` forwards, a target forward over `fed` tokens."""
+    def observe_costs(self, draft_ms: float, draft_forwards: int, verify_ms: float, fed: int, caught_up: int = 0) -> None:
+        """Learn one round's timings: drafting with `draft_forwards` forwards, a target forward over `fed` tokens.
+
+        A draft that first read more than CATCH_UP_STEADY tokens (a draft model's first call reads the whole prompt;
+        after plain steps it reads every token decoded meanwhile) says nothing about one draft step: its time is
+        not learnt. Learnt, it once priced a 0.5B draft step above the 1.5B target's, and adaptive γ then never
+        drafted again (it learns draft costs only from drafts)."""
         self._add_verify_point(fed, verify_ms)
-        if draft_forwards:
+        if draft_forwards and caught_up <= CATCH_UP_STEADY:
             weight, mean = self.draft_step
             weight = weight * COST_DECAY + 1.0
             self.draft_step = [weight, mean + (draft_ms / draft_forwards - mean) / weight]

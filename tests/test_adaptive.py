@@ -138,3 +138,19 @@ def test_adaptive_never_re_encodes_the_prefix():
 def test_adaptive_must_be_a_bool():
     with pytest.raises(ValueError, match="adaptive"):
         DecodeConfig(adaptive="yes").validate()
+
+
+def test_a_draft_that_first_caught_up_on_the_prompt_is_not_priced_as_draft_steps():
+    """The Qwen pair's 0.5B draft first reads the whole prompt (1.2 s) in the round that drafts 2 tokens: learnt
+    as 600 ms a step, dearer than the 1.5B target's 400 ms, adaptive γ never drafted again."""
+    def after_first_draft(caught_up):
+        controller = AdaptiveGamma(4)
+        controller.observe_acceptance([1.0, 1.0])
+        controller.observe_costs(1200.0, 2, 430.0, 3, caught_up=caught_up)  # the first draft, and its verify
+        for _ in range(5):
+            controller.observe_acceptance([])
+            controller.observe_costs(0.0, 0, 400.0, 1)  # then plain steps
+        return controller
+
+    assert after_first_draft(caught_up=60).choose(4, costless=False) > 0  # the catch-up is not a draft step
+    assert after_first_draft(caught_up=1).choose(4, costless=False) == 0  # a real 600 ms step: drafting does not pay

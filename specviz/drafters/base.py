@@ -24,6 +24,9 @@ class Draft:
     probs: torch.Tensor  # [k, V] q_i, exactly the distribution token i was drawn from
     forwards: int  # draft-model forward passes spent
     logits: list[torch.Tensor] | None = None  # the raw logits [1, V] behind each q_i, where a model drew them (views)
+    # tokens a draft model read to catch up before its first draft step: 1 or 2 in a steady run, the whole prompt
+    # on its first call, all plain-decoded tokens after adaptive γ's plain steps (that time is no draft step's)
+    caught_up: int = 0
 
 
 class Drafter(Protocol):

@@ -64,7 +64,7 @@ class DraftModelDrafter:
                 break
         drafted = torch.cat(tokens)  # [k]
         self.cached_ids = list(sequence) + drafted[:-1].tolist()
-        return Draft(drafted, torch.stack(probs), len(tokens), raw)
+        return Draft(drafted, torch.stack(probs), len(tokens), raw, caught_up=len(new_ids))
 
     def _unsure(self, logits: torch.Tensor, token: torch.Tensor) -> bool:
         """Whether the draft model gave its token less than `confidence`, by its own untempered distribution
