@@ -86,3 +86,10 @@ def test_the_coder_preset_brings_its_draft_settings_and_the_user_overrides_them(
     assert (config("--preset", "qwen2.5-coder", "--gamma", "5", "--draft-confidence", "0").gamma, 0) == (5, 0)
     assert config("--preset", "qwen2.5-coder", "--draft-confidence", "0").draft_confidence == 0
     assert (config().gamma, config().draft_confidence) == (4, 0.0)  # no preset: the plain defaults
+
+
+def test_the_app_runs_the_coder_pair_with_its_draft_stop_and_other_pairs_without():
+    from specviz.app.request import CODER_PAIR, OFFLINE_PAIR, RunRequest
+
+    assert RunRequest(pair=CODER_PAIR).draft_confidence() == 0.6
+    assert RunRequest(pair=OFFLINE_PAIR).draft_confidence() == 0.0
