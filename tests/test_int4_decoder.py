@@ -87,6 +87,22 @@ def test_the_lean_step_gives_the_4bit_copys_logits_on_a_tiny_qwen2():
 
 
 @pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
+def test_a_draft_that_reads_its_prompt_densely_gives_the_same_logits():
+    model = tiny_qwen2()
+    kernel_only, dense = int4_decoder.Int4Decoder(model), int4_decoder.Int4Decoder(model, dense_prompt=True)
+    ids = torch.randint(0, 320, (1, int4.DENSE_ROWS + 40), generator=torch.Generator().manual_seed(5))
+    with torch.inference_mode():
+        prompt = ids[:, :-3]  # a prompt long enough for the dense path, then three drafted tokens one at a time
+        expected, got = kernel_only(prompt, logits_to_keep=2), dense(prompt, logits_to_keep=2)
+        assert (expected.logits - got.logits).abs().max().item() < 0.05
+        for position in range(ids.shape[1] - 3, ids.shape[1]):
+            token = ids[:, position : position + 1]
+            expected = kernel_only(token, past_key_values=expected.past_key_values)
+            got = dense(token, past_key_values=got.past_key_values)
+            assert (expected.logits - got.logits).abs().max().item() < 0.05
+            assert torch.equal(expected.logits.argmax(-1), got.logits.argmax(-1))
+
+
 def test_a_packed_only_target_gives_the_same_4bit_draft():
     """A target over the packed-copy budget keeps W only packed; its 4-bit draft unpacks W exactly, so the draft
     built after packing has the same logits as the one built before."""

@@ -40,6 +40,25 @@ def test_int4_linear_reads_every_q4_1_code_right():
     assert torch.allclose(quantized(x), linear(x), rtol=0.02, atol=0.02)
 
 
+def _kernel(quantized: int4.Int4Linear, rows: torch.Tensor) -> torch.Tensor:
+    """What the 4-bit kernel itself gives for rows [m, in]: [m, out] in float32."""
+    return torch.ops.aten._weight_int4pack_mm_for_cpu(
+        rows.bfloat16(), quantized.packed, int4.GROUP, quantized.scales_and_zeros).float()
+
+
+def test_the_dense_prompt_path_multiplies_by_the_kernels_own_weights():
+    linear = q4_1_linear(96, 256, seed=3)
+    quantized = int4.Int4Linear(linear, dense_prompt=True)
+    assert 256 >= int4.DENSE_ROWS  # the 256 unit rows below take the dense path
+    # Unit rows read the weights back: the dense path's W is the kernel's W (to a bfloat16 rounding of the output).
+    dense_columns, kernel_columns = quantized(torch.eye(256)), _kernel(quantized, torch.eye(256))
+    assert torch.allclose(dense_columns, kernel_columns, rtol=2**-7, atol=0)
+    prompt = torch.randn(300, 256, generator=torch.Generator().manual_seed(4))
+    assert torch.allclose(quantized(prompt), _kernel(quantized, prompt), rtol=0.02, atol=0.02)
+    few = prompt[: int4.DENSE_ROWS - 1]  # below the threshold: the kernel's very numbers
+    assert torch.equal(quantized(few), _kernel(quantized, few))
+
+
 def test_int8_head_is_close_to_the_float_head():
     linear = torch.nn.Linear(64, 300, bias=False)
     x = torch.randn(3, 64, generator=torch.Generator().manual_seed(2))

@@ -132,11 +132,13 @@ class Runner:
         target = self.target
         if draft == QUANTIZED_DRAFTER:  # the same copy the int4 drafter uses, as a model generate() can call
             return models.LoadedModel(int4_copy(target), target.tokenizer, draft, target.device, target.dtype)
-        if draft.startswith(QUANTIZED_MODEL):  # the draft's 4-bit copy (the drafter's numbers, as an HF model)
+        if draft.startswith(QUANTIZED_MODEL):  # the draft's 4-bit copy (the drafter's numbers and kernels, dense
+            # prompt path included, as an HF model)
             from specviz.drafters.int4 import quantized_copy
 
             fresh = models.load_fresh(draft.removeprefix(QUANTIZED_MODEL), target.device, target.dtype, choose_kernel=False)
-            return models.LoadedModel(quantized_copy(fresh.hf_model), fresh.tokenizer, draft, target.device, target.dtype)
+            return models.LoadedModel(quantized_copy(fresh.hf_model, dense_prompt=True), fresh.tokenizer, draft, target.device,
+                                      target.dtype)
         return models.load_model(draft, target.device, target.dtype)
 
     def config(self, method: Method, temperature: float, max_new_tokens: int | None = None) -> DecodeConfig:
