@@ -49,8 +49,11 @@ so verifying five tokens costs 1.1 plain steps instead of 2.0, in about the floa
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 import statistics
+import sys
 import time
 
 import torch
@@ -58,6 +61,7 @@ import torch
 MAX_ROWS = 16  # above this (prompt encoding) the stock GEMM is already efficient
 PACKED_MAX_BYTES = 2 * 2**30  # no packed copy of more linear weights than this (see the module docstring)
 STOCK, FEW_ROW, PACKED, PACKED_ONLY = "stock", "few-row", "packed", "packed-only"
+MADV_PAGEOUT = 21  # linux/mman.h
 
 
 class FewRowLinear(torch.nn.Linear):
@@ -144,10 +148,30 @@ def pack_only(hf_model: torch.nn.Module) -> str:
         for name, child in list(parent.named_children()):
             if type(child) in _CLASSES.values() and _packable(child.weight):
                 if id(child) not in replacements:
-                    replacements[id(child)] = PackedOnlyLinear(child, keep_weight=id(child.weight) in shared)
+                    keep = id(child.weight) in shared
+                    replacements[id(child)] = PackedOnlyLinear(child, keep_weight=keep)
+                    if not keep:
+                        page_out(child.weight)
                 setattr(parent, name, replacements[id(child)])
     copy_out_of_checkpoint(hf_model)
     return PACKED_ONLY
+
+
+def page_out(tensor: torch.Tensor) -> bool:
+    """Ask Linux to reclaim the pages that lie wholly inside `tensor` (madvise MADV_PAGEOUT): content unchanged.
+
+    A packed weight's float W is a page range of the mapped checkpoint, and read pages stay resident while the
+    mapping lives (until copy_out_of_checkpoint): without this, packing Qwen2.5-Coder-1.5B peaked at 6.9 GB of
+    its own memory plus 6.7 GB of checkpoint pages. Clean file pages are dropped (read again if ever touched);
+    elsewhere, and on kernels before 5.4, the call does nothing. Returns whether the kernel took the advice.
+    """
+    page = mmap.PAGESIZE
+    start = tensor.data_ptr()
+    first, last = -(-start // page) * page, (start + tensor.numel() * tensor.element_size()) // page * page
+    if tensor.device.type != "cpu" or last <= first or sys.platform != "linux":
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), MADV_PAGEOUT) == 0
 
 
 def copy_out_of_checkpoint(hf_model: torch.nn.Module) -> None:
