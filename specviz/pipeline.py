@@ -171,7 +171,7 @@ def int4_model_step(model_id: str, target: models.LoadedModel, cache: WeightsCac
         job.stage(f"Building {model_id}'s 4-bit copy")
         copy_out_of_checkpoint(draft.hf_model)  # the float linears go with draft: nothing else keeps the file mapped
         if int4_decoder.supports(draft.hf_model):
-            return int4_decoder.Int4Decoder(draft.hf_model, dense_prompt=True), vocab  # it reads every prompt
+            return int4_decoder.Int4Decoder(draft.hf_model, dense_prompt=True, release_float=True), vocab
         return quantized_copy(draft.hf_model, dense_prompt=True), vocab
 
     return cache.get(("int4-model", model_id, target.model_id, target.device, target.dtype), build)

@@ -196,7 +196,9 @@ def load_fresh(model_id: str, device: torch.device, dtype: torch.dtype, choose_k
     if device.type == "cpu" and choose_kernel:
         from specviz.models import cpu_linear
 
-        job.stage(f"Timing this CPU's matrix kernels on {model_id}")
+        packs_only = cpu_linear.linear_weight_bytes(hf_model) > cpu_linear.packed_budget()  # no timing then
+        job.stage(f"Packing {model_id}'s weights for this CPU" if packs_only
+                  else f"Timing this CPU's matrix kernels on {model_id}")
         kernel = cpu_linear.choose_kernel(hf_model)  # times the kernels on this model (a second or two)
     return LoadedModel(hf_model, tokenizer, model_id, device, dtype, kernel)
 
