@@ -70,7 +70,8 @@ def verify(
         draft_at_draft > 0, (target_at_draft / draft_at_draft.clamp(min=1e-30)).clamp(max=1.0), torch.zeros_like(draft_at_draft)
     )
     # Accept x_i while r_i < min(1, p/q). With r ~ U[0, 1) that happens with probability exactly min(1, p/q).
-    rejected = uniforms.to(accept_probs.dtype) >= accept_probs  # [γ]
+    # r may come from another device than the probabilities (a replay's recorded uniforms, p and q on a GPU).
+    rejected = uniforms.to(accept_probs.device, accept_probs.dtype) >= accept_probs  # [γ]
     accepted_count = int(rejected.int().argmax()) if bool(rejected.any()) else gamma
 
     # 4. After the first rejection, draw the correction from norm(max(0, p - q)); after γ acceptances, the

@@ -98,12 +98,13 @@ def test_python_m_specviz_bench_still_runs_the_benchmark(tmp_path, capsys, monke
 
 def test_the_offline_target_drafts_with_lookup_then_its_4bit_copy_on_a_cpu_unless_told_otherwise(monkeypatch):
     parser = build_parser()
+    monkeypatch.setenv("SPECVIZ_DEVICE", "cpu")  # on a GPU machine the default device would be CUDA
     config = config_from_args(parser.parse_args(["generate", "--prompt", "hi"]))
     assert config.draft == "ngram+int4" and config.lookup_first and config.drafting_model == "int4"
     assert config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--preset", "offline"])).draft == "ngram+int4"
     monkeypatch.setenv("SPECVIZ_DEVICE", "meta")  # off the CPU there is no 4-bit kernel: the distilled draft instead
     assert config_from_args(parser.parse_args(["generate", "--prompt", "hi"])).draft == "ngram+distilled"
-    monkeypatch.delenv("SPECVIZ_DEVICE")
+    monkeypatch.setenv("SPECVIZ_DEVICE", "cpu")
     assert config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--draft", "ngram"])).draft == "ngram"
     other = config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--target", "some/model"]))
     assert other.draft == "ngram" and not other.lookup_first  # the shipped draft only fits the offline target

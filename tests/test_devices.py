@@ -1,0 +1,120 @@
+"""The exact algorithm on every device this machine has: the CPU always, and CUDA where there is a GPU.
+
+CI has no GPU, so there these run on the CPU alone; on a GPU machine the same tests run on CUDA too, in float32
+and bfloat16 (docs/gpu.md). Real transformer layers (tiny random Llama and Qwen2 models, built from configs)
+stand in for the models, since what is checked here does not depend on the weights' values.
+"""
+
+import pytest
+import torch
+
+from specviz import engine
+from specviz.config import DecodeConfig
+from specviz.drafters.model import DraftModelDrafter
+from specviz.models.cache import WeightsCache
+from specviz.models.loading import LanguageModel
+from specviz.pipeline import Pipeline
+from specviz.verify import BONUS, CORRECTED, verify
+from tests.fakes import FakeTokenizer
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+DTYPES = [torch.float32, torch.bfloat16]
+VOCAB = 256
+TARGET = torch.tensor([0.4, 0.3, 0.2, 0.1])  # the textbook example: {is, stock, girl, cherry}
+DRAFT = torch.tensor([0.5, 0.25, 0.15, 0.1])
+
+
+def tiny_model(architecture: str, seed: int, device: str, dtype: torch.dtype, layers: int = 2):
+    """A random-weight causal LM of a real architecture; initializer_range 0.2 spreads its logits (few near-ties)."""
+    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+    config_class, model_class = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[
+        architecture]
+    config = config_class(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
+                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
+                          initializer_range=0.2, tie_word_embeddings=False)
+    torch.manual_seed(seed)  # only for the throwaway weights, never for decoding
+    model = model_class(config).to(device=device, dtype=dtype).eval()
+    if architecture == "qwen2":  # q/k/v biases start at zero: make them matter
+        for name, parameter in model.named_parameters():
+            if name.endswith("proj.bias"):
+                parameter.data.normal_(0, 0.2)
+    return LanguageModel(model, VOCAB, torch.device(device), name=f"{architecture}-{seed}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_the_textbook_round_gives_the_same_result_on_the_device(device):
+    target_probs = torch.stack([TARGET, torch.tensor([0.0, 0.0, 1.0, 0.0])]).to(device)  # [γ+1, V], γ = 1
+    draft_probs = DRAFT.view(1, -1).to(device)
+    accepted = verify(torch.tensor([0], device=device), draft_probs, target_probs, torch.tensor([0.79]), 0.5)
+    assert (accepted.accepted_count, accepted.next_token, accepted.next_kind) == (1, 2, BONUS)
+    assert accepted.accept_probs == pytest.approx([0.8])
+    for uniform, expected in ((0.25, 1), (0.75, 2)):  # the residual [0, .5, .5, 0], drawn by inverse CDF
+        rejected = verify(torch.tensor([0], device=device), draft_probs, target_probs, torch.tensor([0.8]), uniform)
+        assert (rejected.accepted_count, rejected.next_token, rejected.next_kind) == (0, expected, CORRECTED)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_sampled_tokens_follow_the_target_on_the_device(device):
+    from specviz.metrics import chi_square_test
+
+    generator = torch.Generator().manual_seed(99)
+    samples = 3_000
+    drafted = torch.multinomial(DRAFT, samples, replacement=True, generator=generator)  # x ~ q, [samples]
+    uniforms, next_uniforms = torch.rand(samples, generator=generator), torch.rand(samples, generator=generator)
+    target_probs, draft_probs = torch.stack([TARGET, TARGET]).to(device), DRAFT.view(1, -1).to(device)
+    draws = []
+    for x, r, u in zip(drafted, uniforms, next_uniforms):
+        result = verify(x.view(1).to(device), draft_probs, target_probs, r.view(1), next_uniform=u)
+        draws.append(int(x) if result.accepted_count == 1 else result.next_token)
+    counts = torch.bincount(torch.tensor(draws), minlength=4).float()
+    assert chi_square_test(counts, TARGET)[2] > 0.001
+
+
+@pytest.mark.parametrize("architecture", ["llama", "qwen2"])
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("device", DEVICES)
+def test_rolling_the_cache_back_leaves_no_trace_of_the_rejected_tokens(device, dtype, architecture):
+    """Feed 6, then 4 drafts that are rejected, crop back to 6 and feed the 4 right tokens: the logits are bit for
+    bit those of a cache that never saw the rejected ones (the same shapes, so the same kernels)."""
+    model = tiny_model(architecture, 0, device, dtype)
+    prefix, wrong, right = torch.arange(6), torch.tensor([9, 8, 7, 6]), torch.tensor([40, 41, 42, 43])
+    model.reset()
+    model.feed(prefix)
+    model.feed(wrong, logits_to_keep=4)
+    model.crop(6)
+    rolled_back = model.feed(right, logits_to_keep=4)  # [4, V]
+    model.reset()
+    model.feed(prefix)
+    clean = model.feed(right, logits_to_keep=4)
+    assert model.cached_length == 10
+    assert torch.equal(rolled_back, clean)
+
+
+def _pipeline(device: str, dtype: torch.dtype) -> Pipeline:
+    target, draft = tiny_model("qwen2", 1, device, dtype, layers=3), tiny_model("qwen2", 2, device, dtype)
+    return Pipeline(target, DraftModelDrafter(draft), FakeTokenizer(VOCAB), [], torch.device(device), dtype, draft,
+                    cache=WeightsCache())
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("device", DEVICES)
+def test_greedy_output_is_the_targets_own_except_at_a_tie(device, dtype):
+    """Speculative greedy decoding gives the target's greedy tokens. In bfloat16 a (γ+1)-token forward may round a
+    logit differently from a one-token forward, so two near-equal logits can swap: where the sequences part,
+    the two tokens' logits must be a rounding error apart. In float32 they must not part at all."""
+    pipeline = _pipeline(device, dtype)
+    prompt = "The quick brown fox jumps over the lazy dog"
+    for gamma in (1, 5):
+        config = DecodeConfig(target="tiny", gamma=gamma, max_new_tokens=32, temperature=0).validate()
+        speculative = engine.run_speculative(pipeline, prompt, config).token_ids
+        plain = engine.baseline_decode(pipeline, prompt, config).token_ids
+        if speculative == plain:
+            continue
+        assert dtype == torch.bfloat16, f"γ={gamma}: float32 greedy output differs from the target's"
+        parted = next(i for i, (a, b) in enumerate(zip(speculative, plain)) if a != b)
+        prompt_ids = FakeTokenizer(VOCAB)(prompt)["input_ids"]
+        pipeline.target.reset()
+        logits = pipeline.target.feed(torch.tensor(prompt_ids + plain[:parted])).float()[-1]  # [V]
+        gap = (logits[plain[parted]] - logits[speculative[parted]]).abs().item()
+        assert gap <= 0.03 * logits.abs().max().item(), f"γ={gamma}: parted at {parted} with a logit gap of {gap}"
