@@ -151,8 +151,15 @@ def generate(args) -> int:
     for round_, trace in engine.speculative_decode(pipeline, args.prompt, config):
         if not args.json:
             print(format_round(round_, colour), flush=True)
+    parting = None
     if args.baseline:
         trace.baseline = engine.baseline_decode(pipeline, args.prompt, config)
+        if config.temperature == 0:  # greedy: the runs should agree; where not, say whether it is a rounding tie
+            from specviz.parting import find_parting
+
+            prompt_ids = engine.checked_prompt_ids(pipeline, args.prompt, config)
+            parting = find_parting(pipeline.target, prompt_ids, trace.baseline.token_ids, trace.token_ids,
+                                   pipeline.dtype)
     metrics = summarize(trace)
     if args.html_out:
         from specviz.export import write_run_html
@@ -162,9 +169,9 @@ def generate(args) -> int:
         with open(args.trace_out, "w", encoding="utf-8") as handle:
             handle.write(trace.to_json())
     if args.json:
-        print(json.dumps(json_summary(trace, metrics), ensure_ascii=False))
+        print(json.dumps(json_summary(trace, metrics, parting), ensure_ascii=False))
     else:
-        print_summary(trace, metrics)
+        print_summary(trace, metrics, parting)
     return 0
 
 

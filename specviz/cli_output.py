@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 from specviz.counters import engine_counters
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 
@@ -20,17 +22,19 @@ def format_round(round_: Round, colour: bool) -> str:
     return f"round {round_.index + 1:3d} ({round_.accepted}/{round_.drafted}): " + "".join(pieces)
 
 
-def json_summary(trace, metrics) -> dict:
+def json_summary(trace, metrics, parting=None) -> dict:
     summary = {"text": trace.text, "rounds": metrics.rounds, "prompt": trace.prompt, "config": trace.config,
                "device": trace.device, "dtype": trace.dtype, "stop_reason": trace.stop_reason,
                "wall_ms": trace.wall_ms, "forward_ms": trace.forward_ms, **metrics.to_dict(),
                "engine_counters": engine_counters(trace)}  # llama.cpp's and vLLM's names for the same counts
     if trace.baseline is not None:
         summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
+    if parting is not None:
+        summary["parting"] = {**asdict(parting), "is_tie": parting.is_tie}
     return summary
 
 
-def print_summary(trace, metrics) -> None:
+def print_summary(trace, metrics, parting=None) -> None:
     per_position = ", ".join("-" if a is None else f"{a:.2f}" for a in metrics.alpha_per_position)
     print(f"\n{trace.text}\n")
     print(f"device {trace.device} ({trace.dtype}); stopped by {trace.stop_reason}")
@@ -43,3 +47,5 @@ def print_summary(trace, metrics) -> None:
     if metrics.speedup_measured is not None:
         line += f"; measured {metrics.speedup_measured:.2f}x against plain decoding; identical output: {metrics.identical}"
     print(line)
+    if parting is not None:
+        print(parting.describe())
