@@ -161,7 +161,7 @@ def int4_model_step(model_id: str, target: models.LoadedModel, cache: WeightsCac
     the embedding and the norms stay in memory."""
     from specviz.drafters import int4_decoder
     from specviz.drafters.int4 import quantized_copy
-    from specviz.models.cpu_linear import copy_out_of_checkpoint
+    from specviz.models.checkpoint_memory import copy_out_of_checkpoint
 
     _check_int4_kernels(target)
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from specviz.drafters.int4 import Int4Linear, Int8RowLinear
-from specviz.models.cpu_linear import page_out
+from specviz.models.checkpoint_memory import page_out
 
 ARCHITECTURES = ("llama", "qwen2")  # the same decoder layer; Qwen2 adds biases to q, k and v
 
@@ -103,7 +103,7 @@ class Int4Decoder:
         """dense_prompt: also keep the codes for Int4Linear's dense path, which reads a prompt about twice as fast
         (a draft model that encodes prompts itself; the target's copy starts from the target's cache).
         release_float: the float model is dropped after this, so give each float W's pages back once quantized
-        (cpu_linear.page_out; for the 0.5B draft, 2.4 GB less at the peak of loading)."""
+        (checkpoint_memory.page_out; for the 0.5B draft, 2.4 GB less at the peak of loading)."""
         if not supports(hf_model):
             raise ValueError(f"the lean int4 step runs {' and '.join(ARCHITECTURES)} models with full attention; this one is "
                              f"{hf_model.config.model_type!r}")

@@ -49,19 +49,17 @@ so verifying five tokens costs 1.1 plain steps instead of 2.0, in about the floa
 
 from __future__ import annotations
 
-import ctypes
-import mmap
 import os
 import statistics
-import sys
 import time
 
 import torch
 
+from specviz.models.checkpoint_memory import copy_out_of_checkpoint, page_out
+
 MAX_ROWS = 16  # above this (prompt encoding) the stock GEMM is already efficient
 PACKED_MAX_BYTES = 2 * 2**30  # no packed copy of more linear weights than this (see the module docstring)
 STOCK, FEW_ROW, PACKED, PACKED_ONLY = "stock", "few-row", "packed", "packed-only"
-MADV_PAGEOUT = 21  # linux/mman.h
 
 
 class FewRowLinear(torch.nn.Linear):
@@ -155,39 +153,6 @@ def pack_only(hf_model: torch.nn.Module) -> str:
                 setattr(parent, name, replacements[id(child)])
     copy_out_of_checkpoint(hf_model)
     return PACKED_ONLY
-
-
-def page_out(tensor: torch.Tensor) -> bool:
-    """Ask Linux to reclaim the pages that lie wholly inside `tensor` (madvise MADV_PAGEOUT): content unchanged.
-
-    A packed weight's float W is a page range of the mapped checkpoint, and read pages stay resident while the
-    mapping lives (until copy_out_of_checkpoint): without this, packing Qwen2.5-Coder-1.5B peaked at 6.9 GB of
-    its own memory plus 6.7 GB of checkpoint pages. Clean file pages are dropped (read again if ever touched);
-    elsewhere, and on kernels before 5.4, the call does nothing. Returns whether the kernel took the advice.
-    """
-    page = mmap.PAGESIZE
-    start = tensor.data_ptr()
-    first, last = -(-start // page) * page, (start + tensor.numel() * tensor.element_size()) // page * page
-    if tensor.device.type != "cpu" or last <= first or sys.platform != "linux":
-        return False
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc.madvise(ctypes.c_void_p(first), ctypes.c_size_t(last - first), MADV_PAGEOUT) == 0
-
-
-def copy_out_of_checkpoint(hf_model: torch.nn.Module) -> None:
-    """Give every float tensor that is not a linear's weight (embeddings, norms, biases, tables) its own memory.
-
-    transformers maps a safetensors checkpoint into memory, and every weight read stays resident as part of the
-    file mapping until no tensor points into it. Once the linear weights are dropped (packed, or quantized by a
-    4-bit draft), these copies release the mapping: for Qwen2.5-Coder-1.5B packed-only, RSS fell from 12.5 to 7.4 GB.
-    """
-    with torch.no_grad():
-        for module in hf_model.modules():
-            for tensors in (module._parameters, module._buffers):
-                for name, tensor in tensors.items():
-                    if tensor is not None and tensor.layout == torch.strided and not (
-                            name == "weight" and isinstance(module, torch.nn.Linear)):
-                        tensor.data = tensor.data.clone()
 
 
 def packing_available() -> bool:
