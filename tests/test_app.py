@@ -333,3 +333,19 @@ def test_a_client_that_vanishes_mid_run_frees_the_model(app_server):
     idle = cpu_seconds(server, over=2.0)
     assert idle < 0.3, idle
     assert _run(Client(app_server[0], verbose=False), max_new_tokens=4)[0].count('<div class="sv-row">') >= 1
+
+
+@pytest.mark.parametrize("dtype,said", [("float32", "this is a bug"), ("bfloat16", "In bfloat16 a forward over several")])
+def test_a_greedy_run_that_parts_from_plain_decoding_is_a_bug_in_float32_and_a_rounding_tie_in_half(dtype, said):
+    from specviz import engine
+    from specviz.config import DecodeConfig
+    from specviz.metrics import summarize
+    from specviz.stats_text import stats_markdown
+    from tests.fakes import fake_pipeline
+
+    pipeline, config = fake_pipeline(8, draft_salt=1), DecodeConfig(gamma=3, max_new_tokens=12, chat=False)
+    trace = engine.run_speculative(pipeline, "abcabcab", config)
+    trace.baseline = engine.baseline_decode(pipeline, "abcabcab", config)
+    trace.baseline.token_ids = [(trace.token_ids[0] + 1) % 8, *trace.token_ids[1:]]  # the runs part at token 0
+    trace.dtype = dtype
+    assert said in stats_markdown(trace, summarize(trace))
