@@ -1,5 +1,6 @@
 """Where a greedy speculative run parts from plain decoding, and whether the target's logits there are a tie."""
 
+import pytest
 import torch
 
 from specviz.cli_output import json_summary
@@ -29,6 +30,32 @@ def test_a_tie_is_a_gap_of_a_few_rounding_steps_and_is_reported_as_such():
     assert not real.is_tie and "NOT a rounding tie" in real.describe()
 
 
+class ShapeSensitiveModel(FakeLanguageModel):
+    """A fake whose logits move by `wobble` times the number of tokens in the forward, as rounding does in half
+    precision when a forward of another shape runs other kernels."""
+
+    def __init__(self, wobble: float):
+        super().__init__(8, salt=1)
+        self.wobble = wobble
+
+    def feed(self, token_ids, logits_to_keep=1, sync=True):
+        return super().feed(token_ids, logits_to_keep, sync) + self.wobble * token_ids.numel()
+
+
+def test_the_shape_noise_is_how_far_the_logits_move_between_a_whole_forward_and_a_decoding_step():
+    prompt, plain, speculative = [1, 2, 3], [4, 5], [4, 6]  # parts at token 1: a 4-token forward against a 1-token one
+    parting = find_parting(ShapeSensitiveModel(0.01), prompt, plain, speculative, torch.bfloat16)
+    assert parting.shape_noise == pytest.approx(0.03, abs=1e-6)
+    assert find_parting(FakeLanguageModel(8, salt=1), prompt, plain, speculative, torch.float32).shape_noise == 0.0  # shape-blind
+
+
+def test_a_gap_that_the_shape_noise_can_close_is_a_tie_and_one_it_cannot_is_not():
+    step = 0.0078  # bfloat16's spacing between 1 and 2
+    assert Parting(5, 10, 11, 10 * step, step, shape_noise=6 * step).is_tie  # 10 steps apart, each may move 6
+    assert not Parting(5, 10, 11, 10 * step, step, shape_noise=4 * step).is_tie
+    assert "moves them by up to" in Parting(5, 10, 11, 0.05, step, shape_noise=0.04).describe()
+
+
 def test_the_json_summary_carries_the_parting():
     from specviz import engine
     from specviz.config import DecodeConfig
@@ -38,5 +65,5 @@ def test_the_json_summary_carries_the_parting():
     trace = engine.run_speculative(fake_pipeline(vocab_size=5), "abc", DecodeConfig(max_new_tokens=4).validate())
     summary = json_summary(trace, summarize(trace), Parting(3, 1, 2, 0.01, 0.0078))
     assert summary["parting"] == {"index": 3, "plain_token": 1, "speculative_token": 2, "logit_gap": 0.01,
-                                  "rounding_step": 0.0078, "is_tie": True}
+                                  "rounding_step": 0.0078, "shape_noise": 0.0, "is_tie": True}
     assert "parting" not in json_summary(trace, summarize(trace))
