@@ -99,3 +99,32 @@ def test_a_new_run_cancels_the_sessions_previous_one(slow_loading):
     assert last_of_first[-2] is None
     *_, last = second
     assert last[-2].stop_reason and slow_loading == ["cancelled", "loaded"]
+
+
+def test_reset_during_the_decoding_leaves_the_page_cleared(slow_loading):
+    """Reset clears the page at once (queue=False); the run it cancels must not then show its stopped rows."""
+    slot = live.JobSlot()
+    outputs = live.run(slot, **vars(REQUEST))
+    next(output for output in outputs if getattr(output[-2], "rounds", None))  # the first rows are on the page
+    cleared = live.reset(slot)
+    later = list(outputs)
+    assert cleared[-3] is None and worker.call(lambda: "free") == "free"  # the trace state emptied, the model free
+    assert [output for output in later if getattr(output[-2], "rounds", None)] == []
+
+
+def test_reset_during_a_step_brings_back_neither_its_round_nor_its_session(slow_loading):
+    slot = live.JobSlot()
+    *_, session = list(live.step(None, slot, **vars(REQUEST)))[-1]
+
+    def slow_rounds():  # a round that takes a second, checking for a cancel as the engine does between forwards
+        deadline = time.perf_counter() + 1.0
+        while time.perf_counter() < deadline:
+            job.check()
+            time.sleep(0.01)
+        yield from ()
+
+    session.rounds = slow_rounds()
+    threading.Timer(0.1, live.reset, [slot]).start()
+    outputs = list(live.step(session, slot, **vars(REQUEST)))
+    assert slot.cleared is not None and worker.call(lambda: "free") == "free"
+    assert all(not isinstance(output[-1], live.StepSession) for output in outputs)  # only status lines, if any

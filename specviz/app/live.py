@@ -60,7 +60,8 @@ def run(slot: JobSlot | None = None, **controls):
     """
     request = RunRequest(**controls)
     config = make_config(request)
-    job = (slot or JobSlot()).start()
+    slot = slot or JobSlot()
+    job = slot.start()
     feed, trace, started = None, None, time.perf_counter()
     try:
         yield _cleared(progress.waiting_line(job, started))  # at once: the page says what is happening
@@ -77,7 +78,7 @@ def run(slot: JobSlot | None = None, **controls):
                 yield status_only(progress.waiting_line(job, started)) if trace is None else _unchanged()
                 continue
             seen, trace, finished = newer
-            if finished:
+            if finished or job.cancelled:  # a cancelled engine ends within a forward: show no rows meanwhile
                 break
             sent = time.perf_counter()
             if sent - plotted < PLOT_INTERVAL_S:
@@ -92,6 +93,8 @@ def run(slot: JobSlot | None = None, **controls):
             future = worker.MODEL_THREAD.submit(engine.baseline_decode, pipeline, request.prompt, config, job=job)
             trace.baseline = yield from progress.waiting(future, job, started)
     except Cancelled:
+        if slot.was_cleared(job):  # Reset: the page was cleared; showing the stopped run would undo that
+            return
         if trace is not None:
             trace.stop_reason = STOPPED
         yield (*views(trace), trace, write_trace_file(trace) if trace else None)
@@ -131,7 +134,8 @@ KEEP_SESSION = (gr.skip(),)  # Step's last output (its session) while it waits
 def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
     """Advance one round; the first click (or one after a finished run) starts a new run from the controls,
     reporting the loading stages as it goes. Each click is a job of its own: Stop cancels the round in flight."""
-    job, started = (slot or JobSlot()).start(), time.perf_counter()
+    slot = slot or JobSlot()
+    job, started = slot.start(), time.perf_counter()
     try:
         if session is None or session.finished:
             request = RunRequest(**controls)
@@ -155,7 +159,7 @@ def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
                                                     session.config, job=job)
                 session.trace.baseline = yield from progress.waiting(future, job, started, KEEP_SESSION)
     except Cancelled:
-        if session is None:
+        if session is None or slot.was_cleared(job):  # nothing to show, or Reset cleared the page (and the session)
             return
         session.finished = True  # the engine's generator ended with the cancel: the next click starts afresh
         if session.trace is not None:
@@ -229,5 +233,5 @@ def stop(slot: JobSlot | None = None) -> None:
 
 def reset(slot: JobSlot | None = None):
     if slot is not None:
-        slot.cancel()
+        slot.clear()
     return (*views(None), None, None, None)

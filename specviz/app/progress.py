@@ -48,6 +48,7 @@ class JobSlot:
 
     def __init__(self):
         self.job: Job | None = None
+        self.cleared: Job | None = None  # the job Reset ended: its views must not come back after the cleared page
 
     def start(self) -> Job:
         self.cancel()
@@ -57,6 +58,14 @@ class JobSlot:
     def cancel(self) -> None:
         if self.job is not None:
             self.job.cancel()
+
+    def clear(self) -> None:
+        """Reset: cancel the current job, and have its callback end without showing what it had (Stop shows it)."""
+        self.cleared = self.job
+        self.cancel()
+
+    def was_cleared(self, job: Job) -> bool:
+        return job is self.cleared
 
     def __deepcopy__(self, memo) -> JobSlot:  # gr.State deep-copies its initial value for every new session
         return JobSlot()
