@@ -105,7 +105,9 @@ def test_example_then_run_shows_coloured_rows_and_four_plots(page, tmp_path):
     _screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT", tmp_path / "specviz.png")))
 
 
-def test_stop_ends_a_long_run_and_the_next_run_works(page):
+def test_stop_and_reset_end_a_long_run_and_the_next_run_works(page):
+    """Stop keeps the rows decoded so far; Reset during a run clears them for good (the run it cancels must not
+    bring them back)."""
     page.get_by_role("button", name="Reset", exact=True).click()
     page.locator("textarea").first.fill("Write a long story about a dragon who learns to paint.")
     max_tokens = page.get_by_label("Max new tokens").first
@@ -118,6 +120,11 @@ def test_stop_ends_a_long_run_and_the_next_run_works(page):
     stopped_at = _row_count(page)
     time.sleep(3)
     assert _row_count(page) == stopped_at < 300  # nothing more streams in
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000)
+    page.get_by_role("button", name="Reset", exact=True).click()
+    time.sleep(3)
+    assert _row_count(page) == 0
     page.get_by_role("button", name="Step", exact=True).click()  # the worker is free again
     page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=120_000)
 
