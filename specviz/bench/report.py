@@ -179,13 +179,15 @@ def html(results: dict) -> str:
     parts, include = [], True
     for temperature in sorted({s["temperature"] for s in results["summaries"]}):
         at_t = [s for s in results["summaries"] if s["temperature"] == temperature]
-        categories = list(dict.fromkeys(s["category"] for s in at_t))
+        categories = sorted({s["category"] for s in at_t}, key=lambda c: (c == ALL, c))  # all prompts last
+        labels = ["all prompts (median)" if c == ALL else c for c in categories]
         speedup_of = {(s["category"], s["method"]): s["speedup"] for s in at_t}
-        bars = [go.Bar(name=method, x=categories, y=[speedup_of.get((c, method)) for c in categories])
-                for method in dict.fromkeys(s["method"] for s in at_t)]
+        bars = [go.Bar(name=method, x=labels, y=[speedup_of.get((c, method)) for c in categories])
+                for method in dict.fromkeys(s["method"] for s in at_t) if method != "plain"]  # plain is the 1.0 line
         speedups = base_figure(*bars)
-        speedups.update_layout(**{**LAYOUT, "height": 420}, barmode="group", yaxis_title="× plain tokens/s",
-                               title=f"Speedup over plain decoding, T = {temperature:g}")
+        below = dict(orientation="h", yanchor="top", y=-0.12, xanchor="left", x=0.0)
+        speedups.update_layout(**{**LAYOUT, "height": 480, "legend": below}, barmode="group",
+                               yaxis_title="× plain tokens/s", title=f"Speedup over plain decoding, T = {temperature:g}")
         speedups.add_hline(y=1.0, line_dash="dot")
         theory_points = [s for s in at_t if s.get("speedup_theory") and s["category"] != ALL]
         by_method = {method: [s for s in theory_points if s["method"] == method] for method in dict.fromkeys(
