@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -87,3 +89,20 @@ def app_server(offline_target, app_log, models_dir):
 @pytest.fixture(scope="session")
 def app_url(app_server):
     return app_server[0]
+
+
+@pytest.fixture(scope="module")
+def page(app_url):
+    """The app open in headless Chromium, one page per test module (tests/browser.py drives it)."""
+    from tests.browser import ARGS, CHROMIUM
+
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's package 'chromium' (.ci/run does)")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="the Python package 'playwright' is not installed")
+    with playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1700})
+        page.goto(app_url)
+        page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        yield page
+        browser.close()

@@ -1,0 +1,68 @@
+"""Driving the launched app in a real browser (Debian's Chromium through Playwright), shared by the browser tests.
+
+The `page` fixture (conftest.py) opens the app; these helpers do what a person does on it and check the screenshots."""
+
+import os
+import shutil
+from pathlib import Path
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ACCEPTED_CHIP = (217, 242, 225)  # .sv-accepted's background in assets/specviz.css
+PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and tokens-per-round plots
+
+
+def choose_pair(page, name: str) -> None:
+    page.get_by_label("Model pair (target ← draft)").click()
+    page.get_by_role("option", name=name).click()
+
+
+def run_with_the_draft_model(page, pair: str) -> None:
+    """Reset, pick the pair and the draft model alone, run "Explain what a rainbow is." (96 tokens at most) and
+    wait for the end."""
+    page.get_by_role("tab", name="Live decoding", exact=True).click()  # the lab tests leave another tab open
+    page.get_by_role("button", name="Reset", exact=True).click()
+    choose_pair(page, pair)
+    page.locator("textarea").first.fill("Explain what a rainbow is.")
+    max_tokens = page.get_by_label("Max new tokens").first  # the Stop tests leave it at 512
+    max_tokens.fill("96")
+    max_tokens.press("Enter")
+    page.get_by_label("draft model", exact=True).check()
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
+                           " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
+                           timeout=120_000)
+
+
+def row_count(page) -> int:
+    return page.locator("#sv-rows .sv-row").count()
+
+
+def wait_until_settled(page) -> None:
+    """Gradio marks a component .generating or .pending (an orange frame, faded) while an update is on its way."""
+    page.wait_for_function("document.querySelectorAll('.generating, .pending').length == 0", timeout=60_000)
+    page.wait_for_timeout(500)  # plotly redraws after the update lands
+
+
+def screenshot_tab(page, tmp_path: Path, name: str) -> None:
+    """Once the page has settled, a full-page screenshot into SPECVIZ_SCREENSHOT_DIR (else the test's tmp_path)."""
+    wait_until_settled(page)
+    page.screenshot(path=str(Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path)) / name), full_page=True)
+
+
+def screenshot_showing_the_run(page, path: Path) -> None:
+    """Screenshot the whole page and check the PNG shows this run: the page's full size, the accepted tokens' green
+    chips (at least half their area on the page) and the plots' green bars (an empty plot has none)."""
+    from PIL import Image  # a dependency of gradio
+
+    wait_until_settled(page)
+    page.screenshot(path=str(path), full_page=True)
+    with Image.open(path) as image:
+        size, pixels = image.size, {colour: count for count, colour in image.convert("RGB").getcolors(1 << 24)}
+    width, height = page.evaluate("[document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+    assert size[0] == width and abs(size[1] - height) <= 2, (size, width, height)
+    boxes = [chip.bounding_box() for chip in page.locator("#sv-rows .sv-row .sv-accepted").all()]
+    chip_area = sum(box["width"] * box["height"] for box in boxes)
+    assert pixels.get(ACCEPTED_CHIP, 0) >= 0.5 * chip_area > 0, (pixels.get(ACCEPTED_CHIP), chip_area)
+    assert pixels.get(PLOT_GREEN, 0) > 10_000, pixels.get(PLOT_GREEN)

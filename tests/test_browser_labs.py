@@ -1,0 +1,128 @@
+"""A real browser on the launched app's lab tabs, each used as a person would."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.browser import choose_pair, run_with_the_draft_model, screenshot_tab, wait_until_settled
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+LAB_TABS = [  # tab, button to press (or None), text that must then appear in the tab
+    ("Theory", None, "E[tokens per iteration]"),
+    ("Sampling lab", "Sample N", "p-value"),
+    ("Simulated models", "Run on the simulated models", "Simulated speedup"),
+    ("Memory bandwidth", "Measure this machine (the offline target, k = 1..32 tokens)", "bandwidth-bound"),
+    ("Losslessness", "Compare distributions", "40 runs ·"),
+    ("Glossary", None, "β (beta)"),
+]
+
+
+@pytest.mark.parametrize("tab,button,expected", LAB_TABS)
+def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
+    page.get_by_role("tab", name=tab, exact=True).click()
+    panel = page.locator("[role=tabpanel]:visible").last
+    if tab == "Losslessness":
+        runs = page.get_by_label("Runs").first
+        runs.fill("40")
+        runs.press("Enter")
+    if button:
+        page.get_by_role("button", name=button, exact=True).click()
+    panel.get_by_text(expected, exact=False).first.wait_for(timeout=180_000)
+    if tab != "Glossary":
+        page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
+                               " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=120_000)
+    if tab == "Simulated models":
+        assert page.locator("#sv-sim-rows .sv-row").count() > 0
+    shots = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
+    if shots:
+        wait_until_settled(page)
+        page.screenshot(path=str(Path(shots) / f"lab-{tab.lower().replace(' ', '-')}.png"), full_page=True)
+
+
+def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
+    """A T = 1 run drafted by the 4-bit copy, then the rule lab at round 2, position 1 (round 1 is the prompt's
+    plain step): the exact rule follows p, and at least one engine shortcut does not (χ² fails)."""
+    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    page.get_by_role("button", name="Reset", exact=True).click()
+    choose_pair(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
+    page.locator("textarea").first.fill("Write one sentence about the sea.")
+    for label, value in (("Max new tokens", "24"), ("Temperature (0 = greedy)", "1")):
+        field = page.get_by_label(label).first
+        field.fill(value)
+        field.press("Enter")
+    page.get_by_label("draft model", exact=True).check()
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-stats').innerText)",
+                           timeout=120_000)
+    page.get_by_role("tab", name="Verification rules", exact=True).click()
+    panel = page.locator("[role=tabpanel]:visible").last
+    round_box = panel.get_by_label("Round").first
+    round_box.fill("2")
+    round_box.press("Enter")
+    page.get_by_role("button", name="Compare the rules at this position", exact=True).click()
+    table = page.locator("#sv-rules-table")
+    table.get_by_text("exact", exact=True).wait_for(timeout=120_000)
+    rows = {row.locator("td").first.inner_text(): row.inner_text() for row in table.locator("tbody tr").all()}
+    assert "follows p" in rows["exact"] and "does not" not in rows["exact"]
+    assert any("does not follow p" in text for rule, text in rows.items() if rule != "exact"), rows
+    page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
+                           " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=60_000)
+    screenshot_tab(page, tmp_path, "lab-verification-rules.png")
+
+
+def test_round_anatomy_draws_the_live_run(page, tmp_path):
+    """After a run compared with plain decoding: the timeline, the totals and the sentences that explain them."""
+    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    compare = page.get_by_label("Compare with plain decoding (measures the speedup)")
+    compare.check()
+    run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
+    compare.uncheck()
+    page.get_by_role("tab", name="Round anatomy", exact=True).click()
+    page.get_by_role("button", name="Draw the live run", exact=True).click()
+    summary = page.locator("#sv-anatomy-summary")
+    summary.get_by_text("with no overhead at all", exact=False).wait_for(timeout=60_000)
+    text = summary.inner_text()
+    assert "A plain step costs" in text and "plain steps" in text and "Speedup against the same tokens" in text
+    page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
+                           " && p.querySelectorAll('.js-plotly-plot').length >= 2)", timeout=60_000)
+    screenshot_tab(page, tmp_path, "lab-round-anatomy.png")
+
+
+def test_you_are_the_drafter(page, tmp_path):
+    """Start, pick the target's favourite, then type a proposal: the real target verifies both."""
+    page.get_by_role("tab", name="You are the drafter", exact=True).click()
+    page.get_by_role("button", name="Start", exact=True).click()
+    picker = page.locator("#sv-you-picker")
+    picker.locator("input[type=radio]").first.wait_for(timeout=120_000)
+    picker.locator("input[type=radio]").first.check()
+    page.get_by_role("button", name="Propose", exact=True).click()
+    score = page.locator("#sv-you-score")
+    score.get_by_text("Your α =", exact=False).wait_for(timeout=60_000)
+    page.get_by_label("…or type your own proposal (up to 8 tokens)").fill(" Paris, and it is")
+    page.get_by_role("button", name="Propose", exact=True).click()
+    page.wait_for_function("document.querySelectorAll('#sv-you-rows .sv-row').length == 2", timeout=60_000)
+    text = score.inner_text()
+    assert "the real draft's α =" in text and "Last proposal:" in text
+    assert page.locator("#sv-you-rows .sv-accepted, #sv-you-rows .sv-rejected").count() >= 2
+    screenshot_tab(page, tmp_path, "lab-you-are-the-drafter.png")
+
+
+def test_the_seeds_lessons_show_in_the_theory_and_bandwidth_tabs(page, tmp_path):
+    """Figure 5's execution trace and the oracle-γ bound (Theory), the corrected A100-40GB hierarchy (Memory bandwidth)."""
+    page.get_by_role("tab", name="Theory", exact=True).click()
+    page.locator("#sv-execution-trace .js-plotly-plot").wait_for(timeout=60_000)
+    oracle = page.locator("#sv-oracle-gamma")
+    oracle.get_by_text("oracle", exact=False).first.wait_for(timeout=60_000)
+    assert "1.57" in oracle.inner_text() or "1.58" in oracle.inner_text()  # the grid's largest gain, "up to 60%"
+    page.locator("#sv-execution-trace").scroll_into_view_if_needed()
+    wait_until_settled(page)
+    page.locator("#sv-execution-trace").screenshot(path=str(Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
+                                                        / "execution-trace.png"))
+    page.get_by_role("tab", name="Memory bandwidth", exact=True).click()
+    page.locator("#sv-hierarchy .js-plotly-plot").wait_for(timeout=60_000)
+    caption = page.locator("#sv-hierarchy-caption").inner_text()
+    assert "1,555 GB/s" in caption and "14.1 ms" in caption
+    screenshot_tab(page, tmp_path, "lab-memory-hierarchy.png")
