@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from specviz.drafters.acceptance import PositionalAcceptance
 from specviz.theory import verify_cost_at
 
 DECAY = 0.95  # per-round forgetting of acceptance counts (memory of about 20 rounds)
@@ -116,26 +117,19 @@ class AdaptiveGamma:
         self.max_gamma = max_gamma
         self.prior_alpha = prior_alpha
         self.costless = costless
-        self.reached = [0.0] * max_gamma  # decayed tests at position i
-        self.accepted = [0.0] * max_gamma  # decayed sum of min(1, p/q) at position i
+        self.scores = PositionalAcceptance(max_gamma, prior_alpha, PRIOR_WEIGHT, DECAY)  # a_i, and proposals watched
         self.verify_points: dict[int, list[float]] = {}  # fed tokens n -> [weight, mean ms]
         self.draft_step = [0.0, 0.0]  # [weight, mean ms per draft forward]
-        self.watched: list[list] = []  # costless proposals still being scored: [start index, ids, next position]
 
     # ------------------------------------------------------------ estimates
 
     def acceptance(self) -> list[float]:
         """a_1..a_γ: the running conditional acceptance rate of each draft position."""
-        prior = PRIOR_WEIGHT * self.prior_alpha
-        return [(acc + prior) / (reach + PRIOR_WEIGHT) for acc, reach in zip(self.accepted, self.reached)]
+        return self.scores.rates()
 
     def expected_tokens(self, k: int) -> float:
         """E_k = 1 + Σ_j Π_{i≤j} a_i: tokens a round with k drafts yields on average."""
-        total, survive = 1.0, 1.0
-        for a in self.acceptance()[:k]:
-            survive *= a
-            total += survive
-        return total
+        return 1.0 + self.scores.expected_accepted(k)
 
     def verify_ms(self, fed: int) -> float:
         """Milliseconds of one target forward over `fed` tokens: the running mean where that size was timed,
@@ -186,34 +180,22 @@ class AdaptiveGamma:
     def observe_acceptance(self, accept_probs: list[float]) -> None:
         """Learn from one verified round of a draft model: min(1, p_i/q_i) at the tested positions 1..t (a draft
         after a rejection is never tested). Older rounds fade by DECAY."""
-        self._fade()
+        self.scores.fade()
         for position, accept_prob in enumerate(accept_probs):
-            self._count(position, accept_prob)
+            self.scores.count(position, accept_prob)
 
     def watch_proposal(self, start: int, proposal: list[int]) -> None:
         """A costless drafter proposed these ids for sequence indices start, start+1, ..; however many of them
         are sent, each is scored once the sequence reaches its index (see score_proposals)."""
-        if proposal:
-            self.watched.append([start, proposal, 0])
+        self.scores.watch(start, proposal)
 
     def score_proposals(self, sequence: list[int]) -> None:
         """Score watched proposals against the tokens the sequence now holds at their indices; called once per
         round. Proposal token j, reached when tokens 1..j-1 matched, counts as accepted when the sequence
         holds it: for a one-hot q that has probability p(x_j) = min(1, p/q), the same law as the acceptance
         test, whether the token was verified (accepted, or replaced by a residual draw, which never repeats it)
-        or not (then the sequence's token was drawn from p)."""
-        self._fade()
-        watching = []
-        for entry in self.watched:
-            start, proposal, position = entry
-            while position < len(proposal) and start + position < len(sequence):
-                matched = sequence[start + position] == proposal[position]
-                self._count(position, float(matched))
-                position = position + 1 if matched else len(proposal)  # past a mismatch nothing is reached
-            if position < len(proposal):
-                entry[2] = position
-                watching.append(entry)
-        self.watched = watching
+        or not (then the sequence's token was drawn from p); see specviz/drafters/acceptance.py."""
+        self.scores.score(sequence)
 
     def observe_costs(self, draft_ms: float, draft_forwards: int, verify_ms: float, fed: int, caught_up: int = 0) -> None:
         """Learn one round's timings: drafting with `draft_forwards` forwards, a target forward over `fed` tokens.
@@ -227,15 +209,6 @@ class AdaptiveGamma:
             weight, mean = self.draft_step
             weight = weight * COST_DECAY + 1.0
             self.draft_step = [weight, mean + (draft_ms / draft_forwards - mean) / weight]
-
-    def _fade(self) -> None:
-        self.reached = [value * DECAY for value in self.reached]
-        self.accepted = [value * DECAY for value in self.accepted]
-
-    def _count(self, position: int, accepted: float) -> None:
-        if position < self.max_gamma:
-            self.reached[position] += 1.0
-            self.accepted[position] += accepted
 
     def _add_verify_point(self, fed: int, verify_ms: float) -> None:
         for point in self.verify_points.values():

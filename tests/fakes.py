@@ -59,15 +59,17 @@ class FakeTokenizer:
         return "".join(chr(ord("a") + i) for i in ids)
 
 
-def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft_sharpness=1.0, draft_confidence=0.0):
+def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft_sharpness=1.0, draft_confidence=0.0,
+                  lookup_prior=0.0):
+    """drafter: "model" (a scripted draft model), "ngram" (prompt lookup) or "ngram+model" (lookup, else the model;
+    lookup_prior: its acceptance before any evidence)."""
     target = FakeLanguageModel(vocab_size, salt=1, name="target")
-    """drafter: "model" (a scripted draft model), "ngram" (prompt lookup) or "ngram+model" (lookup, else the model)."""
     draft_model = None
     if drafter in ("model", "ngram+model"):
         draft_model = FakeLanguageModel(vocab_size, salt=draft_salt, sharpness=draft_sharpness, name="draft")
         chosen = DraftModelDrafter(draft_model, confidence=draft_confidence)
     if drafter in ("ngram", "ngram+model"):
         lookup = PromptLookupDrafter(vocab_size, ngram_size=2, eos_token_ids=list(eos_ids))
-        chosen = lookup if drafter == "ngram" else LookupThenModelDrafter(lookup, chosen, drafter)
+        chosen = lookup if drafter == "ngram" else LookupThenModelDrafter(lookup, chosen, drafter, lookup_prior)
     return Pipeline(target, chosen, FakeTokenizer(vocab_size), list(eos_ids), torch.device("cpu"), torch.float32, draft_model,
                     cache=WeightsCache())  # its own cache: warm-ups in one test do not leak into another

@@ -94,11 +94,11 @@ def test_costless_proposals_are_scored_against_the_tokens_that_follow():
     controller.watch_proposal(10, [5, 6, 7])
     sequence = list(range(10)) + [5]
     controller.score_proposals(sequence)  # only index 10 exists yet: position 1 matched
-    assert controller.reached[:3] == [1.0, 0.0, 0.0] and controller.accepted[0] == 1.0
+    assert controller.scores.reached[:3] == [1.0, 0.0, 0.0] and controller.scores.accepted[0] == 1.0
     controller.score_proposals(sequence + [6, 9, 9])  # position 2 matches, position 3 does not; 4 is never reached
-    assert [round(r, 3) for r in controller.reached] == [0.95, 1.0, 1.0, 0.0]
-    assert [round(a, 3) for a in controller.accepted] == [0.95, 1.0, 0.0, 0.0]
-    assert controller.watched == []  # fully scored, no longer watched
+    assert [round(r, 3) for r in controller.scores.reached] == [0.95, 1.0, 1.0, 0.0]
+    assert [round(a, 3) for a in controller.scores.accepted] == [0.95, 1.0, 0.0, 0.0]
+    assert controller.scores.watched == []  # fully scored, no longer watched
 
 
 @pytest.mark.parametrize("drafter", ["model", "ngram"])

@@ -176,7 +176,8 @@ def test_draft_distributions_are_real_and_restricted_to_the_head(offline_target)
 
 def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere(offline_target):
     config = DecodeConfig(draft=LOOKUP_THEN_DISTILLED, gamma=4, max_new_tokens=40, temperature=1.0, seed=3).validate()
-    prompt = "Repeat this sentence three times: the quick brown fox jumps over the lazy dog."
+    # lookup drafts a round only once its record beats the draft's: here when the list comes back
+    prompt = "Copy this list exactly: apples, pears, plums, cherries, apples, pears, plums, cherries."
     trace = engine.run_speculative(build_pipeline(config), prompt, config)
     rounds = [r for r in trace.rounds if r.drafted]
     copied = [r for r in rounds if r.draft_forwards == 0]

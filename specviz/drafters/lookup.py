@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import torch
 
+from specviz.drafters.acceptance import PositionalAcceptance
 from specviz.drafters.base import Draft, Drafter
 from specviz.sampling import one_hot
+
+MODEL_PRIOR = 0.5  # a draft model's acceptance before its first draft (as adaptive γ's prior)
+SOURCE_DECAY = 0.7  # per-round fading of both records (memory of about 3 rounds: a copied passage starts and ends)
+TRACKED_POSITIONS = 64  # draft positions whose acceptance each source keeps (a longer draft counts as ending there)
 
 
 class PromptLookupDrafter:
@@ -41,18 +46,31 @@ class PromptLookupDrafter:
 
 
 class LookupThenModelDrafter:
-    """Prompt lookup where the context has a match, a model drafter everywhere else.
+    """Prompt lookup where the context has a match and its record promises as much, a model drafter elsewhere.
 
     The two are good at different text: lookup when the answer copies the prompt or itself (extraction,
-    translation, summaries, code edits), a trained draft when it does not. Each round uses one of them, so q is
-    whole: one-hot for a copied span, the draft's own distribution otherwise. The model drafter sees every token
-    through the sequence it is given, so skipping it for a round costs it nothing.
+    translation, summaries, code edits), a trained draft when it does not. Each source keeps its own acceptance
+    per draft position (acceptance.py), learnt from the tokens the sequence then holds: lookup's from every
+    proposal (it is costless, so it proposes each round, sent or not), the model's from the drafts it sent. A
+    round sends lookup's proposal when its expected accepted tokens are at least the model's for γ drafts, else
+    asks the model. One estimate for both used to let lookup's misses in prose cut the model's drafts short.
+
+    The choice depends only on tokens already in the sequence, never on this round's target output, so the output
+    still follows the target exactly, and a replay makes the same choices. q is whole either way: one-hot for a
+    copied span, the draft's own distribution otherwise. The model drafter sees every token through the sequence it
+    is given, so skipping it for a round costs it nothing.
     """
 
     costless = False
 
-    def __init__(self, lookup: PromptLookupDrafter, model: Drafter, name: str):
+    def __init__(self, lookup: PromptLookupDrafter, model: Drafter, name: str, lookup_prior: float = 0.0):
         self.lookup, self.model, self.name = lookup, model, name
+        self.lookup_prior = lookup_prior  # 0: lookup earns its rates from evidence (every proposal of it is scored)
+        self.begin_scores()
+
+    def begin_scores(self) -> None:
+        self.lookup_scores = PositionalAcceptance(TRACKED_POSITIONS, self.lookup_prior, decay=SOURCE_DECAY)
+        self.model_scores = PositionalAcceptance(TRACKED_POSITIONS, MODEL_PRIOR, decay=SOURCE_DECAY)  # tried, then judged
 
     @property
     def forward_seconds(self) -> float:
@@ -61,9 +79,16 @@ class LookupThenModelDrafter:
     def begin(self) -> None:
         self.lookup.begin()
         self.model.begin()
+        self.begin_scores()
 
     def propose(self, sequence, gamma, standardize, generator) -> Draft:
+        self.lookup_scores.score(sequence)
+        self.model_scores.score(sequence)
         copied = self.lookup.propose(sequence, gamma, standardize, generator)
-        if len(copied.tokens) > 0:
+        copied_ids = copied.tokens.tolist()
+        self.lookup_scores.watch(len(sequence), copied_ids)
+        if copied_ids and self.lookup_scores.expected_accepted(len(copied_ids)) >= self.model_scores.expected_accepted(gamma):
             return copied
-        return self.model.propose(sequence, gamma, standardize, generator)
+        draft = self.model.propose(sequence, gamma, standardize, generator)
+        self.model_scores.watch(len(sequence), draft.tokens.tolist())
+        return draft
