@@ -12,7 +12,7 @@ NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
 DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (drafters/distilled.py)
 QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (drafters/int4.py): any target, CPU only
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)
-LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where the context has a match, that draft everywhere else
+LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where it matches and its record is the better, else that draft
 QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (drafters/int4.py)
 # The offline target's default drafter, chosen per device by models.presets.offline_drafter: measured fastest (README).
 OFFLINE_DRAFTER = LOOKUP_FIRST + QUANTIZED_DRAFTER  # on a CPU
@@ -54,7 +54,7 @@ class DecodeConfig:
 
     @property
     def lookup_first(self) -> bool:
-        """Prompt lookup drafts where it finds a match, and the drafting model everywhere else."""
+        """Prompt lookup drafts where it finds a match and has been accepted more than the model, the model elsewhere."""
         return self.draft.startswith(LOOKUP_FIRST)
 
     @property
