@@ -59,10 +59,8 @@ class FakeTokenizer:
         return "".join(chr(ord("a") + i) for i in ids)
 
 
-def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft_sharpness=1.0, draft_confidence=0.0,
-                  lookup_prior=0.0):
-    """drafter: "model" (a scripted draft model), "ngram" (prompt lookup) or "ngram+model" (lookup, else the model;
-    lookup_prior: its acceptance before any evidence)."""
+def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft_sharpness=1.0, draft_confidence=0.0):
+    """drafter: "model" (a scripted draft model), "ngram" (prompt lookup) or "ngram+model" (lookup, else the model)."""
     target = FakeLanguageModel(vocab_size, salt=1, name="target")
     draft_model = None
     if drafter in ("model", "ngram+model"):
@@ -70,6 +68,6 @@ def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft
         chosen = DraftModelDrafter(draft_model, confidence=draft_confidence)
     if drafter in ("ngram", "ngram+model"):
         lookup = PromptLookupDrafter(vocab_size, ngram_size=2, eos_token_ids=list(eos_ids))
-        chosen = lookup if drafter == "ngram" else LookupThenModelDrafter(lookup, chosen, drafter, lookup_prior)
+        chosen = lookup if drafter == "ngram" else LookupThenModelDrafter(lookup, chosen, drafter)
     return Pipeline(target, chosen, FakeTokenizer(vocab_size), list(eos_ids), torch.device("cpu"), torch.float32, draft_model,
                     cache=WeightsCache())  # its own cache: warm-ups in one test do not leak into another

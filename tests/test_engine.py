@@ -56,11 +56,11 @@ def test_speculative_sequences_follow_the_target_exactly(sampling):
 @pytest.mark.slow
 def test_lookup_then_model_rounds_mix_and_the_output_follows_the_target_exactly():
     vocab, length, runs = 3, 4, 3000
-    # γ = 1 gives several rounds: the first has nothing to copy ("b" is new), later ones often do. Lookup starts
-    # level with the model (its prior 0.5), so which of them drafts a round depends on how each did before it.
+    # γ = 1 gives several rounds: the first has nothing to copy ("b" is new), later ones often do; which of
+    # lookup and the model drafts a round depends on how each did before it.
     config = DecodeConfig(gamma=1, max_new_tokens=length, chat=False, temperature=1.0)
     exact = _exact_sequence_probs(config, length, vocab)
-    pipeline = fake_pipeline(vocab, drafter="ngram+model", lookup_prior=0.5)
+    pipeline = fake_pipeline(vocab, drafter="ngram+model")
     counts = dict.fromkeys(exact, 0)
     copied_rounds = modelled_rounds = 0
     for seed in range(runs):

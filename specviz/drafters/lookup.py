@@ -8,7 +8,7 @@ from specviz.drafters.acceptance import PositionalAcceptance
 from specviz.drafters.base import Draft, Drafter
 from specviz.sampling import one_hot
 
-MODEL_PRIOR = 0.5  # a draft model's acceptance before its first draft (as adaptive γ's prior)
+PRIOR = 0.5  # each source's acceptance before any evidence (as adaptive γ's prior for a draft model)
 SOURCE_DECAY = 0.7  # per-round fading of both records (memory of about 3 rounds: a copied passage starts and ends)
 TRACKED_POSITIONS = 64  # draft positions whose acceptance each source keeps (a longer draft counts as ending there)
 
@@ -63,14 +63,15 @@ class LookupThenModelDrafter:
 
     costless = False
 
-    def __init__(self, lookup: PromptLookupDrafter, model: Drafter, name: str, lookup_prior: float = 0.0):
+    def __init__(self, lookup: PromptLookupDrafter, model: Drafter, name: str):
         self.lookup, self.model, self.name = lookup, model, name
-        self.lookup_prior = lookup_prior  # 0: lookup earns its rates from evidence (every proposal of it is scored)
         self.begin_scores()
 
     def begin_scores(self) -> None:
-        self.lookup_scores = PositionalAcceptance(TRACKED_POSITIONS, self.lookup_prior, decay=SOURCE_DECAY)
-        self.model_scores = PositionalAcceptance(TRACKED_POSITIONS, MODEL_PRIOR, decay=SOURCE_DECAY)  # tried, then judged
+        # The same prior for both, so that equal records compare equal (a tie sends lookup, which costs nothing):
+        # with prior weight 1 and fading, a rate never passes about 0.88, for either source.
+        self.lookup_scores = PositionalAcceptance(TRACKED_POSITIONS, PRIOR, decay=SOURCE_DECAY)
+        self.model_scores = PositionalAcceptance(TRACKED_POSITIONS, PRIOR, decay=SOURCE_DECAY)
 
     @property
     def forward_seconds(self) -> float:
