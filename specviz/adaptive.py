@@ -167,10 +167,14 @@ class AdaptiveGamma:
 
     def observe(self, sequence: list[int], accept_probs: list[float], timing: RoundTiming | None) -> None:
         """Learn from a verified round: acceptance (min(1, p/q) at the tested positions, or for a costless
-        drafter its proposals scored against the sequence) and, when given, the round's timings."""
+        drafter its proposals scored against the sequence) and, when given, the round's timings.
+
+        A round a draft model's drafter filled without a forward was copied by prompt lookup (lookup, else the
+        model): the k chosen here is the model's, so it learns from the model's rounds only (lookup keeps its own
+        record in LookupThenModelDrafter). Learnt together, lookup's misses once drove k to 0 for good."""
         if self.costless:
             self.score_proposals(sequence)
-        else:
+        elif timing is None or timing.draft_forwards > 0:
             self.observe_acceptance(accept_probs)
         if timing is not None:
             self.observe_costs(timing.draft_ms, timing.draft_forwards, timing.verify_ms, timing.fed, timing.caught_up)
