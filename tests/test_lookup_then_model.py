@@ -39,13 +39,13 @@ def _sent_sources(truth: list[int], rounds: int = 8) -> tuple[list[str], Scripte
 
 def test_lookup_is_sent_once_its_proposals_come_true():
     sources, model = _sent_sources(truth=[1, 2, 3])
-    assert sources == ["lookup"] * 8  # level records at first (a tie sends lookup), then lookup's is the better
-    assert model.calls == 0  # the model is not run in rounds that copy
+    assert sources == ["model"] + ["lookup"] * 7  # the model drafts first; then lookup's record is the better
+    assert model.calls == 1  # the model is not run in rounds that copy
 
 
 def test_the_model_keeps_drafting_where_lookup_keeps_missing():
     sources, model = _sent_sources(truth=[4, 5, 6])
-    assert sources == ["lookup"] + ["model"] * 7 and model.calls == 7  # one miss, and lookup's record is the worse
+    assert sources == ["model"] * 8 and model.calls == 8
 
 
 def test_a_source_that_starts_missing_loses_the_rounds_to_the_other():

@@ -52,8 +52,9 @@ class LookupThenModelDrafter:
     translation, summaries, code edits), a trained draft when it does not. Each source keeps its own acceptance
     per draft position (acceptance.py), learnt from the tokens the sequence then holds: lookup's from every
     proposal (it is costless, so it proposes each round, sent or not), the model's from the drafts it sent. A
-    round sends lookup's proposal when its expected accepted tokens are at least the model's for γ drafts, else
-    asks the model. One estimate for both used to let lookup's misses in prose cut the model's drafts short.
+    round sends lookup's proposal when its expected accepted tokens are at least the model's for γ drafts (once the
+    model has drafted a round), else asks the model. One estimate for both used to let lookup's misses in prose cut
+    the model's drafts short.
 
     The choice depends only on tokens already in the sequence, never on this round's target output, so the output
     still follows the target exactly, and a replay makes the same choices. q is whole either way: one-hot for a
@@ -68,7 +69,8 @@ class LookupThenModelDrafter:
         self.begin_scores()
 
     def begin_scores(self) -> None:
-        # The same prior for both, so that equal records compare equal (a tie sends lookup, which costs nothing):
+        # The same prior for both, so that equal records compare equal (a tie sends lookup, which costs nothing,
+        # once the model has drafted):
         # with prior weight 1 and fading, a rate never passes about 0.88, for either source.
         self.lookup_scores = PositionalAcceptance(TRACKED_POSITIONS, PRIOR, decay=SOURCE_DECAY)
         self.model_scores = PositionalAcceptance(TRACKED_POSITIONS, PRIOR, decay=SOURCE_DECAY)
@@ -88,7 +90,9 @@ class LookupThenModelDrafter:
         copied = self.lookup.propose(sequence, gamma, standardize, generator)
         copied_ids = copied.tokens.tolist()
         self.lookup_scores.watch(len(sequence), copied_ids)
-        if copied_ids and self.lookup_scores.expected_accepted(len(copied_ids)) >= self.model_scores.expected_accepted(gamma):
+        model_tried = self.model_scores.reached[0] > 0  # the model drafts first, so adaptive γ learns what it is worth
+        if copied_ids and model_tried and (
+                self.lookup_scores.expected_accepted(len(copied_ids)) >= self.model_scores.expected_accepted(gamma)):
             return copied
         draft = self.model.propose(sequence, gamma, standardize, generator)
         self.model_scores.watch(len(sequence), draft.tokens.tolist())
