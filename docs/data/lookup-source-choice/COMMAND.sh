@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lookup-then-draft before and after each source got its own acceptance record (docs/results.md). From the repository
-# root with ../shared beside it: run once on the commit before ca1f141 (out: before) and once on ca1f141 (out: after).
+# root with ../shared beside it: run once on fa8b174 (out: before) and once on 9faf4d2 (out: after).
 # SmolLM2-135M-Instruct (the offline default), 39 Spec-Bench prompts, 64 new tokens, γ 4, T = 0 and 1.
 set -euo pipefail
 exec python -m specviz bench --questions ../shared/data/spec_bench/question.jsonl --limit 3 \
