@@ -115,7 +115,6 @@ class AdaptiveGamma:
 
     def __init__(self, max_gamma: int, prior_alpha: float = PRIOR_ALPHA, costless: bool = False):
         self.max_gamma = max_gamma
-        self.prior_alpha = prior_alpha
         self.costless = costless
         self.scores = PositionalAcceptance(max_gamma, prior_alpha, PRIOR_WEIGHT, DECAY)  # a_i, and proposals watched
         self.verify_points: dict[int, list[float]] = {}  # fed tokens n -> [weight, mean ms]

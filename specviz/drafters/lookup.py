@@ -66,9 +66,9 @@ class LookupThenModelDrafter:
 
     def __init__(self, lookup: PromptLookupDrafter, model: Drafter, name: str):
         self.lookup, self.model, self.name = lookup, model, name
-        self.begin_scores()
+        self._new_records()
 
-    def begin_scores(self) -> None:
+    def _new_records(self) -> None:
         # The same prior for both, so that equal records compare equal (a tie sends lookup, which costs nothing,
         # once the model has drafted):
         # with prior weight 1 and fading, a rate never passes about 0.88, for either source.
@@ -82,7 +82,7 @@ class LookupThenModelDrafter:
     def begin(self) -> None:
         self.lookup.begin()
         self.model.begin()
-        self.begin_scores()
+        self._new_records()
 
     def propose(self, sequence, gamma, standardize, generator) -> Draft:
         self.lookup_scores.score(sequence)
