@@ -122,7 +122,7 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
                        info="Offline, the draft model is the target's own 4-bit copy (agrees "
                             "~98%, fastest on a CPU) or the head distilled from it (assets/; "
                             "more rejections to look at). Lookup, else draft model: copy from "
-                            "the context where it matches, draft elsewhere")
+                            "the context where it matches and copying has paid off, draft elsewhere")
     prompt = gr.Textbox(initial.prompt, label="Prompt", lines=3, max_lines=12)
     system_prompt = gr.Textbox(initial.system_prompt, label="System prompt (empty: none)", lines=1, max_lines=6,
                                info="Sent before your prompt. Left empty the model reads nothing hidden; SmolLM2's "
