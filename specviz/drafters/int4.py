@@ -45,8 +45,8 @@ def available(device: torch.device) -> bool:
 class Int4Linear(torch.nn.Module):
     """y = x Wᵀ (+ b) with W held as group-32 asymmetric 4-bit codes; bfloat16 inside the kernel.
 
-    >>> Int4Linear(torch.nn.Linear(64, 8))(torch.ones(2, 64)).shape
-    torch.Size([2, 8])
+    >>> Int4Linear(torch.nn.Linear(64, 16))(torch.ones(2, 64)).shape  # the kernel packs outputs in sixteens
+    torch.Size([2, 16])
     """
 
     def __init__(self, linear: torch.nn.Linear, dense_prompt: bool = False):
