@@ -117,10 +117,13 @@ def test_the_table_reads_chi_square_against_the_closed_form():
 
     outcomes = rules.outcomes(P, Q)
     table = views.position_table(outcomes, rules.chi_square_by_rule(P, Q, samples=20_000, seed=1), 20_000)
-    lines = {line.split("|")[1].strip(): line for line in table.splitlines()[2:]}
+    lines = {line.split("|")[1].strip(): line for line in table.splitlines()[2:] if line.startswith("|")}
     assert "**follows p**: lossless" in lines["exact"] and "**does not follow p**" in lines["argmax match"]
-    assert views._verdict(0.004, 0.3, 2_000) == "passes χ², yet drifts: 2,000 samples are too few to see a TVD of 0.0040"
-    assert views._verdict(0.0, 0.001, 2_000).startswith("χ² rejects by chance")
+    assert views._verdict(0.004, 0.3, 2_000) == ("p = 0.3 ≥ 0.01: consistent with p, yet drifts: 2,000 samples are too "
+                                                 "few to see a TVD of 0.0040")
+    assert views._verdict(0.0, 0.001, 2_000).startswith("p = 0.001 < 0.01: χ² rejects by chance")
+    assert views._verdict(0.0, 0.0173, 2_000) == "p = 0.0173 ≥ 0.01: **follows p**: lossless"  # the threshold is stated
+    assert "against 0.01" in table.splitlines()[0] and "at least 0.01 is read as consistent with p" in table
 
 
 def test_the_tab_answers_presets_without_a_model_and_refuses_without_a_run():
@@ -136,3 +139,73 @@ def test_the_tab_answers_presets_without_a_model_and_refuses_without_a_run():
         position_view(None, LIVE, 1, 1, "lots", 3, 5_000)
     with pytest.raises(gr.Error, match="No run yet"):
         run_view(None, 0.5, 3)
+
+
+def _fake_run(temperature=1.0):
+    """Round 1 a plain step (as the 4-bit copy and the distilled head run it); round 2 passes 2 of 3 drafts, round 3
+    all 3 and a bonus."""
+    from specviz.trace import Round, Token, Trace
+
+    def token(kind, position):
+        return Token(position, f"t{position}", kind, position, 0.5, None if kind == "bonus" else 0.6,
+                     *((0.3, 0.8) if kind == "accepted" else (0.9, 0.5) if kind == "rejected" else (None, None)))
+
+    rounds = [Round(0, 0, 0, [token("bonus", 1)], 0.0, 1.0, 0),
+              Round(1, 3, 2, [token("accepted", 1), token("accepted", 2), token("rejected", 3), token("corrected", 3)],
+                    1.0, 1.0, 3),
+              Round(2, 3, 3, [*(token("accepted", i) for i in (1, 2, 3)), token("bonus", 4)], 1.0, 1.0, 3)]
+    ids = [t.token_id for r in rounds for t in r.emitted]
+    return Trace(config={"gamma": 3, "temperature": temperature, "top_k": 0, "top_p": 1.0}, prompt="abc",
+                 prompt_token_count=3, target_name="t", draft_name="d", device="cpu", dtype="float32", rounds=rounds,
+                 token_ids=ids, text="".join(t.text for r in rounds for t in r.emitted))
+
+
+def test_the_first_tested_position_is_never_round_one_and_an_untested_one_is_refused_naming_the_tested():
+    from specviz.labs import rules_on_run
+
+    trace = _fake_run()
+    assert trace.rounds[0].drafted == 0  # round 1 reads the prompt
+    tested = rules_on_run.tested_positions(trace)
+    assert tested and tested[0][0] >= 2 and rules_on_run.first_tested(trace) == (tested[0][0], tested[0][1][0])
+    rules_on_run.generated_index(trace, *rules_on_run.first_tested(trace))  # the default is accepted
+    with pytest.raises(ValueError) as error:
+        rules_on_run.generated_index(trace, 1, 1)
+    message = str(error.value)
+    assert message == ("round 1 tested no draft positions (round 1 reads the prompt and drafts nothing); tested: "
+                       "round 2 positions 1–3, round 3 positions 1–3")
+    with pytest.raises(ValueError, match="^round 2 tested draft positions 1, 2, 3, not 4; tested: round 2"):
+        rules_on_run.generated_index(trace, 2, 4)
+    assert rules_on_run.generated_index(trace, 3, 2) == 1 + 3 + 1
+    assert rules_on_run.first_tested(None) is None
+
+
+def test_the_tab_refuses_an_untested_position_with_a_quiet_sentence_and_follows_the_run():
+    import gradio as gr
+
+    from specviz.app.callbacks import Refusal
+    from specviz.app.rules_tab import LIVE, follow_run, position_view
+    from specviz.labs import rules_on_run
+
+    trace = _fake_run()
+    with pytest.raises(gr.Error) as error:
+        position_view(trace, LIVE, 1, 1, 0.5, 3, 5_000)
+    assert error.value.message.startswith("Round 1 tested no draft positions (round 1 reads the prompt and drafts "
+                                          "nothing); tested: round 2 positions 1–3")
+    assert isinstance(error.value, Refusal) and error.value.print_exception is False  # no traceback in the log
+    first = rules_on_run.first_tested(trace)
+    assert [update["value"] for update in follow_run(trace, 1, 1)] == list(first)
+    assert follow_run(trace, *first) == ({"__type__": "update"}, {"__type__": "update"})  # a tested choice is kept
+    assert [update["value"] for update in follow_run(None, 3, 2)] == [None, None]
+
+
+def test_the_run_view_names_the_live_alpha_beside_the_labs_own():
+    from specviz.app.rules_tab import alpha_comparison
+    from specviz.labs import verification_rules as rules_module
+    from specviz.metrics import summarize
+
+    trace = _fake_run(temperature=0.0)
+    totals = {rule: {"alpha": 0.98, "drift": 0.0} for rule in rules_module.RULES}
+    text = alpha_comparison(trace, totals, untempered=True)
+    metrics = summarize(trace)
+    assert f"The live run's α = {metrics.alpha:.3f}** ({metrics.accepted_tokens}/{metrics.tested_positions}" in text
+    assert "This lab's exact-rule α = 0.980" in text and "untempered (T = 1) p and q" in text and "one-hot" in text

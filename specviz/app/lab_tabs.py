@@ -10,7 +10,7 @@ from specviz.app.anatomy_tab import anatomy_tab
 from specviz.app.bandwidth_tab import bandwidth_tab, bandwidth_view
 from specviz.app.callbacks import lab_callback
 from specviz.app.lossless_tab import lossless_tab
-from specviz.app.rules_tab import rules_tab
+from specviz.app.rules_tab import follow_run, rules_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.simulated_tab import simulated_tab
 from specviz.app.you_draft_tab import you_draft_tab
@@ -116,8 +116,10 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
     theory.select(theory_views, theory_inputs, theory_outputs)
     with gr.Tab("Sampling lab"):
         sampling_inputs, sampling_outputs = sampling_tab()
-    with gr.Tab("Verification rules"):
-        rules_tab(trace_state)
+    with gr.Tab("Verification rules") as rules:
+        rules_where = rules_tab(trace_state)
+    # Round and position move to the live run's first tested draft when the tab opens (round 1 never drafts)
+    rules.select(follow_run, [trace_state, *rules_where], list(rules_where), queue=False)
     with gr.Tab("Round anatomy"):
         anatomy_tab(trace_state)
     with gr.Tab("You are the drafter"):

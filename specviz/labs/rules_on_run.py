@@ -50,15 +50,48 @@ def run_distributions(pipeline: Pipeline, trace: Trace) -> RunDistributions:
     return RunDistributions(rows[0], rows[1], untempered)
 
 
+def tested_positions(trace: Trace) -> list[tuple[int, list[int]]]:
+    """(round number, its tested draft positions) for every round that tested a draft, 1-based, in order. Round 1
+    reads the prompt and drafts nothing, so a run's first tested position is in round 2 at the earliest."""
+    tested = []
+    for number, round_ in enumerate(trace.rounds, 1):
+        positions = [token.position for token in round_.tokens if token.kind in (ACCEPTED, REJECTED)]
+        if positions:
+            tested.append((number, positions))
+    return tested
+
+
+def first_tested(trace: Trace | None) -> tuple[int, int] | None:
+    """(round, position) of the run's first tested draft, or None (no run, or a run that tested none)."""
+    tested = tested_positions(trace) if trace is not None else []
+    return (tested[0][0], tested[0][1][0]) if tested else None
+
+
+def tested_summary(trace: Trace, shown: int = 3) -> str:
+    """The tested positions in words, the first `shown` rounds of them: 'round 2 positions 1–4, round 3 position 1, …'."""
+    tested = tested_positions(trace)
+    if not tested:
+        return "none (every round was a plain step)"
+    words = [f"round {number} position{'s' if len(positions) > 1 else ''} "
+             + (f"{positions[0]}–{positions[-1]}" if len(positions) > 1 else f"{positions[0]}")
+             for number, positions in tested[:shown]]
+    return ", ".join(words) + (f", … ({len(tested)} rounds in all)" if len(tested) > shown else "")
+
+
 def generated_index(trace: Trace, round_number: int, position: int) -> int:
     """The index in trace.token_ids of round `round_number`'s (1-based) draft position `position`, which must
-    have been tested (not the bonus, not a draft after the rejection)."""
+    have been tested (not the bonus, not a draft after the rejection); else ValueError naming the tested ones."""
     if not 1 <= round_number <= len(trace.rounds):
-        raise ValueError(f"round {round_number} is not in this run (1..{len(trace.rounds)})")
+        raise ValueError(f"round {round_number} is not in this run (1..{len(trace.rounds)}); tested: "
+                         f"{tested_summary(trace)}")
     round_ = trace.rounds[round_number - 1]
-    tested = {token.position for token in round_.tokens if token.kind in (ACCEPTED, REJECTED)}
+    tested = [token.position for token in round_.tokens if token.kind in (ACCEPTED, REJECTED)]
     if position not in tested:
-        raise ValueError(f"round {round_number} tested draft positions {sorted(tested) or 'none'}; position {position} "
-                         "was not tested (a bonus, a plain step, or a draft after the rejection)")
+        plain = (" (round 1 reads the prompt and drafts nothing)" if round_number == 1 else " (a plain step)"
+                 ) if round_.drafted == 0 else ""
+        said = (f"round {round_number} tested no draft positions{plain}" if not tested else
+                f"round {round_number} tested draft position{'s' if len(tested) > 1 else ''} "
+                f"{', '.join(map(str, tested))}, not {position}")
+        raise ValueError(f"{said}; tested: {tested_summary(trace)}")
     before = sum(len(earlier.emitted) for earlier in trace.rounds[: round_number - 1])
     return before + position - 1

@@ -48,24 +48,28 @@ def position_figure(target_probs, draft_probs, outcomes: list[rules.RuleOutcome]
 
 
 def position_table(outcomes: list[rules.RuleOutcome], chi_square: dict[str, tuple], samples: int) -> str:
-    """One Markdown row per rule: acceptance, distance from p, and the sampled χ² verdict."""
-    lines = [f"| rule | P(accept) | TVD(emitted, p) | χ² of {samples:,} samples against p | verdict |",
-             "|---|---|---|---|---|"]
+    """One Markdown row per rule: acceptance, distance from p, and the sampled χ² verdict against PASS_LEVEL."""
+    lines = [f"| rule | P(accept) | TVD(emitted, p) | χ² of {samples:,} samples against p | verdict (χ² p-value against "
+             f"{PASS_LEVEL:g}) |", "|---|---|---|---|---|"]
     for outcome in outcomes:
         statistic, dof, p_value = chi_square[outcome.rule]
         verdict = _verdict(outcome.distance, p_value, samples)
         lines.append(f"| {outcome.rule} | {outcome.accept_prob:.3f} | {outcome.distance:.4f} | "
-                     f"{statistic:.1f} on {dof} dof, p-value {p_value:.3g} | {verdict} |")
-    return "\n".join(lines)
+                     f"{statistic:.1f} on {dof} dof | {verdict} |")
+    return "\n".join(lines) + (f"\n\nA χ² p-value of at least {PASS_LEVEL:g} is read as consistent with p; below it, "
+                               "the emitted tokens do not follow p (an exact rule falls below it 1 time in 100 by chance).")
 
 
 def _verdict(distance: float, p_value: float, samples: int) -> str:
-    """The χ² result read against the closed form: a small drift can pass a test of too few samples."""
+    """The χ² result read against PASS_LEVEL and the closed form: a small drift can pass a test of too few samples.
+    _verdict(0.0, 0.0173, 20_000) -> 'p = 0.0173 ≥ 0.01: **follows p**: lossless'."""
     lossless = distance < 1e-9
     if p_value >= PASS_LEVEL:
-        return ("**follows p**: lossless" if lossless else
-                f"passes χ², yet drifts: {samples:,} samples are too few to see a TVD of {distance:.4f}")
-    return ("χ² rejects by chance (1 run in 100): the closed form emits p" if lossless else "**does not follow p**")
+        said = f"p = {p_value:.3g} ≥ {PASS_LEVEL:g}: "
+        return said + ("**follows p**: lossless" if lossless else
+                       f"consistent with p, yet drifts: {samples:,} samples are too few to see a TVD of {distance:.4f}")
+    said = f"p = {p_value:.3g} < {PASS_LEVEL:g}: "
+    return said + ("χ² rejects by chance (1 run in 100): the closed form emits p" if lossless else "**does not follow p**")
 
 
 def run_figure(totals: dict[str, dict[str, float]], positions: int) -> go.Figure:
