@@ -65,3 +65,22 @@ def test_bad_prefixes_are_refused_before_any_model_loads(prefix, message):
         next(lossless_tab.lossless_run(prefix, 20, 1, 1.0, 1.0))
     with pytest.raises(gr.Error, match=message):
         next(lossless_tab.lenience_sweep(prefix, 20, 1.0))
+
+
+def test_the_chi_square_verdict_states_its_threshold_and_settings_use_the_live_field_table():
+    import gradio as gr
+
+    from specviz.app import lossless_tab
+    from specviz.labs.lossless import chi_square_verdict
+
+    assert chi_square_verdict(0.0173) == "p-value 0.0173 ≥ 0.001: consistent with p"
+    assert chi_square_verdict(2e-5) == "p-value 2e-05 < 0.001: does not follow p"
+    with pytest.raises(gr.Error) as error:
+        next(lossless_tab.lossless_run("Monday,", 20, 1, "hot", 1.0))
+    assert error.value.message == "temperature must be a number from 0 to 2 (0 means greedy), got 'hot'."
+    with pytest.raises(gr.Error) as error:
+        next(lossless_tab.lossless_run("Monday,", 20, 1, 1.0, 0))
+    assert error.value.message.startswith("lenience must be a number above 0 and at most 1 (1 is exact), got 0")
+    with pytest.raises(gr.Error) as error:
+        next(lossless_tab.lossless_run("Monday,", 5, 1, 1.0, 1.0))
+    assert error.value.message == "Runs must be a whole number from 20 to 1000, got 5."

@@ -182,3 +182,31 @@ def test_figures_show_their_inputs():
     assert "p-value = 1" in figure.layout.title.text and "MISTAKE" not in figure.layout.title.text
     wrong = histogram_figure(vocab, [100, 450, 450, 0], TARGET, "accept_if_r_greater", [0.1, 0.45, 0.45, 0.0])
     assert "COMMON MISTAKE" in wrong.layout.title.text and list(wrong.data[2].y) == [0.1, 0.45, 0.45, 0.0]
+
+
+def test_the_mistakes_are_offered_as_sentences_and_sent_as_identifiers():
+    from specviz.labs.rejection import mistake_choices
+
+    choices = mistake_choices()
+    assert [value for _, value in choices] == list(MISTAKES)
+    for label, value in choices:
+        assert "_" not in label and label[0].isupper() and " " in label, label  # a sentence, not an identifier
+    assert choices[0][0].startswith("Accepts when r > min(1, p/q)")
+
+
+def test_the_sampling_verdict_states_its_threshold():
+    import gradio as gr
+
+    from specviz.app.sampling_tab import NO_MISTAKE, load_preset, sample_view
+
+    fields = load_preset("The Japan ... (textbook)")[:3]
+    text, _ = sample_view(*fields, 20_000, NO_MISTAKE, 0)
+    assert "≥ 0.001: follows p**" in text and "below 0.001 says the output does not follow p" in text
+    text, _ = sample_view(*fields, 20_000, "accept_if_r_greater", 0)
+    assert "< 0.001: does NOT follow p**" in text and "accepts when r > min(1, p/q)" in text
+    with pytest.raises(gr.Error) as error:
+        sample_view(*fields, "many", NO_MISTAKE, 0)
+    assert error.value.message == "N samples must be a whole number from 1 to 1000000, got 'many'."
+    with pytest.raises(gr.Error) as error:
+        sample_view(*fields, 1000, NO_MISTAKE, -1)
+    assert error.value.message.startswith("seed must be a whole number from 0 to")

@@ -114,6 +114,8 @@ def lab_callback(function):
     def wrapped(*args):
         try:
             return worker.call(function, *args)
+        except gr.Error:
+            raise  # already a sentence (a Refusal from app/fields.py, say)
         except ValueError as error:
             raise refused(str(error)) from error
     return wrapped

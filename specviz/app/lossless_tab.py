@@ -7,7 +7,8 @@ import dataclasses
 import gradio as gr
 
 from specviz.app import worker
-from specviz.app.callbacks import load_pipeline
+from specviz.app.callbacks import load_pipeline, quiet_refusals
+from specviz.app.fields import lab_field, run_field
 from specviz.app.policy import current_policy
 from specviz.config import DecodeConfig, check_prompt
 from specviz.labs import lossless, lossless_figures
@@ -16,11 +17,10 @@ LOSSLESS_PROMPT = "Monday, Tuesday, Wednesday, Thursday, Friday. Monday, Tuesday
 
 
 def _lossless_config(temperature, lenience) -> DecodeConfig:
-    """The offline target with prompt lookup, as the lab runs it (no chat template: the prompt is a plain prefix)."""
-    try:
-        return DecodeConfig(temperature=float(temperature), lenience=float(lenience), chat=False, gamma=4).validate()
-    except ValueError as error:
-        raise gr.Error(f"Setting out of range: {error}.") from error
+    """The offline target with prompt lookup, as the lab runs it (no chat template: the prompt is a plain prefix);
+    temperature and lenience are checked against the live tab's field table."""
+    temperature, lenience = run_field("temperature", temperature), run_field("lenience", lenience)
+    return DecodeConfig(temperature=temperature, lenience=lenience, chat=False, gamma=4).validate()
 
 
 def _check_text(check: lossless.DistributionCheck) -> str:
@@ -32,7 +32,8 @@ def _check_text(check: lossless.DistributionCheck) -> str:
     warning = ("" if check.lenience == 1 else
                f"\n\n**Lenience {check.lenience}: NOT lossless. The output is expected to drift from p.**")
     return (f"{check.runs} runs · α = {alpha} over {check.tested} tested drafts · first token: TVD(speculative, p) = "
-            f"**{tvd:.4f}** (99% noise band {band:.4f}) · χ² = {statistic:.1f}, {dof} dof, p-value **{p_value:.3g}** · "
+            f"**{tvd:.4f}** (99% noise band {band:.4f}) · χ² = {statistic:.1f}, {dof} dof: "
+            f"**{lossless.chi_square_verdict(p_value)}** · "
             f"first {check.tokens} token(s): TVD(speculative, plain) = {sequences:.4f} (two-sample noise ≥ {two_sample_band:.4f})"
             + warning)
 
@@ -50,10 +51,11 @@ def _check_prefix(prompt) -> None:
 def lossless_run(prompt, runs, tokens, temperature, lenience):
     _check_prefix(prompt)
     config = _lossless_config(temperature, lenience)
+    runs, tokens = lab_field("Runs", runs, 20, 1000, whole=True), lab_field("Tokens compared", tokens, 1, 3, whole=True)
     if config.greedy:
         raise gr.Error("At temperature 0 there is no distribution to compare: use the greedy check, or raise it.")
     pipeline = load_pipeline(config)
-    feed = worker.Ahead(lossless.check_distribution(pipeline, prompt, config, int(runs), int(tokens)))
+    feed = worker.Ahead(lossless.check_distribution(pipeline, prompt, config, runs, tokens))
     seen, finished = 0, False
     try:
         while not finished:
@@ -76,15 +78,17 @@ def greedy_run(prompt):
 
 def lenience_sweep(prompt, runs, temperature):
     _check_prefix(prompt)
+    runs = lab_field("Runs", runs, 20, 1000, whole=True)
     rows, checks = [], []
     for value in (1.0, 0.8, 0.5, 0.3):
         config = _lossless_config(temperature, value)
         pipeline = load_pipeline(config)
-        *_, check = worker.call(list, lossless.check_distribution(pipeline, prompt, config, int(runs), 1))
+        *_, check = worker.call(list, lossless.check_distribution(pipeline, prompt, config, runs, 1))
         checks.append(check)
         rows = lossless.lenience_rows(checks)
         table = [[row["lenience"], "yes" if row["lossless"] else "NO", None if row["alpha"] is None else round(row["alpha"], 3),
-                  round(row["tvd_to_p"], 4), round(row["noise_band"], 4), f"{row['chi_square_p']:.3g}"] for row in rows]
+                  round(row["tvd_to_p"], 4), round(row["noise_band"], 4),
+                  lossless.chi_square_verdict(row["chi_square_p"])] for row in rows]
         yield table, lossless_figures.lenience_figure(rows)
 
 
@@ -103,9 +107,10 @@ def lossless_tab() -> None:
         sweep_button = gr.Button("Lenience sweep (1, 0.8, 0.5, 0.3)")
     summary, histogram = gr.Markdown(), gr.Plot(label="First token: p, speculative and plain")
     greedy_text = gr.Markdown()
-    sweep_table = gr.Dataframe(headers=["lenience", "lossless", "α", "TVD to p", "noise band", "χ² p-value"],
+    sweep_table = gr.Dataframe(headers=["lenience", "lossless", "α", "TVD to p", "noise band",
+                                        f"χ² verdict (p-value against {lossless.SIGNIFICANCE:g})"],
                                interactive=False)
     sweep_plot = gr.Plot(label="Lenience: α against drift")
-    compare_button.click(lossless_run, [prompt, runs, tokens, temperature, lenience], [summary, histogram])
-    greedy_button.click(greedy_run, prompt, greedy_text)
-    sweep_button.click(lenience_sweep, [prompt, runs, temperature], [sweep_table, sweep_plot])
+    compare_button.click(quiet_refusals(lossless_run), [prompt, runs, tokens, temperature, lenience], [summary, histogram])
+    greedy_button.click(quiet_refusals(greedy_run), prompt, greedy_text)
+    sweep_button.click(quiet_refusals(lenience_sweep), [prompt, runs, temperature], [sweep_table, sweep_plot])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import gradio as gr
 import torch
 
-from specviz.app.callbacks import lab_callback
+from specviz.app.callbacks import lab_callback, refused
+from specviz.app.fields import lab_field, run_field
 from specviz.labs import rejection, rejection_figures
 from specviz.metrics import chi_square_test, total_variation
 
@@ -41,25 +42,31 @@ def overlap_view(vocab_text, target_text, draft_text):
 @lab_callback
 def step_view(vocab_text, target_text, draft_text, seed):
     vocab, target_probs, draft_probs, _ = _distributions(vocab_text, target_text, draft_text)
-    step = rejection.speculative_step(target_probs, draft_probs, torch.Generator().manual_seed(int(seed)))
-    return rejection_figures.step_figure(step, vocab), gr.update(value=int(seed) + 1)
+    seed = run_field("seed", seed)
+    step = rejection.speculative_step(target_probs, draft_probs, torch.Generator().manual_seed(seed))
+    return rejection_figures.step_figure(step, vocab), gr.update(value=seed + 1)
 
 
 @lab_callback
 def sample_view(vocab_text, target_text, draft_text, sample_count, mistake, seed):
     vocab, target_probs, draft_probs, _ = _distributions(vocab_text, target_text, draft_text)
+    sample_count = lab_field("N samples", sample_count, 1, rejection.MAX_SAMPLES, whole=True)
+    seed = run_field("seed", seed)
+    if mistake not in (NO_MISTAKE, *rejection.MISTAKES):
+        raise refused(f"The common mistake must be one of {', '.join(map(repr, [NO_MISTAKE, *rejection.MISTAKES]))}; "
+                      f"got {mistake!r:.60}.")
     chosen = None if mistake == NO_MISTAKE else mistake
-    counts = rejection.sample_many(target_probs, draft_probs, int(sample_count), torch.Generator().manual_seed(int(seed)),
+    counts = rejection.sample_many(target_probs, draft_probs, sample_count, torch.Generator().manual_seed(seed),
                                    mistake=chosen)
     predicted = rejection.exact_output_distribution(target_probs, draft_probs, chosen) if chosen else None
     statistic, dof, p_value = chi_square_test(counts, target_probs)
     total = sum(counts)
     tvd = total_variation([count / total for count in counts], target_probs)
-    verdict = "follows p" if p_value > 1e-3 else "does NOT follow p"
-    text = (f"{total:,} samples{'' if chosen is None else f' with the mistake *{chosen}*'}: χ² = {statistic:.1f} ({dof} dof), "
-            f"p-value **{p_value:.3g}**, TVD to p **{tvd:.4f}** "
+    text = (f"{total:,} samples{'' if chosen is None else f' with the mistake: *{rejection.MISTAKES[chosen]}*'}: "
+            f"χ² = {statistic:.1f} ({dof} dof), TVD to p **{tvd:.4f}** "
             f"(sampling noise ≈ {rejection.tvd_noise(target_probs, total):.4f}): "
-            f"the output **{verdict}**.")
+            f"**{rejection.chi_square_verdict(p_value)}** (a p-value below {rejection.SIGNIFICANCE:g} says the output "
+            "does not follow p).")
     return text, rejection_figures.histogram_figure(vocab, counts, target_probs, chosen, predicted)
 
 
@@ -79,9 +86,9 @@ def sampling_tab() -> tuple:
         seed = gr.Number(0, label="Seed", precision=0, minimum=0)
         step_button = gr.Button("Draw one speculative sample")
         sample_count = gr.Slider(1_000, rejection.MAX_SAMPLES, value=100_000, step=1_000, label="N samples")
-        mistake = gr.Radio([NO_MISTAKE, *rejection.MISTAKES], value=NO_MISTAKE, label="Common mistake")
+        mistake = gr.Radio([("None: the correct algorithm", NO_MISTAKE), *rejection.mistake_choices()], value=NO_MISTAKE,
+                           label="Common mistake: the sampler…")
         sample_button = gr.Button("Sample N", variant="primary")
-    gr.Markdown(" · ".join(f"*{name}*: {what}" for name, what in rejection.MISTAKES.items()))
     sample_text, histogram = gr.Markdown(), gr.Plot(label="Empirical distribution against p")
     fields = [vocab, target, draft]
     preset.change(load_preset, preset, [*fields, preset_note]).then(overlap_view, fields, [overlap_text, overlap_plot])
