@@ -12,8 +12,10 @@ from specviz.trace import Round, TopToken
 
 GREEN, RED, BLUE, GREY, ORANGE = "#2e9e4f", "#d64545", "#2f6fd6", "#8a8f98", "#e08a1e"
 GRID, INK = "#ebf0f8", "#2a3f5f"
-LAYOUT = dict(margin=dict(l=50, r=20, t=50, b=45), height=330,
+MODEBAR_MARGIN = 44  # px at the right of every plot: plotly's toolbar stands there, upright, over no title or label
+LAYOUT = dict(margin=dict(l=50, r=MODEBAR_MARGIN, t=50, b=45), height=330,
               legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+TICK_CHARS = 10  # a token's label on a categorical axis is cut to this many characters (the hover has it whole)
 
 
 @lru_cache(maxsize=1)
@@ -22,7 +24,8 @@ def _template() -> go.layout.Template:
     figure (~13 ms each, the largest cost of a streamed update); this one costs ~1 ms."""
     axis = dict(gridcolor=GRID, linecolor=GRID, zerolinecolor=GRID, ticks="", automargin=True)
     return go.layout.Template(layout=dict(paper_bgcolor="white", plot_bgcolor="white", font=dict(color=INK),
-                                          xaxis=axis, yaxis=axis, hoverlabel=dict(align="left")))
+                                          xaxis=axis, yaxis=axis, hoverlabel=dict(align="left"),
+                                          modebar=dict(orientation="v")))  # in the right margin, not over the title
 
 
 def base_figure(*traces) -> go.Figure:
@@ -46,9 +49,9 @@ def alpha_per_position_figure(alpha_per_position: list[float | None], reached: l
         text=[f"{a}/{r}" for a, r in zip(accepted, reached)], textposition="outside",
         hovertemplate="position %{x}<br>α = %{y:.3f}<br>accepted/reached = %{text}<extra></extra>",
     ))
-    figure.add_hline(y=alpha, line_dash="dash", line_color=BLUE, annotation_text=f"overall α = {alpha:.3f}",
-                     annotation_position="top left")
-    figure.update_layout(**LAYOUT, title="Acceptance by draft position", xaxis=dict(title="draft position i", dtick=1),
+    figure.add_hline(y=alpha, line_dash="dash", line_color=BLUE)  # named in the title: a label on it can meet a bar's
+    figure.update_layout(**LAYOUT, title=f"Acceptance by draft position · overall α = {alpha:.3f} (dashed)",
+                         xaxis=dict(title="draft position i", dtick=1),
                          yaxis=dict(title="P(accept | reached)", range=[0, 1.15]), showlegend=False)
     return figure
 
@@ -68,8 +71,9 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     def shown_prob(token_id: int) -> float:  # the larger of p and q (untempered where recorded), to rank the bars
         return max(m.get(token_id, (0.0, ""))[0] for m in (target, draft, soft_p, soft_q))
 
-    ids = sorted(set(target) | set(draft) | set(residual) | set(soft_p) | set(soft_q), key=lambda i: -shown_prob(i))[:12]
-    labels = [_label(target.get(i) or draft.get(i) or residual.get(i) or soft_p.get(i) or soft_q.get(i), i) for i in ids]
+    ids = sorted(set(target) | set(draft) | set(residual) | set(soft_p) | set(soft_q), key=lambda i: -shown_prob(i))[:10]
+    labels = tick_labels([target.get(i) or draft.get(i) or residual.get(i) or soft_p.get(i) or soft_q.get(i)
+                          for i in ids], ids)
     p = [target.get(i, (0.0, ""))[0] for i in ids]
     q = [draft.get(i, (0.0, ""))[0] for i in ids]
     figure = base_figure()
@@ -103,7 +107,7 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     if soft_p:
         title += f"<br><sup>{greedy_margin(soft_p, soft_q, drafted)}</sup>"
     figure.update_layout(**LAYOUT, title=dict(text=title, font=dict(size=13)), barmode="overlay",
-                         yaxis=dict(title="probability", range=[0, 1.05]), xaxis=dict(tickangle=-30))
+                         yaxis=dict(title="probability", range=[0, 1.05]), xaxis=dict(tickangle=-45, automargin=True))
     if soft_p:  # two more series and two more title lines: the legend goes below, the plot grows
         figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0, entrywidth=0.5,
                                          entrywidthmode="fraction"), margin=dict(t=110, b=110), height=470,
@@ -185,9 +189,25 @@ def _as_map(entries: list[TopToken]) -> dict[int, tuple[float, str]]:
     return {entry.token_id: (entry.prob, entry.text) for entry in entries}
 
 
+def tick_labels(entries: list, ids: list[int]) -> list[str]:
+    """Short, distinct axis labels for tokens: spaces drawn as '·' (as the rows draw them), cut to TICK_CHARS, and a
+    token's id added where two labels would read the same (plotly would merge their bars).
+    [(p, ' the'), (p, 'the')] -> ['·the', 'the']."""
+    labels = [_label(entry, token_id) for entry, token_id in zip(entries, ids)]
+    return [label if labels.count(label) == 1 else f"{label} #{token_id}" for label, token_id in zip(labels, ids)]
+
+
 def _label(entry, token_id: int) -> str:
-    text = entry[1] if entry else str(token_id)
-    return plot_text(repr(text)[1:-1]) or f"#{token_id}"
+    text = repr(entry[1] if entry else str(token_id))[1:-1].replace(" ", "·")
+    text = text if len(text) <= TICK_CHARS else text[: TICK_CHARS - 1] + "…"
+    return plot_text(text) or f"#{token_id}"
+
+
+def default_position(round_: Round) -> int:
+    """Where p vs q opens on a round: its last tested draft (the rejection, or the last accepted one), which has
+    both p and q; a round that drafted nothing (round 1 reads the prompt) has only its own token's position."""
+    tested = [token.position for token in round_.tokens if token.kind in ("accepted", "rejected")]
+    return tested[-1] if tested else round_.tokens[-1].position
 
 
 def plot_text(text: str) -> str:
@@ -196,7 +216,7 @@ def plot_text(text: str) -> str:
 
 
 def run_figures(trace, metrics, position: int | None = None) -> list[go.Figure]:
-    """A run's four plots: α per position, p vs q (last round, at `position` or where it was decided), the speedup
+    """A run's four plots: α per position, p vs q (last round, at `position` or its last tested draft), the speedup
     curve and the tokens-per-round histogram (the live tab and the exported page)."""
     from specviz.metrics import estimate_verify_cost, measured_gamma
 
@@ -204,7 +224,7 @@ def run_figures(trace, metrics, position: int | None = None) -> list[go.Figure]:
     return [
         alpha_per_position_figure(metrics.alpha_per_position, metrics.reached_per_position,
                                   metrics.accepted_per_position, metrics.alpha),
-        p_vs_q_figure(last, position or last.tokens[-1].position),
+        p_vs_q_figure(last, position or default_position(last)),
         speedup_figure(metrics.alpha, metrics.c, measured_gamma(trace), metrics.speedup_measured,
                        estimate_verify_cost(trace)),
         tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, int(trace.config["gamma"]),

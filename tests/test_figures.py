@@ -143,3 +143,48 @@ def test_a_greedy_run_records_and_plots_the_untempered_distributions():
     assert "T = 1 view: argmax p" in figure.layout.title.text and "loses by" in figure.layout.title.text
     sampled = engine.run_speculative(pipeline, "abcab", DecodeConfig(gamma=4, max_new_tokens=8, chat=False, temperature=1.0))
     assert not any(t.target_top_untempered for r in sampled.rounds for t in r.tokens)  # only greedy runs keep them
+
+
+def test_p_vs_q_opens_on_a_position_with_a_q_never_on_a_bonus(trace):
+    from specviz.app.views import follow_latest_position, select_position
+
+    full = next(r for r in trace.rounds if r.tokens[-1].kind == "bonus" and r.accepted > 0)
+    assert figures.default_position(full) == full.accepted  # the last accepted draft, not the bonus at γ + 1
+    names = [item.name for item in figures.p_vs_q_figure(full, figures.default_position(full)).data]
+    assert "q (draft)" in names
+    rejected = next(r for r in trace.rounds if any(t.kind == "rejected" for t in r.tokens))
+    assert figures.default_position(rejected) == next(t.position for t in rejected.tokens if t.kind == "rejected")
+    plain = copy.deepcopy(full)
+    plain.tokens = [plain.tokens[-1]]  # a round that drafted nothing: its one token is all there is
+    plain.tokens[0].position = 1
+    assert figures.default_position(plain) == 1
+    last = copy.deepcopy(trace)
+    last.rounds[-1] = full
+    assert "q (draft)" in [item.name for item in figures.run_figures(last, summarize(last))[1].data]
+    assert follow_latest_position(last)["value"] == full.accepted
+    round_number = last.rounds.index(full) + 1
+    assert "q (draft)" in [item.name for item in select_position(last, round_number, None)[0].data]
+
+
+def test_p_vs_q_tick_labels_are_short_and_distinct_and_the_alpha_label_is_in_the_title(trace):
+    from specviz.trace import TopToken
+
+    labels = figures.tick_labels([(0.5, " the"), (0.3, "the"), (0.1, "a very long token indeed"),
+                                  (0.05, "x" * 12), (0.05, "x" * 13)], [1, 2, 3, 4, 5])
+    assert labels[:3] == ["·the", "the", "a·very·lo…"] and len(set(labels)) == 5
+    assert all(len(label.split(" #")[0]) <= figures.TICK_CHARS for label in labels)
+    round_ = next(r for r in trace.rounds if r.accepted > 0)
+    round_.tokens[0].target_top.append(TopToken(99, "an extremely long token text", 0.001))
+    figure = figures.p_vs_q_figure(round_, round_.tokens[0].position)
+    assert figure.layout.xaxis.tickangle == -45 and max(len(label) for label in figure.data[0].x) <= figures.TICK_CHARS
+    m = summarize(trace)
+    alpha = figures.alpha_per_position_figure(m.alpha_per_position, m.reached_per_position, m.accepted_per_position,
+                                              m.alpha)
+    assert not alpha.layout.annotations  # no label on the dashed line, where a bar's count could sit
+    assert f"overall α = {m.alpha:.3f}" in alpha.layout.title.text
+
+
+def test_the_toolbar_stands_upright_in_a_right_margin_of_its_own(trace):
+    for figure in figures.run_figures(trace, summarize(trace)):
+        assert figure.layout.template.layout.modebar.orientation == "v"
+        assert figure.layout.margin.r >= 40

@@ -39,8 +39,9 @@ def held_plots(outputs: tuple, trace: Trace) -> tuple:
 
 
 def default_position(round_: Round) -> int:
-    """The position where the round was decided: the rejection, or the bonus."""
-    return round_.tokens[-1].position
+    """Where p vs q opens on a round: its last tested draft (the rejection, or the last accepted one: p and q both
+    there), or the one token of a round that drafted nothing (figures.default_position)."""
+    return figures.default_position(round_)
 
 
 def select_position(trace: Trace | None, round_number, position):
@@ -49,12 +50,12 @@ def select_position(trace: Trace | None, round_number, position):
         return figures.empty_figure("No run yet"), gr.update()
     round_ = trace.rounds[min(max(int(round_number), 1), len(trace.rounds)) - 1]
     last_position = round_.tokens[-1].position
-    chosen = min(max(int(position or last_position), 1), last_position)
+    chosen = min(max(int(position or default_position(round_)), 1), last_position)
     return figures.p_vs_q_figure(round_, chosen), gr.update(maximum=max(int(trace.config["gamma"]) + 1, 2))
 
 
 def follow_latest_position(trace: Trace | None):
-    """After a run the position slider points at where the last round was decided."""
+    """After a run the position slider points at the last round's last tested draft (a position with a q)."""
     if trace is None or not trace.rounds:
         return gr.update()
     return gr.update(value=default_position(trace.rounds[-1]), maximum=int(trace.config["gamma"]) + 1)
