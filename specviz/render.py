@@ -62,7 +62,20 @@ def round_html(round_: Round) -> str:
     skipped = "".join(f'<span class="sv-tok sv-untested" title="drafted, never tested">{visible_text(text)}</span>'
                       for text in untested)
     label = f"{round_.index + 1}" if round_.drafted == 0 else f"{round_.index + 1} · {round_.accepted}/{round_.drafted}"
-    return f'<div class="sv-row"><span class="sv-label">{label}</span>{tokens}{skipped}</div>'
+    return f'<div class="sv-row"><span class="sv-label">{label}</span>{tokens}{skipped}{lone_token_note(round_)}</div>'
+
+
+def lone_token_note(round_: Round) -> str:
+    """Why a round that drafted nothing shows one token: round 1 reads the prompt (a draft that continues from the
+    target's cache has nothing to start from yet), so its token is the target's own pick; later, a plain step."""
+    if round_.drafted:
+        return ""
+    if round_.index == 0:
+        text, why = ("prompt read: the target's first token", "Round 1: the target reads the prompt and picks the "
+                     "first token itself; the drafter starts from what the target has read, so it drafts from round 2.")
+    else:
+        text, why = "nothing drafted: the target's own token", "A plain step: the drafter proposed nothing this round."
+    return f'<span class="sv-note" title="{html.escape(why, quote=True)}">{text}</span>'
 
 
 def rows_html(trace: Trace | None, last: int | None = None) -> str:

@@ -84,3 +84,16 @@ def test_the_rows_show_what_the_model_reads_collapsed_and_escaped():
     assert '<details class="sv-prompt"><summary>What the model reads' in rows
     assert "You are &lt;b&gt;helpful&lt;/b&gt;" in rows and "<b>" not in rows
     assert rows.index("sv-prompt") < rows.index('class="sv-row"')  # above the rounds: streaming only appends
+
+
+def test_a_round_that_drafted_nothing_says_why_it_is_a_lone_token():
+    first = Round(0, 0, 0, [Token(5, "Hi", "bonus", 1, 0.9)], 0.0, 2.0, 0)
+    later = Round(3, 0, 0, [Token(6, " x", "bonus", 1, 0.7)], 0.0, 2.0, 0)
+    drafted = _trace_with("hi").rounds[0]
+    assert "prompt read: the target's first token" in render.round_html(first)
+    assert 'class="sv-note" title="Round 1: the target reads the prompt' in render.round_html(first)
+    assert "nothing drafted: the target's own token" in render.round_html(later)
+    assert "sv-note" not in render.round_html(drafted)
+    from pathlib import Path
+
+    assert ".sv-note {" in (Path(__file__).parents[1] / "assets" / "specviz.css").read_text()  # styled, not bare

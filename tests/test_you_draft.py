@@ -61,3 +61,27 @@ def test_several_tokens_stop_at_the_first_rejection():
     worst = you_draft.choices(pipeline, game)[-1][0]
     tokens = you_draft.propose(pipeline, game, [worst, best, best])["tokens"]
     assert [t["kind"] for t in tokens] == ["rejected", "corrected"] and torch.is_tensor(torch.tensor(game.context_ids))
+
+
+def test_rows_use_the_live_chips_and_show_the_untested_rest_in_grey():
+    """A proposal rejected at its first token: the rejected chip, the correction, then the rest of the proposal in
+    grey (never tested), with the live rows' classes and spaces drawn as ·."""
+    from pathlib import Path
+
+    from specviz.app.you_draft_tab import proposal_row_html
+
+    pipeline = fake_pipeline(vocab_size=6)
+    for seed in range(40):
+        game = game_on(pipeline, seed=seed)
+        least = you_draft.choices(pipeline, game)[-1][0]  # the target's least likely token: rejected most often
+        entry = you_draft.propose(pipeline, game, [least, least, least])
+        if entry["tokens"][0]["kind"] == "rejected":
+            break
+    assert [token["id"] for token in entry["untested"]] == [least, least]
+    entry["tokens"][1]["text"] = " a<b>"  # the correction, with a space and markup
+    row = proposal_row_html(1, entry)
+    assert 'class="sv-tok sv-rejected"' in row and 'class="sv-tok sv-corrected"' in row
+    assert row.count('class="sv-tok sv-untested"') == 2 and "sv-token" not in row
+    assert '<span class="sv-ws">·</span>a&lt;b&gt;' in row and '<span class="sv-label">1</span>' in row
+    css = (Path(__file__).parents[1] / "assets" / "specviz.css").read_text()
+    assert ".sv-untested {" in css and "#sv-you-rows" in css

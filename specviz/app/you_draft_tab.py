@@ -7,18 +7,20 @@ import html
 import gradio as gr
 
 from specviz.app import worker
-from specviz.app.callbacks import load_pipeline
+from specviz.app.callbacks import load_pipeline, quiet_refusals, refused
+from specviz.app.fields import run_field
+from specviz.app.policy import current_policy
 from specviz.config import LOOKUP_FIRST, DecodeConfig, check_prompt
 from specviz.labs import you_draft
 from specviz.models.presets import offline_drafter
 from specviz.pipeline import encode_prompt
+from specviz.render import KIND_LABELS, visible_text
 
 INTRO = ("Be the draft model. Pick the token you think comes next (or type a few words), and the real target "
          "verifies your proposal with the exact rule. You are certain, so your q is one-hot and your token passes "
          "with probability p(x): even the target's favourite passes only with max p. A rejection draws the correction "
          "from norm(max(0, p − q)), which is p without your token. Beside your α: the real draft's acceptance "
          "β = Σ min(p, q) at the same places, which hedges where you cannot.")
-KIND_CLASS = {"accepted": "sv-accepted", "rejected": "sv-rejected", "corrected": "sv-corrected", "bonus": "sv-bonus"}
 
 
 def _pipeline():
@@ -27,10 +29,10 @@ def _pipeline():
 
 def start(prompt, temperature):
     try:
-        check_prompt(prompt)
-        temperature = float(temperature)
-    except (TypeError, ValueError) as error:
-        raise gr.Error(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
+        check_prompt(prompt, current_policy().max_prompt_chars)
+    except ValueError as error:
+        raise refused(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
+    temperature = run_field("temperature", temperature)  # the live tab's range and sentence
     pipeline = _pipeline()
     ids = encode_prompt(pipeline.tokenizer, prompt, True, "")
     game = you_draft.Game(context_ids=ids, prompt_length=len(ids), temperature=temperature)
@@ -63,15 +65,23 @@ def _views(pipeline, game):
 
 
 def _rows_html(pipeline, game) -> str:
+    """One row per proposal, with the live rows' chips (render.py's classes, spaces drawn as ·): the tested tokens,
+    the correction or bonus, then in grey the rest of the proposal, which was never tested."""
     text = pipeline.tokenizer.decode(game.context_ids[game.prompt_length:])
-    rows = []
-    for number, entry in enumerate(game.history, 1):
-        chips = "".join(
-            f'<span class="sv-token {KIND_CLASS[t["kind"]]}" title="p(x) = {t["p"]:.3f}'
-            + (f', r = {t["r"]:.3f}' if "r" in t else "") + f'">{html.escape(t["text"])}</span>' for t in entry["tokens"])
-        rows.append(f'<div class="sv-row"><span class="sv-round">{number}</span>{chips}</div>')
     return (f'<div id="sv-you-text"><b>So far:</b> {html.escape(text) or "(nothing yet)"}</div>'
-            + "".join(rows))
+            + "".join(proposal_row_html(number, entry) for number, entry in enumerate(game.history, 1)))
+
+
+def proposal_row_html(number: int, entry: dict) -> str:
+    """One proposal as a row of chips (escaped): tested tokens, the closing token, then the untested rest."""
+    chips = []
+    for token in entry["tokens"]:
+        title = f"{KIND_LABELS[token['kind']]}: p(x) = {token['p']:.3f}" + (f", r = {token['r']:.3f}" if "r" in token else "")
+        chips.append(f'<span class="sv-tok sv-{token["kind"]}" title="{html.escape(title, quote=True)}">'
+                     f'{visible_text(token["text"])}</span>')
+    chips += [f'<span class="sv-tok sv-untested" title="proposed after the rejection, never tested">'
+              f'{visible_text(token["text"])}</span>' for token in entry.get("untested", [])]
+    return f'<div class="sv-row"><span class="sv-label">{number}</span>{"".join(chips)}</div>'
 
 
 def _score(game) -> str:
@@ -100,5 +110,5 @@ def you_draft_tab() -> None:
         go = gr.Button("Propose", variant="primary", scale=1)
     rows = gr.HTML(elem_id="sv-you-rows")
     score = gr.Markdown(elem_id="sv-you-score")
-    begin.click(start, [prompt, temperature], [game, picker, rows, score], api_name="you_draft_start")
-    go.click(play, [game, picker, typed], [game, picker, rows, score, typed], api_name="you_draft_propose")
+    begin.click(quiet_refusals(start), [prompt, temperature], [game, picker, rows, score], api_name="you_draft_start")
+    go.click(quiet_refusals(play), [game, picker, typed], [game, picker, rows, score, typed], api_name="you_draft_propose")

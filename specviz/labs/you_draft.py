@@ -78,7 +78,8 @@ def propose(pipeline: Pipeline, game: Game, proposal: list[int]) -> dict:
     game.tested += tested
     game.accepted += result.accepted_count
     game.drafter_beta += betas
-    entry = {"tokens": tokens, "drafter_beta": betas}
+    untested = [{"id": token, "text": pipeline.tokenizer.decode([token])} for token in proposal[tested:]]
+    entry = {"tokens": tokens, "untested": untested, "drafter_beta": betas}  # untested: proposed after the rejection
     game.history.append(entry)
     return entry
 
