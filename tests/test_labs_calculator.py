@@ -197,7 +197,31 @@ def test_the_theory_tab_shows_chens_points_and_the_live_runs_r_prime():
 def test_seed_002s_d_lk_exercise_is_a_preset_and_in_the_glossary():
     from specviz.labs import glossary, rejection
 
-    preset = rejection.PRESETS["D_LK exercise (seed 002)"]
+    preset = rejection.PRESETS["D_LK exercise (Leviathan et al.'s divergence)"]
     overlap = sum(min(a, b) for a, b in zip(preset["target_probs"], preset["draft_probs"]))
     assert overlap == pytest.approx(0.9)  # β = 1 − D_LK, D_LK = 0.1
     assert "D_LK" in dict(glossary.GLOSSARY) and "β = 1 − D_LK" in dict(glossary.GLOSSARY)["D_LK"]
+
+
+def test_the_theory_tab_draws_its_best_gamma_and_the_last_run_and_names_the_papers():
+    from specviz import engine
+    from specviz.app.lab_tabs import theory_views
+    from specviz.config import DecodeConfig
+    from tests.fakes import fake_pipeline
+
+    text, heatmap, curves, chen, _, oracle_text, _ = theory_views(0.95, 4, 0.005, False, None)
+    best = calculator.readout(0.95, 4, 0.005)["best_gamma"]
+    assert best > 16 and f"best γ = **{best}**" in text
+    assert max(heatmap.data[0].y) >= best and max(curves.data[0].x) >= best  # the best γ lies within the axes
+    assert "Red dot" not in text and not [item for item in heatmap.data if (item.name or "").startswith("last run")]
+    for words in (text, chen, oracle_text):
+        assert "seed" not in words.lower()
+    assert "Chen et al. 2023" in chen and "Leviathan et al. 2023" in oracle_text
+
+    pipeline = fake_pipeline(vocab_size=6)
+    trace = engine.run_speculative(pipeline, "abcab", DecodeConfig(gamma=4, max_new_tokens=30, chat=False,
+                                                                    temperature=1.0))
+    text, heatmap, curves, *_ = theory_views(0.75, 4, 0.02, False, trace)  # a run not compared with plain decoding
+    dots = [item for figure in (heatmap, curves) for item in figure.data if (item.name or "").startswith("last run")]
+    assert len(dots) == 2 and all("theory, not measured" in dot.name for dot in dots)
+    assert "Red dot: your last live run, at the speedup the theory gives" in text

@@ -1,5 +1,5 @@
 """labs/oracle_gamma.py and its figure: the oracle's closed form against a seeded simulation of its rounds, the best
-fixed γ against a brute-force search, and the seed's "up to 60%" against the grid's largest gain."""
+fixed γ against a brute-force search, and Leviathan et al. 2023's "up to 60%" against the grid's largest gain."""
 
 import math
 import random

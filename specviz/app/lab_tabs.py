@@ -8,7 +8,7 @@ import gradio as gr
 
 from specviz.app.anatomy_tab import anatomy_tab
 from specviz.app.bandwidth_tab import bandwidth_tab, bandwidth_view
-from specviz.app.callbacks import lab_callback
+from specviz.app.callbacks import lab_callback, refused
 from specviz.app.lossless_tab import lossless_tab
 from specviz.app.rules_tab import follow_run, rules_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
@@ -21,14 +21,24 @@ from specviz.metrics import estimate_verify_cost, summarize
 from specviz.theory import extend_verify_cost
 
 
-def _measured(trace):
-    """(α, c, γ, measured speedup) of the last live run, or None when it has no measured speedup."""
+def _live_point(trace, verify_cost) -> tuple[tuple | None, bool]:
+    """The last live run as (α, c, γ, speedup) for the red dot, and whether that speedup is the theory's: the measured
+    one where the run was compared with plain decoding, else what the theory gives its α, γ and c. (None, False)
+    without a run."""
     if trace is None or not trace.rounds:
-        return None
+        return None, False
     metrics = summarize(trace)
-    if metrics.speedup_measured is None:
-        return None
-    return metrics.alpha, metrics.c, int(trace.config["gamma"]), metrics.speedup_measured
+    alpha, c, gamma = min(max(metrics.alpha, 0.0), 1.0), max(metrics.c, 0.0), int(trace.config["gamma"])
+    if metrics.speedup_measured is not None:
+        return (alpha, c, gamma, metrics.speedup_measured), False
+    values = calculator.readout(alpha, gamma, c, verify_cost=verify_cost)
+    return (alpha, c, gamma, values["speedup_with_verify_cost"] or values["speedup"]), True
+
+
+def axis_gammas(gamma: int, best_gamma: int, live_gamma: int | None = None) -> int:
+    """How far the γ axes reach: 16, or further to show the chosen γ, the best γ and the live run's γ (at most the
+    64 the best γ is searched over)."""
+    return min(max(16, gamma, best_gamma, live_gamma or 1), calculator.MAX_GAMMA_SEARCHED)
 
 
 @lab_callback
@@ -36,21 +46,29 @@ def theory_views(alpha, gamma, c, use_measured_cost, trace):
     verify_cost = None
     if use_measured_cost:
         if trace is None or not trace.rounds:
-            raise gr.Error("No live run yet: run one on the first tab to measure v(k), or untick the box.")
+            raise refused("No live run yet: run one on the first tab to measure v(k), or untick the box.")
         verify_cost = extend_verify_cost(estimate_verify_cost(trace), 64)
     values = calculator.readout(float(alpha), int(gamma), float(c), verify_cost=verify_cost)
     aware = values["speedup_with_verify_cost"]
+    best, searched = values["best_gamma"], calculator.MAX_GAMMA_SEARCHED
+    best_text = f"γ ≥ **{best}** (the search stops at {searched})" if best == searched else f"γ = **{best}**"
     text = (f"**E[tokens per iteration] = {values['expected_tokens']:.3f}** · speedup E/(γc+1) = "
             f"**{values['speedup']:.3f}×**" + (f" · with measured v(k): **{aware:.3f}×**" if aware is not None else "")
-            + f"\n\nbest γ = **{values['best_gamma']}** ({values['best_speedup']:.3f}×, {values['cost_model']}) · "
+            + f"\n\nbest {best_text} ({values['best_speedup']:.3f}×, {values['cost_model']}) · "
             f"operations factor {values['operations_factor']:.3f} (ĉ = c) · viable (α > c): "
             f"**{'yes' if values['viable'] else 'no'}** · γ = 1 guarantee (1+α)/(1+c) = {values['gamma_one_bound']:.3f}×")
-    measured = _measured(trace)
-    live_r_prime = None  # r′ = tokens per round ÷ (γ + 1) of the last live run, for seed 004's cost model
+    point, theoretical = _live_point(trace, verify_cost)
+    reach = axis_gammas(int(gamma), best, point[2] if point else None)
+    if point is not None:
+        text += ("\n\nRed dot: your last live run, at " + (
+            "the speedup the theory gives its α, γ and c (tick *compare with plain decoding* there to measure it)."
+            if theoretical else "its measured speedup."))
+    live_r_prime = None  # r′ = tokens per round ÷ (γ + 1) of the last live run, for Chen et al. 2023's round-cost model
     if trace is not None and trace.rounds:
         live_r_prime = summarize(trace).tokens_per_round / (int(trace.config["gamma"]) + 1)
-    return (text, calculator_figures.speedup_heatmap(float(c), verify_cost, measured),
-            calculator_figures.speedup_curves(float(c), verify_cost=verify_cost, measured=measured),
+    return (text, calculator_figures.speedup_heatmap(float(c), verify_cost, point, max_gamma=reach, theoretical=theoretical),
+            calculator_figures.speedup_curves(float(c), verify_cost=verify_cost, measured=point, max_gamma=reach,
+                                              theoretical=theoretical),
             calculator.chen_markdown(live_r_prime), execution_trace_figures.execution_trace_figure(float(alpha), float(c)),
             oracle_gamma.gain_sentence(float(alpha), float(c)),
             oracle_gamma_figures.oracle_gain_figure(float(alpha), float(c)))
@@ -79,8 +97,9 @@ REFERENCE_HEADERS = ["pair", "α", "γ", "c", "E", "speedup", "best γ", "speedu
 
 
 def theory_tab(trace_state: gr.State) -> tuple:
-    gr.Markdown("E = (1 − α^(γ+1))/(1 − α) tokens per iteration; S = E/(γc + 1). Move the sliders; the red dot is "
-                "your last live run (tick *compare with plain decoding* there).")
+    gr.Markdown("E = (1 − α^(γ+1))/(1 − α) tokens per iteration; S = E/(γc + 1) (Leviathan et al. 2023). Move the "
+                "sliders. Once you have run the live tab, a red dot marks that run: at its measured speedup if it was "
+                "compared with plain decoding, else at the speedup the theory gives its α, γ and c.")
     with gr.Row():
         # α and c start at T5-small drafting for T5-XXL (Leviathan et al. 2023, Table 2), the pair of their Figure 5
         alpha = gr.Slider(0, 0.99, value=0.75, step=0.01, label="α: acceptance rate")

@@ -44,7 +44,7 @@ PRESETS: dict[str, dict] = {
 
 COURSE_MODEL_BYTES = 11e9 * 2  # the course's 11B-parameter model in fp16: 22 GB
 
-# Seed 001's memory-hierarchy picture for the A100-40GB, fastest tier first, with its figures corrected and sourced.
+# The course's memory-hierarchy picture for the A100-40GB, fastest tier first, with its figures corrected and sourced.
 A100_40GB_HIERARCHY: list[dict] = [
     # 192 KB of combined L1 cache / shared memory per SM × 108 SMs = 20,736 KiB = 20.25 MiB (NVIDIA A100 whitepaper,
     # 2020). About 19 TB/s is Dao et al. 2022 (FlashAttention), section 2.1's estimate; its Figure 1 rounds to "20 MB".
@@ -85,7 +85,7 @@ def hierarchy_caption(model_bytes: float = COURSE_MODEL_BYTES) -> str:
     hbm, host = rows["HBM2"], rows["host DRAM over PCIe 4.0 x16"]
     wrong = PRESETS["A100 80GB PCIe"]["bandwidth_bytes_per_s"]
     flops = PRESETS["A100 40GB"]["flops_per_s"]
-    return (f"**The A100-40GB's memory hierarchy** (seed 001's picture): capacity and bandwidth of each tier, and the "
+    return (f"**The A100-40GB's memory hierarchy** (the picture the course draws): capacity and bandwidth of each tier, and the "
             f"time to read the course's {model_bytes / 1e9:g} GB model once from each tier that can hold it, the floor "
             f"of one decoding step; red diamonds mark the course's figures. **Corrected:** the course gives this card "
             f"{wrong / 1e9:,.0f} GB/s, the figure of the A100 80GB PCIe's HBM2e; the 40GB parts have "

@@ -96,7 +96,7 @@ PAPER_PAIRS = {
 }
 
 
-# Chen et al. 2023 (Chinchilla 70B drafted by a 4B model, K = 4), as seed 004 models it: a round costs K draft
+# Chen et al. 2023 (Chinchilla 70B drafted by a 4B model, K = 4), in a round-cost model: a round costs K draft
 # steps (1.8 ms each) and one target step (14.1 ms), and yields r′(K + 1) tokens, r′ being tokens per round ÷ (K + 1).
 CHEN_TARGET_MS, CHEN_DRAFT_MS, CHEN_K = 14.1, 1.8, 4
 CHEN_POINTS = {"HumanEval": (0.8, 2.46), "XSum": (0.62, 1.92)}  # task: (r′, the speedup the paper measured)
@@ -104,7 +104,7 @@ CHEN_POINTS = {"HumanEval": (0.8, 2.46), "XSum": (0.62, 1.92)}  # task: (r′, t
 
 def r_prime_speedup(r_prime: float, k: int = CHEN_K, target_ms: float = CHEN_TARGET_MS,
                     draft_ms: float = CHEN_DRAFT_MS) -> float:
-    """Seed 004's cost model: r′(K + 1)·t_target / (K·t_draft + t_target).
+    """The round-cost model on Chen et al. 2023's timings: r′(K + 1)·t_target / (K·t_draft + t_target).
 
     >>> round(r_prime_speedup(0.8), 2), round(r_prime_speedup(0.62), 2)  # HumanEval and XSum, Chen et al. 2023
     (2.65, 2.05)
@@ -115,15 +115,17 @@ def r_prime_speedup(r_prime: float, k: int = CHEN_K, target_ms: float = CHEN_TAR
 
 
 def chen_markdown(live_r_prime: float | None = None) -> str:
-    """The two Chen et al. points, predicted by seed 004's model against what the paper measured."""
+    """The two Chen et al. 2023 points, predicted by the round-cost model against what the paper measured."""
     lines = ["| task | r′ | predicted r′(K+1)·14.1 / (K·1.8 + 14.1) | measured (Chen et al.) |", "|---|---|---|---|"]
     lines += [f"| {task} | {r:.2f} | {r_prime_speedup(r):.2f}× | {measured:.2f}× |"
               for task, (r, measured) in CHEN_POINTS.items()]
     if live_r_prime is not None:
         lines.append(f"| your last live run, at Chinchilla's costs | {live_r_prime:.2f} | "
                      f"{r_prime_speedup(live_r_prime):.2f}× | |")
-    return ("**Seed 004's cost model** with r′ = tokens per round ÷ (K + 1), on Chen et al. 2023 (Chinchilla 70B "
-            "drafted by a 4B model, K = 4, a draft step 1.8 ms, a target step 14.1 ms). The model predicts a little "
+    return ("**Chen et al. 2023's timings in a round-cost model** (Chinchilla 70B drafted by a 4B model, K = 4, a "
+            "draft step 1.8 ms, a target step 14.1 ms): a round costs K draft steps and one target step and yields "
+            "r′(K + 1) tokens, r′ = tokens per round ÷ (K + 1), so the speedup is r′(K + 1)·t_target / (K·t_draft + "
+            "t_target), with r′ read from the paper's acceptance figures. The model predicts a little "
             "more than was measured: it leaves out the verify forward's extra cost and the overheads.\n\n"
             + "\n".join(lines))
 

@@ -1,7 +1,8 @@
 """plotly views of the calculator lab: speedup over α × γ as a heatmap, and speedup against γ for a few α.
 
-Both take an optional `measured=(alpha, c, gamma, measured_speedup)` from the last live run and mark it, and say in
-the title which cost model draws them: "v(k) = 1 (GPU-like)" (the paper's) or "measured v(k)".
+Both take an optional `measured=(alpha, c, gamma, speedup)` from the last live run and mark it as a red dot (its
+measured speedup, or with `theoretical=True` the speedup the theory gives its α, γ and c), and say in the title which
+cost model draws them: "v(k) = 1 (GPU-like)" (the paper's) or "measured v(k)".
 
 >>> figure = speedup_heatmap(0.05)
 >>> figure.data[0].type, len(figure.data[0].y)  # γ = 1..16 on the y axis
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from specviz.figures import BLUE, GREEN, GREY, INK, LAYOUT, ORANGE, RED, base_figure
+from specviz.figures import BLUE, GREEN, GREY, INK, LAYOUT, MODEBAR_MARGIN, ORANGE, RED, base_figure
 from specviz.labs import calculator
 
 Measured = tuple[float, float, int, float]  # (alpha, c, gamma, measured_speedup) of the last live run
@@ -21,7 +22,7 @@ LEGEND_RIGHT = dict(orientation="v", x=1.02, y=1.0, xanchor="left", yanchor="top
 
 
 def speedup_heatmap(c: float, verify_cost: calculator.VerifyCost | None = None, measured: Measured | None = None,
-                    alpha_steps: int = 50, max_gamma: int = 16) -> go.Figure:
+                    alpha_steps: int = 50, max_gamma: int = 16, theoretical: bool = False) -> go.Figure:
     """Speedup over α ∈ [0, 1) (x, `alpha_steps` values) × γ = 1..max_gamma (y) for one c.
 
     Colour is red below 1 (slower than plain decoding), white at exactly 1, green above; a black contour draws
@@ -45,8 +46,10 @@ def speedup_heatmap(c: float, verify_cost: calculator.VerifyCost | None = None, 
         figure.add_vline(x=c, line_dash="dash", line_color=GREY, annotation_text="α = c", annotation_position="top")
     if measured is not None:
         alpha, run_c, gamma, value = _checked_measured(measured)
-        figure.add_scatter(x=[alpha], y=[gamma], mode="markers+text", name=_measured_label(alpha, run_c, gamma, value),
-                           text=[f"last run {value:.2f}×"], textposition="top center", textfont=dict(color=INK),
+        figure.add_scatter(x=[alpha], y=[gamma], mode="markers+text",
+                           name=_measured_label(alpha, run_c, gamma, value, theoretical),
+                           text=[f"last run {value:.2f}×{' (theory)' if theoretical else ''}"], textposition="top center",
+                           textfont=dict(color=INK),
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
     figure.update_layout(**LAYOUT, title=f"Speedup over α × γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
                          xaxis=dict(title="α (acceptance rate)", range=[0, 1]),
@@ -55,7 +58,7 @@ def speedup_heatmap(c: float, verify_cost: calculator.VerifyCost | None = None, 
 
 
 def speedup_curves(c: float, alphas=(0.5, 0.6, 0.7, 0.8, 0.9), verify_cost: calculator.VerifyCost | None = None,
-                   max_gamma: int = 16, measured: Measured | None = None) -> go.Figure:
+                   max_gamma: int = 16, measured: Measured | None = None, theoretical: bool = False) -> go.Figure:
     """Speedup against γ = 1..max_gamma, one line per α, each with its best γ starred; the measured run as a red dot
     with its own theory curve (dashed, at its α and c)."""
     gammas = list(range(1, max_gamma + 1))
@@ -67,11 +70,12 @@ def speedup_curves(c: float, alphas=(0.5, 0.6, 0.7, 0.8, 0.9), verify_cost: calc
         alpha, run_c, gamma, value = _checked_measured(measured)
         _add_curve(figure, alpha, run_c, gammas, verify_cost, RED, name="theory at the run's α, c",
                    dash="dash", star=False)
-        figure.add_scatter(x=[gamma], y=[value], mode="markers+text", name=_measured_label(alpha, run_c, gamma, value),
-                           text=[f"last run {value:.2f}×"], textposition="bottom center",
+        figure.add_scatter(x=[gamma], y=[value], mode="markers+text",
+                           name=_measured_label(alpha, run_c, gamma, value, theoretical),
+                           text=[f"last run {value:.2f}×{' (theory)' if theoretical else ''}"], textposition="bottom center",
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
-    layout = {**LAYOUT, "legend": LEGEND_RIGHT, "margin": {**LAYOUT["margin"], "r": 150}}
+    layout = {**LAYOUT, "legend": LEGEND_RIGHT, "margin": {**LAYOUT["margin"], "r": 150 + MODEBAR_MARGIN}}
     figure.update_layout(**layout, title=f"Speedup against γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
                          xaxis=dict(title="γ (drafted tokens per round)", dtick=1 if max_gamma <= 16 else None),
                          yaxis=dict(title="speedup ×", rangemode="tozero"))
@@ -116,5 +120,6 @@ def _checked_measured(measured) -> Measured:
     return alpha, c, gamma, float(value)
 
 
-def _measured_label(alpha: float, c: float, gamma: int, value: float) -> str:
-    return f"last run {value:.2f}× (α {alpha:.2f}, c {c:.3f}, γ {gamma})"
+def _measured_label(alpha: float, c: float, gamma: int, value: float, theoretical: bool = False) -> str:
+    kind = "theory, not measured: " if theoretical else ""
+    return f"last run {value:.2f}× ({kind}α {alpha:.2f}, c {c:.3f}, γ {gamma})"

@@ -12,7 +12,7 @@ GLOSSARY: list[tuple[str, str]] = [
     ("β (beta)", "The overlap of p and q at one position: β = Σₓ min(p(x), q(x)). It is the probability that a "
                  "draft token sampled from q is accepted there."),
     ("D_LK", "Leviathan et al.'s divergence between p and q: D_LK(p, q) = Σₓ |p(x) − M(x)| with M = (p + q)/2, which "
-             "equals 1 − Σₓ min(p(x), q(x)); so β = 1 − D_LK. Seed 002's exercise p = [0.8, 0.1, 0.05, 0.05], "
+             "equals 1 − Σₓ min(p(x), q(x)); so β = 1 − D_LK. A worked exercise: p = [0.8, 0.1, 0.05, 0.05], "
              "q = [0.7, 0.15, 0.1, 0.05]: D_LK = 0.1 and β = 0.9. Standardized by argmax (T = 0) both put all their "
              "mass on the first token, so β = 1 (the Sampling lab has it as a preset)."),
     ("α (alpha)", "The acceptance rate: the expected β over positions, α = E[β]. Measured as accepted drafts / "

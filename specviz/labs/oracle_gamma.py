@@ -1,4 +1,4 @@
-"""The oracle-γ bound (the seed's "up to 60%"): how much faster speculative decoding would be if each round
+"""The oracle-γ bound (Leviathan et al. 2023's "up to 60%"): how much faster speculative decoding would be if each round
 drafted exactly as many tokens as the target will accept, against the best fixed γ.
 
 With i.i.d. acceptance α (Leviathan et al. 2023's simplifying assumption), the tokens a draft would get accepted
@@ -93,5 +93,5 @@ def gain_sentence(alpha: float, c: float) -> str:
     return (f"**Oracle γ** (drafts exactly the tokens that will be accepted) at α = {alpha:.2f}, c = {c:.3f}: "
             f"1/(1 − α + cα) = **{oracle_speedup(alpha, c):.3f}×** against {fixed:.3f}× for the best fixed "
             f"choice, {best}: a gain of **{oracle_gain(alpha, c):.3f}×**. On the grid α, c in steps of 0.01 the "
-            f"gain is largest at α = {top_alpha:.2f}, c = {top_c:.2f}: **{top:.3f}×**, the seed's \"up to 60%\" "
+            f"gain is largest at α = {top_alpha:.2f}, c = {top_c:.2f}: **{top:.3f}×**: Leviathan et al. 2023's \"up to 60%\" "
             "(about 1.58× in the limit α → 1 with c ≈ 1.4(1 − α)). An adaptive γ can recover only part of it.")

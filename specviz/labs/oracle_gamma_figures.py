@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from specviz.figures import GREY, INK, LAYOUT, RED, base_figure
+from specviz.figures import GREY, INK, LAYOUT, MODEBAR_MARGIN, RED, base_figure
 from specviz.labs import oracle_gamma
 from specviz.labs.calculator_figures import CURVE_COLOURS, LEGEND_RIGHT
 
@@ -38,7 +38,7 @@ def oracle_gain_figure(alpha: float, c: float, costs=CURVE_COSTS) -> go.Figure:
     figure.add_hline(y=top, line_dash="dot", line_color=INK, annotation_position="top left",
                      annotation_text=f"largest on the 0.01 grid: {top:.3f}× (α = {top_alpha:.2f}, c = {top_c:.2f})")
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
-    layout = {**LAYOUT, "legend": LEGEND_RIGHT, "margin": {**LAYOUT["margin"], "r": 150}}
+    layout = {**LAYOUT, "legend": LEGEND_RIGHT, "margin": {**LAYOUT["margin"], "r": 150 + MODEBAR_MARGIN}}
     figure.update_layout(**layout, title="Oracle γ over the best fixed γ (i.i.d. acceptance α)",
                          xaxis=dict(title="α (acceptance rate)", range=[0, 1]),
                          yaxis=dict(title="oracle speedup ÷ best fixed speedup", range=[0.95, 1.7]))

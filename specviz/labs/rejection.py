@@ -28,7 +28,7 @@ PRESETS = {  # name -> vocab, target p, draft q, and what the preset teaches
                                          note="No finite M: classical rejection never yields 'd'; the residual does."),
     "Far apart": dict(vocab=list("abcd"), target_probs=[0.05, 0.05, 0.6, 0.3], draft_probs=[0.7, 0.1, 0.1, 0.1],
                       note="β = 0.3 but 1/M = 1/6: classical needs 6 proposals per sample."),
-    "D_LK exercise (seed 002)": dict(vocab=list("abcd"), target_probs=[0.8, 0.1, 0.05, 0.05],
+    "D_LK exercise (Leviathan et al.'s divergence)": dict(vocab=list("abcd"), target_probs=[0.8, 0.1, 0.05, 0.05],
                                      draft_probs=[0.7, 0.15, 0.1, 0.05],
                                      note="D_LK = 1 − Σ min(p, q) = 0.1, so β = 0.9; by argmax (T = 0) both pick 'a': β = 1."),
     "Identical p and q": dict(vocab=list("abcd"), target_probs=[0.4, 0.3, 0.2, 0.1], draft_probs=[0.4, 0.3, 0.2, 0.1],

@@ -1,6 +1,6 @@
 """Round anatomy: where a run's time went, round by round, against the same tokens decoded plainly.
 
-Leviathan et al.'s Figure 5 (seed 002) draws speculative rounds as γ draft steps and one target step, above the
+Leviathan et al.'s Figure 5 draws speculative rounds as γ draft steps and one target step, above the
 plain decoder's one step per token; here the same picture is measured. Each round's wall time splits into
 
 - draft forwards: the draft model's forward passes (0 for prompt lookup);
