@@ -17,6 +17,8 @@ from specviz.trace import Trace
 
 CSS = Path(__file__).resolve().parent.parent / "assets" / "specviz.css"
 TRACE_ELEMENT = "specviz-trace"
+# plotly's toolbar shows on hover, upright in each plot's right margin (figures' template), so it covers no title
+PLOT_CONFIG = {"displayModeBar": "hover", "displaylogo": False}
 PAGE_CSS = """
 body { font-family: system-ui, sans-serif; max-width: 1200px; margin: 24px auto; padding: 0 16px; color: #1f2937; }
 .sv-page-plots { display: grid; grid-template-columns: 1fr 1fr; gap: 12px; }
@@ -28,8 +30,9 @@ def run_html(trace: Trace) -> str:
     """The whole page for a finished (or stopped) run."""
     metrics = summarize(trace)
     plots = figures.run_figures(trace, metrics) if trace.rounds else [figures.empty_figure("no rounds")]
-    plot_html = "".join(f'<div class="sv-page-plot">{figure.to_html(full_html=False, include_plotlyjs=index == 0)}</div>'
-                        for index, figure in enumerate(plots))  # plotly.js once, inline: no network
+    plot_html = "".join(  # plotly.js once, inline: no network
+        '<div class="sv-page-plot">' + figure.to_html(full_html=False, include_plotlyjs=index == 0, config=PLOT_CONFIG)
+        + "</div>" for index, figure in enumerate(plots))
     title = f"specviz: {trace.target_name} ← {trace.draft_name}"
     settings = ", ".join(f"{key} = {trace.config[key]}" for key in ("gamma", "temperature", "top_k", "top_p", "seed",
                                                                     "max_new_tokens", "adaptive"))

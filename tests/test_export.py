@@ -54,3 +54,15 @@ def test_generate_writes_the_page(offline_target, tmp_path, capsys):
     assert main(["replay", str(page)]) == 0  # the page is a trace file for replay too
     assert main(["generate", "--prompt", "x", "--html-out", str(tmp_path / "missing" / "x.html")]) == 2
     assert "--html-out" in capsys.readouterr().err
+
+
+def test_the_toolbar_covers_no_title_in_the_page(trace):
+    """Each plot's toolbar shows on hover, upright, in a right margin the plot keeps free for it."""
+    import json
+
+    page = run_html(trace)
+    assert page.count('"displayModeBar": "hover"') == 4 and '"displaylogo": false' in page
+    layouts = [json.loads(match) for match in re.findall(r'"modebar":(\{[^}]*\})', page)]
+    assert layouts and all(layout.get("orientation") == "v" for layout in layouts)
+    assert re.findall(r'"margin":\{[^}]*"r":(\d+)', page) and all(
+        int(r) >= 40 for r in re.findall(r'"margin":\{[^}]*"r":(\d+)', page))
