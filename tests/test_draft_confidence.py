@@ -3,6 +3,7 @@
 It reads only the draft's own numbers, so the output must still follow the target exactly, and a greedy run must
 still equal the target's greedy run; and it must really stop (shorter drafts where the draft is unsure)."""
 
+import pytest
 import torch
 
 from specviz import engine
@@ -88,8 +89,19 @@ def test_the_coder_preset_brings_its_draft_settings_and_the_user_overrides_them(
     assert (config().gamma, config().draft_confidence) == (4, 0.0)  # no preset: the plain defaults
 
 
-def test_the_app_runs_the_coder_pair_with_its_draft_stop_and_other_pairs_without():
-    from specviz.app.request import CODER_PAIR, OFFLINE_PAIR, RunRequest
+def test_the_app_runs_the_coder_pair_with_its_preset_and_shows_it():
+    """The Qwen pair's preset (γ 12, draft stop 0.6) is what the page sets when the pair is chosen, and what an API
+    call that leaves the draft stop out gets; a stop the page sends is used as sent, and refused when out of range."""
+    from specviz.app.policy import Policy
+    from specviz.app.request import CODER_PAIR, OFFLINE_PAIR, RunRequest, drafter_help, pair_help, pair_settings
 
-    assert RunRequest(pair=CODER_PAIR).draft_confidence() == 0.6
-    assert RunRequest(pair=OFFLINE_PAIR).draft_confidence() == 0.0
+    assert pair_settings(CODER_PAIR) == {"gamma": 12, "draft_confidence": 0.6}
+    assert pair_settings(CODER_PAIR, Policy(hosted=True, max_gamma=8))["gamma"] == 8  # held to a hosted cap
+    assert pair_settings(OFFLINE_PAIR) == {"gamma": 4, "draft_confidence": 0.0}
+    assert "Preset: γ 12 with a draft stop of 0.6" in pair_help(CODER_PAIR)
+    assert "γ capped at 8" in pair_help(CODER_PAIR, Policy(hosted=True, max_gamma=8))
+    assert "Qwen2.5-Coder-0.5B-Instruct" in drafter_help(CODER_PAIR) and "distilled" in drafter_help(OFFLINE_PAIR)
+    assert RunRequest(pair=CODER_PAIR).draft_stop() == 0.6 and RunRequest(pair=OFFLINE_PAIR).draft_stop() == 0.0
+    assert RunRequest(pair=CODER_PAIR, draft_confidence=0.0).draft_stop() == 0.0
+    with pytest.raises(ValueError, match="draft_confidence must be"):
+        RunRequest(pair=OFFLINE_PAIR, draft_confidence=1.5).to_config(Policy())

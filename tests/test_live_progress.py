@@ -4,11 +4,14 @@ happening within a second, and Stop (the session's JobSlot) ends the work at any
 import threading
 import time
 
+import gradio as gr
 import pytest
 
 from specviz import job
 from specviz.app import live, progress, worker
 from specviz.app.request import PROMPT_LOOKUP, RunRequest
+from specviz.app.views import LiveView
+from specviz.trace import Trace
 from tests.fakes import fake_pipeline
 
 LOAD_S = 1.2
@@ -39,19 +42,31 @@ def slow_loading(monkeypatch):
     return loads
 
 
-def _stats(output) -> str:
-    return output[2] if isinstance(output[2], str) else ""
+def _named(output) -> dict:
+    """A callback's output tuple by LiveView's field names (Step's session, if any, under "session")."""
+    return dict(zip([*LiveView.names(), "session"], output))
+
+
+def _status(output) -> str:
+    status = _named(output)["status"]
+    return status if isinstance(status, str) else ""
+
+
+def _trace(output):
+    """The trace state an output sets; None when it sets none or clears it."""
+    trace = _named(output)["trace"]
+    return trace if isinstance(trace, Trace) else None
 
 
 def test_a_first_run_says_what_it_is_doing_within_a_second(slow_loading):
     started, seen = time.perf_counter(), []
     for output in live.run(live.JobSlot(), **vars(REQUEST)):
-        seen.append((time.perf_counter() - started, _stats(output)))
+        seen.append((time.perf_counter() - started, _status(output)))
     assert seen[0][0] < 1.0 and seen[0][1].startswith("**Starting**")
     stage_lines = [(at, text) for at, text in seen if STAGE in text]
     assert stage_lines and stage_lines[0][0] < 1.0, seen[:5]
     assert max(at for at, _ in stage_lines) >= LOAD_S - 0.5  # and it kept saying so while loading
-    assert "stopped by" in seen[-1][1] and slow_loading == ["loaded"]  # the run then went to its end
+    assert seen[-1][1].startswith("**Done**") and slow_loading == ["loaded"]  # the run then went to its end
 
 
 @pytest.mark.parametrize("delay", [0.05, 0.1, 1.0])
@@ -63,25 +78,44 @@ def test_stop_during_the_loading_frees_the_model_thread_at_once(slow_loading, de
     *_, last = outputs
     assert time.perf_counter() - started < delay + 0.5  # within one status interval (and a scheduling slice)
     assert worker.call(lambda: "free") == "free"
-    assert slow_loading == ["cancelled"] and last[-2] is None  # no trace: nothing was decoded
+    assert slow_loading == ["cancelled"] and _trace(last) is None  # no trace: nothing was decoded
+    assert "before the first round" in _status(last) and _named(last)["rows"] == gr.skip()  # the page kept as it was
 
 
 def test_stop_during_the_decoding_ends_the_run_within_a_round(slow_loading):
     slot, rounds_shown = live.JobSlot(), 0
     for output in live.run(slot, **vars(REQUEST)):
-        trace = output[-2]  # the trace state; gr.skip() (a dict) while a status line is shown
-        if rounds_shown == 0 and getattr(trace, "rounds", None):
-            rounds_shown = len(trace.rounds)
-            slot.cancel()
+        if rounds_shown == 0 and _trace(output) is not None:
+            rounds_shown = len(_trace(output).rounds)
+            live.stop(slot)
             stopped_at = time.perf_counter()
     assert time.perf_counter() - stopped_at < 0.5 and worker.call(lambda: "free") == "free"
+    trace, shown = _trace(output), _named(output)
     assert trace.stop_reason == live.STOPPED and len(trace.token_ids) < REQUEST.max_new_tokens
-    assert "stopped by Stop" in output[2]
+    assert _status(output).startswith(f"**Stopped by you after {len(trace.rounds)} rounds**")
+    assert "stopped by you" in shown["stats"] and shown["download"].endswith(".json")
+    # every view is of the same rounds: the rows, and the plots drawn afresh (not held from an earlier round)
+    assert shown["rows"].count('class="sv-row') == len(trace.rounds)
+    histogram = shown["histogram_plot"]
+    assert sum(sum(bar.y) for bar in histogram.data if bar.type == "bar") >= len(trace.rounds)
+    assert shown["round_slider"]["maximum"] == max(len(trace.rounds), 2)
+
+
+def test_stop_before_the_first_round_keeps_the_previous_run(slow_loading):
+    previous = next(_trace(output) for output in reversed(list(live.run(live.JobSlot(), **vars(REQUEST))))
+                    if _trace(output) is not None)
+    slot = live.JobSlot()
+    outputs = live.run(slot, previous, **vars(REQUEST))
+    threading.Timer(0.1, live.stop, [slot]).start()
+    shown = [_named(output) for output in outputs]
+    assert all(view[name] == gr.skip() for view in shown for name in LiveView.names() if name != "status")
+    assert shown[-1]["status"] == ("**Stopped by you before the first round**: nothing was decoded; the page still "
+                                   "shows the previous run")
 
 
 def test_step_reports_loading_then_shows_one_round(slow_loading):
     outputs = list(live.step(None, live.JobSlot(), **vars(REQUEST)))
-    assert any(STAGE in _stats(output) for output in outputs[:-1])
+    assert any(STAGE in _status(output) for output in outputs[:-1])
     *_, trace, _, session = outputs[-1]
     assert len(trace.rounds) == 1 and not session.finished
     *_, trace, _, session = list(live.step(session, live.JobSlot(), **vars(REQUEST)))[-1]
@@ -96,20 +130,20 @@ def test_a_new_run_cancels_the_sessions_previous_one(slow_loading):
     second = live.run(slot, **vars(REQUEST))
     next(second)  # starting the second cancelled the first's job
     *_, last_of_first = first
-    assert last_of_first[-2] is None
+    assert _trace(last_of_first) is None
     *_, last = second
-    assert last[-2].stop_reason and slow_loading == ["cancelled", "loaded"]
+    assert _trace(last).stop_reason and slow_loading == ["cancelled", "loaded"]
 
 
 def test_reset_during_the_decoding_leaves_the_page_cleared(slow_loading):
     """Reset clears the page at once (queue=False); the run it cancels must not then show its stopped rows."""
     slot = live.JobSlot()
     outputs = live.run(slot, **vars(REQUEST))
-    next(output for output in outputs if getattr(output[-2], "rounds", None))  # the first rows are on the page
-    cleared = live.reset(slot)
+    next(output for output in outputs if _trace(output) is not None)  # the first rows are on the page
+    cleared = _named(live.reset(slot))
     later = list(outputs)
-    assert cleared[-3] is None and worker.call(lambda: "free") == "free"  # the trace state emptied, the model free
-    assert [output for output in later if getattr(output[-2], "rounds", None)] == []
+    assert cleared["trace"] is None and worker.call(lambda: "free") == "free"  # the trace state emptied, the model free
+    assert [output for output in later if _trace(output) is not None] == []
 
 
 def test_reset_during_a_step_brings_back_neither_its_round_nor_its_session(slow_loading):

@@ -19,9 +19,9 @@ import gradio as gr
 from specviz import engine
 from specviz.app import progress, worker
 from specviz.app.callbacks import friendly_message, make_config
-from specviz.app.progress import JobSlot, status_only
+from specviz.app.progress import JobSlot
 from specviz.app.request import RunRequest
-from specviz.app.views import held_plots, views
+from specviz.app.views import LiveView, held_plots, views
 from specviz.config import DecodeConfig
 from specviz.export import run_html, trace_from_text
 from specviz.job import Cancelled
@@ -31,7 +31,7 @@ from specviz.trace import Trace
 # Send the newest rows at most this often (Step shows every round): streaming cost 10-13% at 0.2 s, 2-9% at 0.4 s.
 ROWS_INTERVAL_S = 0.4
 PLOT_INTERVAL_S = 2.0  # and redraw the four plots at most this often (~25 ms of CPU each time)
-STOPPED = "Stop"  # Trace.stop_reason of a run its user stopped (shown as "stopped by Stop")
+STOPPED = "you"  # Trace.stop_reason of a run its user stopped (the stats say "stopped by you")
 MAX_TRACE_BYTES = 20 * 1024 * 1024
 TRACE_FILE_TTL_S = 3600  # downloadable trace files are kept this long
 
@@ -49,14 +49,15 @@ class StepSession:
     finished: bool = False
 
 
-def run(slot: JobSlot | None = None, **controls):
+def run(slot: JobSlot | None = None, previous: Trace | None = None, **controls):
     """Stream a whole run, then the final views.
 
-    Loading reports its stage every STATUS_INTERVAL_S. The engine then runs ahead on the model thread
-    (worker.Ahead) and is never held up by drawing; every ROWS_INTERVAL_S this sends the newest rounds (Gradio
-    sends only the rows appended since the last update), and every PLOT_INTERVAL_S the plots too. Whatever ends
-    this generator (the run's end, an error, or Gradio closing it for Stop, Reset or a closed tab) cancels the
-    job, so the model thread is free within one forward.
+    Loading reports its stage every STATUS_INTERVAL_S beside the Run button; the page keeps the previous run until
+    the first round arrives. The engine then runs ahead on the model thread (worker.Ahead) and is never held up by
+    drawing; every ROWS_INTERVAL_S this sends the newest rounds (Gradio sends only the rows appended since the last
+    update), and every PLOT_INTERVAL_S the plots too. Stop cancels the session's job (the model stops within one
+    forward) and this generator then ends by itself, showing every round decoded so far, all views of the same
+    rounds. Whatever else ends it (an error, Reset, Gradio closing it for a closed tab) cancels the job too.
     """
     request = RunRequest(**controls)
     config = make_config(request)
@@ -64,40 +65,40 @@ def run(slot: JobSlot | None = None, **controls):
     job = slot.start()
     feed, trace, started = None, None, time.perf_counter()
     try:
-        yield _cleared(progress.waiting_line(job, started))  # at once: the page says what is happening
+        yield LiveView(status=progress.waiting_line(job, started)).values()  # at once: say what is happening
         pipeline = yield from progress.loaded(config, job, started)
         if request.compare:  # a fresh server's first run would otherwise pay set-up costs
             yield from progress.waiting(worker.MODEL_THREAD.submit(engine.warm_up, pipeline, config, job=job), job, started)
         job.enter(progress.FIRST_ROUND)
         feed = worker.Ahead(engine.speculative_decode(pipeline, request.prompt, config), snapshot=_snapshot, job=job)
         seen, sent, plotted, held = 0, float("-inf"), float("-inf"), None
-        while True:
+        while not job.cancelled:
             time.sleep(max(0.0, sent + ROWS_INTERVAL_S - time.perf_counter()))
             newer = feed.newer_than(seen, timeout=progress.STATUS_INTERVAL_S)
-            if newer is None:  # a slow round: say so (and let Gradio close this generator if it wants to)
-                yield status_only(progress.waiting_line(job, started)) if trace is None else _unchanged()
+            if newer is None:  # a slow round: say so
+                yield LiveView(status=progress.waiting_line(job, started) if trace is None
+                               else progress.decoding_line(trace, started)).values()
                 continue
             seen, trace, finished = newer
-            if finished or job.cancelled:  # a cancelled engine ends within a forward: show no rows meanwhile
+            if finished:
                 break
             sent = time.perf_counter()
-            if sent - plotted < PLOT_INTERVAL_S:
-                yield (*views(trace, held), trace, None)
-                continue
-            plotted, outputs = sent, views(trace)
-            held = held_plots(outputs, trace)
-            yield (*outputs[:3], *held[:4], outputs[7], trace, None)
-        if job.cancelled:  # Stop or Reset cancelled the job: the engine ended before its last round
+            if sent - plotted >= PLOT_INTERVAL_S:
+                plotted, view = sent, views(trace)
+                held = held_plots(view)
+            else:
+                view = views(trace, held)
+            yield dataclasses.replace(view, status=progress.decoding_line(trace, started)).values()
+        if job.cancelled:  # Stop, Reset or a new Run cancelled the job: the engine ends within a forward
             raise Cancelled("stopped")
         if request.compare:
+            yield LiveView(status=progress.COMPARING).values()
             future = worker.MODEL_THREAD.submit(engine.baseline_decode, pipeline, request.prompt, config, job=job)
             trace.baseline = yield from progress.waiting(future, job, started)
     except Cancelled:
         if slot.was_cleared(job):  # Reset: the page was cleared; showing the stopped run would undo that
             return
-        if trace is not None:
-            trace.stop_reason = STOPPED
-        yield (*views(trace), trace, write_trace_file(trace) if trace else None)
+        yield from _stopped(feed, trace, previous)
         return
     except gr.Error:  # a refusal already worded (gr.Error is a ValueError: it must not be wrapped again)
         raise
@@ -109,17 +110,28 @@ def run(slot: JobSlot | None = None, **controls):
         job.cancel()  # the end, an error, or a cancel from outside: nothing of this run may go on
         if feed is not None:
             feed.close()
-    yield (*views(trace), trace, write_trace_file(trace))
+    yield dataclasses.replace(views(trace), status=progress.done_line(trace, started),
+                              download=write_trace_file(trace)).values()
 
 
-def _cleared(status: str) -> tuple:
-    """The views emptied, with a status line where the stats go."""
-    rows, final, _, *plots_and_slider = views(None)
-    return rows, final, status, *plots_and_slider, None, None
-
-
-def _unchanged() -> tuple:
-    return tuple(gr.skip() for _ in range(10))
+def _stopped(feed: worker.Ahead | None, trace: Trace | None, previous: Trace | None):
+    """What the page shows after Stop: every round decoded so far (the feed's newest, which may be newer than
+    the last one drawn), marked stopped, all views of the same rounds; or, before the first round, the previous
+    run left as it was, and a line saying nothing was decoded. A toast confirms either way."""
+    newest = feed.newest() if feed is not None else None
+    trace = newest if newest is not None and newest.rounds else trace
+    if trace is None or not trace.rounds:
+        line = progress.stopped_early_line(previous)
+        gr.Info(line.replace("**", ""))
+        yield LiveView(status=line).values()
+        return
+    if trace.stop_reason:  # the decoding had ended: Stop came during the comparison with plain decoding
+        line = progress.COMPARISON_STOPPED
+    else:
+        trace.stop_reason = STOPPED
+        line = progress.stopped_line(trace)
+    gr.Info(line.replace("**", ""))
+    yield dataclasses.replace(views(trace), status=line, download=write_trace_file(trace)).values()
 
 
 def _snapshot(item) -> Trace:
@@ -140,7 +152,7 @@ def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
         if session is None or session.finished:
             request = RunRequest(**controls)
             config = make_config(request)
-            yield (*status_only(progress.waiting_line(job, started)), *KEEP_SESSION)
+            yield (*LiveView(status=progress.waiting_line(job, started)).values(), *KEEP_SESSION)
             pipeline = yield from progress.loaded(config, job, started, KEEP_SESSION)
             if request.compare:
                 yield from progress.waiting(worker.MODEL_THREAD.submit(engine.warm_up, pipeline, config, job=job), job, started,
@@ -160,9 +172,11 @@ def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
                 session.trace.baseline = yield from progress.waiting(future, job, started, KEEP_SESSION)
     except Cancelled:
         if session is None or slot.was_cleared(job):  # nothing to show, or Reset cleared the page (and the session)
+            if session is None and not slot.was_cleared(job):
+                yield (*LiveView(status=progress.stopped_early_line(None)).values(), *KEEP_SESSION)
             return
         session.finished = True  # the engine's generator ended with the cancel: the next click starts afresh
-        if session.trace is not None:
+        if session.trace is not None and not session.trace.stop_reason:
             session.trace.stop_reason = STOPPED
     except gr.Error:  # a refusal already worded (gr.Error is a ValueError: it must not be wrapped again)
         if session is not None:
@@ -178,8 +192,12 @@ def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
         raise gr.Error(friendly_message(error)) from error
     finally:
         job.cancel()
-    download = write_trace_file(session.trace) if session.finished and session.trace else gr.skip()
-    yield (*views(session.trace), session.trace, download, session)
+    trace = session.trace
+    view = views(trace)
+    if trace is not None:
+        view.status = progress.step_line(trace, session.finished)
+        view.download = write_trace_file(trace) if session.finished else gr.skip()
+    yield (*view.values(), session)
 
 
 def write_trace_file(trace: Trace, suffix: str = ".json") -> str:
@@ -222,16 +240,22 @@ def import_trace(path):
         raise gr.Error(f"That file is not valid JSON ({str(error)[:200]}).") from error
     except (KeyError, TypeError, ValueError) as error:
         raise gr.Error(f"That JSON is not a specviz trace ({error}).") from error
-    return (*views(trace), trace, None)
+    view = views(trace)
+    view.status, view.download = f"**Loaded a saved trace**: {len(trace.rounds)} rounds, replayed with no model", None
+    return (*view.values(), None)  # and no Step session: the next Step starts afresh
 
 
 def stop(slot: JobSlot | None = None) -> None:
+    """Cancel the session's run or step: its own callback then shows what was decoded, marked stopped, with a
+    toast (a Gradio cancel would leave the page as the last update left it, and mark every output with an error)."""
     if slot is not None:
         slot.cancel()
-    gr.Info("Stopped.")
 
 
 def reset(slot: JobSlot | None = None):
+    """Clear the page and the session's state; the run in flight ends without showing anything more."""
     if slot is not None:
         slot.clear()
-    return (*views(None), None, None, None)
+    view = views(None)
+    view.status, view.download = "", None
+    return (*view.values(), None)  # and the Step session

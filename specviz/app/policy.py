@@ -23,6 +23,7 @@ from pathlib import Path
 
 from specviz.config import (
     BUILT_IN_DRAFTERS,
+    LOOKUP_FIRST,
     MAX_GAMMA,
     MAX_NEW_TOKENS,
     MAX_PROMPT_CHARS,
@@ -30,6 +31,7 @@ from specviz.config import (
     DecodeConfig,
     check_prompt,
 )
+from specviz.models import split_gguf
 from specviz.models.offline import cache_root
 from specviz.models.presets import PRESETS  # the preset pairs are what a hosted server offers
 from specviz.models.split_gguf import SPLIT_MODELS
@@ -111,16 +113,23 @@ def current_policy() -> Policy:
     hosted = os.environ.get("SPECVIZ_HOSTED", "").lower() in ("1", "true", "yes")
     if not hosted:
         return Policy(models_dir=models_dir())
-    preset_ids = {model for pair in PRESETS.values() for model in pair}
     extra = {entry.strip() for entry in os.environ.get("SPECVIZ_ALLOWED_MODELS", "").split(",") if entry.strip()}
     return Policy(
         hosted=True,
-        allowed_models=frozenset(preset_ids | extra),
+        allowed_models=frozenset(offered_models() | extra),
         models_dir=models_dir() if os.environ.get("SPECVIZ_MODELS_DIR", "").strip() else None,
         max_prompt_chars=_env_int("SPECVIZ_MAX_PROMPT_CHARS", HOSTED_PROMPT_CHARS, MAX_PROMPT_CHARS),
         max_new_tokens=_env_int("SPECVIZ_MAX_NEW_TOKENS", HOSTED_NEW_TOKENS, MAX_NEW_TOKENS),
         max_gamma=_env_int("SPECVIZ_MAX_GAMMA", HOSTED_GAMMA, MAX_GAMMA),
     )
+
+
+def offered_models() -> set[str]:
+    """The preset pairs' models that this server can load by name: hub ids, and the offline models whose files are
+    installed (drafters such as "ngram+int4" are no models, and a split model without its parts loads nothing)."""
+    models = {model.removeprefix(LOOKUP_FIRST) for pair in PRESETS.values() for model in pair}
+    return {model for model in models
+            if model not in BUILT_IN_DRAFTERS and (model not in SPLIT_MODELS or split_gguf.available(SPLIT_MODELS[model]))}
 
 
 def _env_int(name: str, default: int, ceiling: int) -> int:

@@ -15,14 +15,19 @@ import gradio as gr
 
 from specviz.app import worker
 from specviz.app.callbacks import pipeline_error
+from specviz.app.views import LiveView
 from specviz.config import DecodeConfig
 from specviz.job import Cancelled, Job
 from specviz.pipeline import Pipeline, build_pipeline, calibrate
+from specviz.trace import Trace
 
 STATUS_INTERVAL_S = 0.25  # while loading (or a slow round), say what is happening this often
 
 FIRST_ROUND = "Encoding the prompt and decoding the first round"
 QUEUED = "Waiting for the model thread: another run is using it"
+COMPARING = "**Decoding plainly** to measure the speedup (the rows above are the speculative run, complete)"
+COMPARISON_STOPPED = ("**Stopped by you during the comparison with plain decoding**: the speculative run above is "
+                      "complete; the measured speedup was not taken")
 
 
 def waiting_line(job: Job, started: float, queued: bool = False) -> str:
@@ -35,6 +40,35 @@ def waiting_line(job: Job, started: float, queued: bool = False) -> str:
     if not stage:
         return f"**Starting** · {total:.1f} s"
     return f"**{_plain(stage)}** · {in_stage:.1f} s ({total:.1f} s since Run)"
+
+
+def decoding_line(trace: Trace, started: float) -> str:
+    """While rounds stream in, e.g. "**Round 7** · 28 tokens · 3.1 s since Run"."""
+    return (f"**Round {len(trace.rounds)}** · {len(trace.token_ids)} tokens · "
+            f"{time.perf_counter() - started:.1f} s since Run · Stop keeps what is decoded")
+
+
+def done_line(trace: Trace, started: float) -> str:
+    return (f"**Done**: {len(trace.token_ids)} tokens in {len(trace.rounds)} rounds · "
+            f"{time.perf_counter() - started:.1f} s since Run")
+
+
+def stopped_line(trace: Trace) -> str:
+    return (f"**Stopped by you after {len(trace.rounds)} rounds** ({len(trace.token_ids)} tokens): everything "
+            "decoded so far is shown")
+
+
+def stopped_early_line(previous: Trace | None) -> str:
+    """Stop before the first round: nothing new to show; the page keeps the previous run, if there is one."""
+    return ("**Stopped by you before the first round**: nothing was decoded"
+            + ("; the page still shows the previous run" if previous is not None and previous.rounds else ""))
+
+
+def step_line(trace: Trace, finished: bool) -> str:
+    if finished:
+        return (f"**Stopped by you after {len(trace.rounds)} rounds**" if trace.stop_reason == "you" else
+                f"**Done**: {len(trace.token_ids)} tokens in {len(trace.rounds)} rounds")
+    return f"**Round {len(trace.rounds)}** · {len(trace.token_ids)} tokens · Step for the next round"
 
 
 def _plain(text: str) -> str:
@@ -95,9 +129,4 @@ def waiting(future, job: Job, started: float, extra: tuple = ()):
         try:
             return future.result(timeout=STATUS_INTERVAL_S)
         except FutureTimeout:
-            yield *status_only(waiting_line(job, started, queued=not future.running())), *extra
-
-
-def status_only(status: str) -> tuple:
-    """The live views (views.views' outputs), the trace and the download left as they are; the status shown."""
-    return gr.skip(), gr.skip(), status, *[gr.skip()] * 7
+            yield *LiveView(status=waiting_line(job, started, queued=not future.running())).values(), *extra

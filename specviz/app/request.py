@@ -42,9 +42,19 @@ PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from
     "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": presets.PRESETS["qwen2.5-1.5b"],
     CUSTOM_PAIR: (None, None),
 }
+MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values sent stay PAIRS' keys
+    OFFLINE_PAIR: "SmolLM2-135M ← distilled draft · offline",
+    "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": "SmolLM2-135M ← its 4-bit copy · offline",
+    CODER_PAIR: "Qwen2.5-Coder-1.5B ← 0.5B · offline",
+    "gpt2-xl ← gpt2": "gpt2-xl ← gpt2 · hub",
+    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": "SmolLM2-1.7B ← 135M · hub",
+    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": "Qwen2.5-1.5B ← 0.5B · hub",
+    CUSTOM_PAIR: "Custom: any target and draft",
+}
 DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
 DRAFTERS = [LOOKUP_THEN_DRAFT, PROMPT_LOOKUP, DRAFT_MODEL]
 NUMBERS = ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed")  # checked by config.check_field
+DEFAULT_GAMMA = 4  # γ for a pair without preset settings: short rows that read well
 EXAMPLES = [
     "Alan Turing theorized that computers would one day become",
     "Repeat this sentence three times: the quick brown fox jumps over the lazy dog.",
@@ -73,6 +83,7 @@ class RunRequest:
     compare: bool = False  # also decode plainly, to measure the speedup and check the output is identical
     adaptive: bool = False  # each round drafts 0..γ tokens, chosen from running acceptance and measured costs
     system_prompt: str = ""  # the chat's system message: empty by default, so the model reads nothing hidden
+    draft_confidence: float | None = None  # stop a draft after a token it gave less than this (None: the pair's preset)
 
     @staticmethod
     def field_names() -> list[str]:
@@ -93,10 +104,11 @@ class RunRequest:
             draft_id = LOOKUP_FIRST + draft_id.removeprefix(LOOKUP_FIRST)
         return draft_id
 
-    def draft_confidence(self) -> float:
-        """The pair's draft stop (presets.PRESET_SETTINGS); γ stays the slider's, so the rows stay readable."""
-        preset = next((name for name, pair in presets.PRESETS.items() if pair == PAIRS.get(self.pair)), None)
-        return presets.preset_settings(preset).get("draft_confidence", 0.0)
+    def draft_stop(self) -> float:
+        """The draft stop asked for; left out (an API caller), the pair's preset (presets.PRESET_SETTINGS)."""
+        if self.draft_confidence is None:
+            return pair_settings(self.pair)["draft_confidence"]
+        return check_field("draft_confidence", self.draft_confidence)
 
     def to_config(self, policy: Policy) -> DecodeConfig:
         """A validated DecodeConfig that `policy` allows, or ValueError with one sentence a user can act on: the
@@ -114,7 +126,7 @@ class RunRequest:
             raise ValueError(split_gguf.not_installed(missing) + ".")
         try:
             config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, system_prompt=self.system_prompt,
-                                  draft_confidence=self.draft_confidence(), **numbers).validate()
+                                  draft_confidence=self.draft_stop(), **numbers).validate()
             policy.check(config, self.prompt)
         except ValueError as error:
             raise ValueError(_sentence(error)) from None
@@ -148,10 +160,67 @@ def field_limits(policy: Policy) -> dict[str, tuple[float, float]]:
 
 
 def pair_choices() -> list[tuple[str, str]]:
-    """The pair menu as (shown, value) pairs: a pair whose split offline models are not installed shows the command
-    that installs them. The values are PAIRS' keys on every machine, so API callers send the same names."""
-    return [(name if split_gguf.first_missing(PAIRS[name]) is None else
-             f"{name} (not installed: {split_gguf.INSTALL_COMMAND})", name) for name in PAIRS]
+    """The pair menu as (shown, value) pairs: short labels, and "not installed" on a pair whose split offline models
+    are missing (pair_help gives the command). The values are PAIRS' keys on every machine, so API callers send
+    the same names."""
+    return [(MENU_LABELS[name] + ("" if split_gguf.first_missing(PAIRS[name]) is None else " · not installed"), name)
+            for name in PAIRS]
+
+
+def _preset_name(pair: str) -> str | None:
+    return next((name for name, models in presets.PRESETS.items() if models == PAIRS.get(pair)), None)
+
+
+def pair_settings(pair: str, policy: Policy | None = None) -> dict:
+    """γ and the draft stop the pair runs with unless the user moves them: its preset's (presets.PRESET_SETTINGS),
+    else γ = DEFAULT_GAMMA and no stop; γ held to `policy`'s cap.
+
+    >>> pair_settings(CODER_PAIR), pair_settings(OFFLINE_PAIR)
+    ({'gamma': 12, 'draft_confidence': 0.6}, {'gamma': 4, 'draft_confidence': 0.0})
+    """
+    settings = {"gamma": DEFAULT_GAMMA, "draft_confidence": 0.0, **presets.preset_settings(_preset_name(pair))}
+    if policy is not None:
+        settings["gamma"] = min(settings["gamma"], policy.max_gamma)
+    return settings
+
+
+def pair_help(pair: str, policy: Policy | None = None) -> str:
+    """One line under the pair menu: the two models in full, why the pair's γ and draft stop are what they are,
+    and the install command where its offline models are missing."""
+    if pair == CUSTOM_PAIR:
+        return "Any two models that share a tokenizer: hub ids, or folders inside the models directory."
+    target, draft = PAIRS[pair]
+    models = f"{target.removeprefix('offline:')} drafted for by {draft.removeprefix('offline:')}"
+    if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
+        models = f"{target.removeprefix('offline:')} drafted for by its {DRAFT_DESCRIPTIONS[draft]}"
+    settings, preset = pair_settings(pair, policy), presets.preset_settings(_preset_name(pair))
+    if preset:
+        capped = f" (γ capped at {settings['gamma']} on this server)" if settings["gamma"] < preset["gamma"] else ""
+        models += (f". Preset: γ {preset['gamma']} with a draft stop of {preset['draft_confidence']}{capped}: long "
+                   "drafts where the two agree (code, maths), short ones in prose; the fastest setting measured on "
+                   "39 Spec-Bench prompts (docs/results.md), and exact either way")
+    missing = split_gguf.first_missing(PAIRS[pair])
+    return models + (f". Not installed: {split_gguf.INSTALL_COMMAND}" if missing is not None else "") + "."
+
+
+DRAFT_DESCRIPTIONS = {DISTILLED_DRAFTER: "distilled draft (a small head shipped in assets/)",
+                      QUANTIZED_DRAFTER: "own 4-bit copy"}
+
+
+def drafter_help(pair: str) -> str:
+    """The drafter choices' help for this pair: what "draft model" is here, what lookup does."""
+    draft = PAIRS.get(pair, (None, None))[1]
+    if draft == QUANTIZED_DRAFTER:
+        model = "the target's own 4-bit copy (agrees ~98%, fastest on a CPU; few rejections)"
+    elif draft == DISTILLED_DRAFTER:
+        model = "the small head distilled from the target (assets/; more rejections to look at)"
+    elif draft is None:
+        model = "the draft named below"
+    else:
+        model = draft.removeprefix("offline:") + (" (on a CPU, its 4-bit copy)" if draft in presets.INT4_ON_CPU else "")
+    return (f"Draft model: {model}. Prompt lookup: copies the tokens that followed the last few tokens' earlier "
+            "match in the text, no model. Lookup, else draft model: copies where it matches and copying has paid "
+            "off, drafts elsewhere")
 
 
 def default_pair() -> str:

@@ -23,11 +23,11 @@ def table(rows: list[dict]) -> dict:
 @lab_callback
 def run_view(overlap, gamma, c, max_new_tokens, temperature, seed):
     trace = simulated.run(float(overlap), int(gamma), float(c), int(max_new_tokens), int(seed), float(temperature))
-    rows, final, stats, alpha_plot, _, speedup_plot, histogram, _ = views(trace)
+    view = views(trace)
     speedup = simulated.simulated_speedup(trace, float(c))
     note = (f"Simulated speedup **{speedup:.3f}×** (tokens / Σ(drafted·c + 1) target steps). Timings below are in "
             "target steps, not milliseconds.")
-    return rows, note + "\n\n" + stats, alpha_plot, speedup_plot, histogram
+    return view.rows, note + "\n\n" + view.stats, view.alpha_plot, view.speedup_plot, view.histogram_plot
 
 
 @lab_callback

@@ -25,10 +25,13 @@ from specviz.app.request import (
     PAIRS,
     RunRequest,
     default_pair,
+    drafter_help,
     field_limits,
     pair_choices,
+    pair_help,
+    pair_settings,
 )
-from specviz.app.views import follow_latest_position, select_position
+from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.config import OFFLINE_MODEL
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -41,11 +44,8 @@ class LiveTab:
     controls: dict  # RunRequest field name -> its widget, in the field order (the HTTP API's argument order)
     custom_row: gr.Row  # the target and draft boxes, shown for the Custom pair
     buttons: dict  # "run", "step", "stop", "reset" -> gr.Button
-    download: gr.DownloadButton
     upload: gr.UploadButton
-    view_outputs: list  # the widgets views.views() fills, in its order
-    pq_plot: gr.Plot
-    round_slider: gr.Slider
+    outputs: dict  # LiveView field name -> its widget (or gr.State), in LiveView's order
     position_slider: gr.Slider
     export: gr.Button  # the run as one self-contained HTML page (export.py)
     exported: gr.File  # where that page is offered for download
@@ -59,9 +59,9 @@ def build_app() -> gr.Blocks:
         gr.Markdown(_header(policy))
         trace_state, step_state, job_state = gr.State(None), gr.State(None), gr.State(JobSlot())
         with gr.Tab("Live decoding"):
-            live = _live_tab(policy)
+            live = _live_tab(policy, trace_state)
         build_lab_tabs(demo, trace_state)
-        _wire_live_tab(live, trace_state, step_state, job_state)
+        _wire_live_tab(live, step_state, job_state)
     return demo
 
 
@@ -80,13 +80,12 @@ def _header(policy: Policy) -> str:
     )
 
 
-def _live_tab(policy: Policy) -> LiveTab:
+def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
+    """The controls on the left, with Run and its status line near the top (visible at 1366×768 and first on a
+    phone); the rows, text and stats on the right; the four plots below."""
     with gr.Row():
         with gr.Column(scale=1, min_width=320):
-            controls, custom_row = _controls(policy, RunRequest(pair=default_pair()))
-            with gr.Row():
-                buttons = {"run": gr.Button("Run", variant="primary"), "step": gr.Button("Step"),
-                           "stop": gr.Button("Stop", variant="stop"), "reset": gr.Button("Reset")}
+            controls, custom_row, buttons, status = _controls(policy, RunRequest(pair=default_pair()))
             with gr.Row():
                 download = gr.DownloadButton("Download trace (JSON)", value=None)
                 upload = gr.UploadButton("Load a trace", file_types=[".json", ".html"], type="filepath")
@@ -107,32 +106,44 @@ def _live_tab(policy: Policy) -> LiveTab:
     with gr.Row():
         speedup_plot = gr.Plot(label="Speedup")
         histogram_plot = gr.Plot(label="Tokens per round")
-    view_outputs = [rows, final_text, stats, alpha_plot, pq_plot, speedup_plot, histogram_plot, round_slider]
-    return LiveTab(controls, custom_row, buttons, download, upload, view_outputs, pq_plot, round_slider,
-                   position_slider, export, exported)
+    outputs = {"rows": rows, "final_text": final_text, "stats": stats, "alpha_plot": alpha_plot, "pq_plot": pq_plot,
+               "speedup_plot": speedup_plot, "histogram_plot": histogram_plot, "round_slider": round_slider,
+               "status": status, "trace": trace_state, "download": download}
+    if list(outputs) != LiveView.names():
+        raise AssertionError(f"the live tab's outputs {list(outputs)} do not match LiveView's fields")
+    return LiveTab(controls, custom_row, buttons, upload, outputs, position_slider, export, exported)
 
 
-def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
-    """One widget per RunRequest field, showing `initial`; returns them by field name, and the Custom pair's row."""
-    pair = gr.Dropdown(pair_choices(), value=initial.pair, label="Model pair (target ← draft)")
+def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, gr.Markdown]:
+    """One widget per RunRequest field, showing `initial`; returns them by field name, the Custom pair's row, the
+    buttons and the status line beside them."""
+    pair = gr.Dropdown(pair_choices(), value=initial.pair, label="Model pair (target ← draft)",
+                       info=pair_help(initial.pair, policy), elem_id="sv-pair")
     with gr.Row(visible=False) as custom_row:
         target = gr.Textbox(initial.target, label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
         draft = gr.Textbox(initial.draft, label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")
-    drafter = gr.Radio(DRAFTERS, value=initial.drafter, label="Drafter",
-                       info="Offline, the draft model is the target's own 4-bit copy (agrees "
-                            "~98%, fastest on a CPU) or the head distilled from it (assets/; "
-                            "more rejections to look at). Lookup, else draft model: copy from "
-                            "the context where it matches and copying has paid off, draft elsewhere")
     prompt = gr.Textbox(initial.prompt, label="Prompt", lines=3, max_lines=12)
+    with gr.Row():
+        buttons = {"run": gr.Button("Run", variant="primary", min_width=60), "step": gr.Button("Step", min_width=60),
+                   "stop": gr.Button("Stop", variant="stop", min_width=60), "reset": gr.Button("Reset", min_width=60)}
+    status = gr.Markdown("Press **Run** to decode the prompt, or **Step** for one round at a time.",
+                         elem_id="sv-status")
+    gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
+    settings = pair_settings(initial.pair, policy)
+    drafter = gr.Radio(DRAFTERS, value=initial.drafter, label="Drafter", info=drafter_help(initial.pair))
     system_prompt = gr.Textbox(initial.system_prompt, label="System prompt (empty: none)", lines=1, max_lines=6,
                                info="Sent before your prompt. Left empty the model reads nothing hidden; SmolLM2's "
                                     "template would otherwise add its own. The rows show the whole templated text.")
-    gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
-    limits = field_limits(policy)  # the same ranges to_config holds the API to
-    gamma = gr.Slider(*limits["gamma"], value=initial.gamma, step=1, label="γ: tokens drafted per round")
+    limits, caps = field_limits(Policy()), _caps(policy)  # the sliders' full ranges; a hosted cap is refused in words
+    gamma = gr.Slider(*limits["gamma"], value=settings["gamma"], step=1, label="γ: tokens drafted per round",
+                      info=caps.get("gamma"))
+    draft_confidence = gr.Slider(0, 0.95, value=settings["draft_confidence"], step=0.05,
+                                 label="Draft stop: end a draft after a token the draft gave less than this (0 = off)",
+                                 info="Saves drafting what would likely be rejected; the output stays exact")
     adaptive = gr.Checkbox(initial.adaptive, label="Adaptive γ: each round drafts 0..γ tokens, chosen from the "
                                                    "running acceptance and the measured costs")
-    max_new_tokens = gr.Slider(*limits["max_new_tokens"], value=initial.max_new_tokens, step=1, label="Max new tokens")
+    max_new_tokens = gr.Slider(*limits["max_new_tokens"], value=initial.max_new_tokens, step=1, label="Max new tokens",
+                               info=caps.get("max_new_tokens"))
     temperature = gr.Slider(*limits["temperature"], value=initial.temperature, step=0.05, label="Temperature (0 = greedy)")
     with gr.Row():
         top_k = gr.Number(initial.top_k, label="Top-k (0 = off)", precision=0, minimum=0)
@@ -141,35 +152,53 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row]:
     compare = gr.Checkbox(initial.compare, label="Compare with plain decoding (measures the speedup)")
     controls = {"pair": pair, "target": target, "draft": draft, "drafter": drafter, "prompt": prompt, "gamma": gamma,
                 "max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p,
-                "seed": seed, "compare": compare, "adaptive": adaptive, "system_prompt": system_prompt}
+                "seed": seed, "compare": compare, "adaptive": adaptive, "system_prompt": system_prompt,
+                "draft_confidence": draft_confidence}
     if list(controls) != RunRequest.field_names():
         raise AssertionError(f"the live tab's widgets {list(controls)} do not match RunRequest's fields")
-    return controls, custom_row
+    return controls, custom_row, buttons, status
 
 
-def _wire_live_tab(live: LiveTab, trace_state: gr.State, step_state: gr.State, job_state: gr.State) -> None:
-    """Run and Step stream into the views; the sliders redraw p vs q; Stop and Reset cancel what runs (the
-    session's job at once, so the model stops within one forward, and the Gradio events).
+def _caps(policy: Policy) -> dict[str, str]:
+    """A hosted server's caps, said under the sliders they narrow (a larger value is refused with this sentence)."""
+    if not policy.hosted:
+        return {}
+    return {"gamma": f"Up to {policy.max_gamma} on this shared server",
+            "max_new_tokens": f"Up to {policy.max_new_tokens} on this shared server"}
+
+
+def _pair_changed(choice: str):
+    """A new pair: show the Custom boxes or not, and set the drafter, γ and draft stop this pair runs best with."""
+    policy, settings = current_policy(), pair_settings(choice, current_policy())
+    offline_smollm = PAIRS[choice][0] == OFFLINE_MODEL
+    return (gr.update(visible=choice == CUSTOM_PAIR), gr.update(info=pair_help(choice, policy)),
+            gr.update(value=LOOKUP_THEN_DRAFT if offline_smollm else DRAFT_MODEL, info=drafter_help(choice)),
+            gr.update(value=settings["gamma"]), gr.update(value=settings["draft_confidence"]))
+
+
+def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> None:
+    """Run and Step stream into the views (LiveView's fields, by name); the sliders redraw p vs q; Stop and Reset
+    cancel the session's job, so the model stops within one forward, and the run's own callback then ends: Stop
+    shows what was decoded, Reset what it cleared. (Gradio's own cancel would leave the last update standing, the
+    plots possibly rounds behind the rows, and mark the outputs with an error.)
 
     Run and Step skip Gradio's preprocessing (preprocess=False): their callbacks get the values as sent, and
     RunRequest.to_config names the field of any that is wrong (Gradio's own checks would answer "error" to text
     where a number goes, and print a traceback for every refusal)."""
     gpu = gpu_decorator()  # ZeroGPU on a Space, else nothing
-    pair, views_and_trace = live.controls["pair"], [*live.view_outputs, trace_state]
-    pair.change(lambda choice: gr.update(visible=choice == CUSTOM_PAIR), pair, live.custom_row, queue=False)
-    pair.change(lambda choice: gr.update(value=LOOKUP_THEN_DRAFT if PAIRS[choice][0] == OFFLINE_MODEL else DRAFT_MODEL),
-                pair, live.controls["drafter"], queue=False)
-    run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state], inputs_kwargs=live.controls,
-                                          preprocess=False, outputs=[*views_and_trace, live.download], api_name="run")
+    controls, outputs, trace_state = live.controls, list(live.outputs.values()), live.outputs["trace"]
+    controls["pair"].change(_pair_changed, controls["pair"],
+                            [live.custom_row, controls["pair"], controls["drafter"], controls["gamma"],
+                             controls["draft_confidence"]], queue=False)
+    run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state, trace_state], inputs_kwargs=controls,
+                                          preprocess=False, outputs=outputs, api_name="run")
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)
-    step_event = live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state, job_state],
-                                            inputs_kwargs=live.controls, preprocess=False,
-                                            outputs=[*views_and_trace, live.download, step_state], api_name="step")
-    live.buttons["stop"].click(stop, [job_state], None, cancels=[run_event, step_event], queue=False)
-    live.buttons["reset"].click(reset, [job_state], [*views_and_trace, step_state, live.download],
-                                cancels=[run_event, step_event], queue=False)  # at once: a queued Reset could cancel the next Run
-    live.upload.upload(quiet_refusals(import_trace), live.upload, [*views_and_trace, step_state])
+    live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state, job_state], inputs_kwargs=controls,
+                               preprocess=False, outputs=[*outputs, step_state], api_name="step")
+    live.buttons["stop"].click(stop, [job_state], None, queue=False)
+    live.buttons["reset"].click(reset, [job_state], [*outputs, step_state], queue=False)
+    live.upload.upload(quiet_refusals(import_trace), live.upload, [*outputs, step_state])
     live.export.click(export_page, trace_state, live.exported, api_name="export_page")
-    sliders = [live.round_slider, live.position_slider]
+    sliders = [live.outputs["round_slider"], live.position_slider]
     for slider in sliders:
-        slider.release(select_position, [trace_state, *sliders], [live.pq_plot, live.position_slider])
+        slider.release(select_position, [trace_state, *sliders], [live.outputs["pq_plot"], live.position_slider])

@@ -121,5 +121,10 @@ class Ahead:
                 raise self._error
             return self._count, self._newest, self._finished
 
+    def newest(self):
+        """The newest snapshot produced so far (None before the first), whatever ended the run."""
+        with self._changed:
+            return self._newest
+
     def close(self) -> None:
         self._stopped = True
