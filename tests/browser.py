@@ -14,8 +14,34 @@ PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and
 
 
 def choose_pair(page, name: str) -> None:
+    """Pick a pair from the menu by its PAIRS key (the menu shows MENU_LABELS' short label)."""
+    from specviz.app.request import MENU_LABELS
+
     page.get_by_label("Model pair (target ← draft)").click()
-    page.get_by_role("option", name=name).click()
+    page.get_by_role("option", name=MENU_LABELS.get(name, name)).click()
+
+
+def error_badges(page) -> int:
+    """Gradio's red "Error" marks on components (a failed or cancelled event) and error toasts."""
+    return page.evaluate("""() => [...document.querySelectorAll('span, div, p')]
+        .filter(e => e.childElementCount == 0 && e.textContent.trim() == 'Error').length""")
+
+
+def plotted_rounds(page) -> int | None:
+    """The round count the tokens-per-round plot's title gives ("Tokens per round (13 rounds)"); None if no run."""
+    import re
+
+    titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent)")
+    counts = [int(match.group(1)) for title in titles if (match := re.search(r"\((\d+) rounds?\)", title))]
+    return counts[0] if counts else None
+
+
+def set_long_run(page) -> None:
+    """A prompt and 512 new tokens: a run that goes on long enough to be stopped."""
+    page.locator("textarea").first.fill("Write a long story about a dragon who learns to paint.")
+    max_tokens = page.get_by_label("Max new tokens").first
+    max_tokens.fill("512")
+    max_tokens.press("Enter")
 
 
 def run_with_the_draft_model(page, pair: str) -> None:

@@ -7,7 +7,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import choose_pair, row_count, run_with_the_draft_model, screenshot_showing_the_run
+from tests.browser import (
+    choose_pair,
+    error_badges,
+    plotted_rounds,
+    row_count,
+    run_with_the_draft_model,
+    screenshot_showing_the_run,
+    set_long_run,
+    wait_until_settled,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -33,43 +42,59 @@ def test_example_then_run_shows_coloured_rows_and_four_plots(page, tmp_path):
     screenshot_showing_the_run(page, Path(os.environ.get("SPECVIZ_SCREENSHOT", tmp_path / "specviz.png")))
 
 
-def test_stop_and_reset_end_a_long_run_and_the_next_run_works(page):
-    """Stop keeps the rows decoded so far; Reset during a run clears them for good (the run it cancels must not
-    bring them back)."""
+def _assert_the_page_tells_one_story(page) -> None:
+    """After a Stop: no "Error" mark anywhere, the plots of the same rounds as the rows, and the page says stopped."""
+    wait_until_settled(page)
+    rows = row_count(page)
+    assert error_badges(page) == 0
+    assert plotted_rounds(page) == (rows or None), (plotted_rounds(page), rows)
+    status = page.locator("#sv-status").inner_text()
+    assert status.startswith("Stopped by you"), status
+    if "before the first round" not in status:  # rows of this run: the stats say so too
+        assert f"after {rows} rounds" in status and "stopped by you" in page.locator("#sv-stats").inner_text()
+
+
+def test_stop_mid_run_keeps_the_run_and_reset_clears_it(page, tmp_path):
+    """Stop keeps the rows decoded so far, with plots and stats of the same rounds and no error marks; Reset during
+    a run clears the page for good (the run it cancels must not bring rows back)."""
     page.get_by_role("button", name="Reset", exact=True).click()
-    page.locator("textarea").first.fill("Write a long story about a dragon who learns to paint.")
-    max_tokens = page.get_by_label("Max new tokens").first
-    max_tokens.fill("512")
-    max_tokens.press("Enter")
+    set_long_run(page)
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 8", timeout=120_000)
     page.get_by_role("button", name="Stop", exact=True).click()
-    time.sleep(2)
+    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Stopped by you')", timeout=10_000)
     stopped_at = row_count(page)
-    time.sleep(3)
+    _assert_the_page_tells_one_story(page)
+    assert page.get_by_text("Stopped by you after", exact=False).count() >= 2  # the status line and a toast
+    page.screenshot(path=str(Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path)) / "stopped-mid-run.png"),
+                    full_page=True)
+    time.sleep(2)
     assert row_count(page) == stopped_at < 300  # nothing more streams in
     page.get_by_role("button", name="Run", exact=True).click()
     page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000)
     page.get_by_role("button", name="Reset", exact=True).click()
     time.sleep(3)
-    assert row_count(page) == 0
+    assert row_count(page) == 0 and plotted_rounds(page) is None and error_badges(page) == 0
+    assert page.locator("#sv-stats").inner_text().strip() == ""
     page.get_by_role("button", name="Step", exact=True).click()  # the worker is free again
     page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=120_000)
 
 
 @pytest.mark.parametrize("delay_ms", [50, 100, 1000])
-def test_stop_right_after_run_leaves_the_server_idle(page, app_server, delay_ms):
-    """Stop 0.05 s, 0.1 s or 1 s after Run: before the run starts, while it loads, or once it decodes."""
+def test_stop_right_after_run_leaves_the_server_idle_and_the_page_whole(page, app_server, delay_ms):
+    """Stop 0.05 s, 0.1 s or 1 s after Run: before the run starts, while it loads, or once it decodes. The server
+    goes idle, and the page shows either this run's rounds, stopped, or the previous run with a line saying
+    nothing new was decoded; never an error mark or plots of other rounds than the rows."""
     import psutil  # a dependency of accelerate
 
     from tests.conftest import cpu_seconds
 
     server = psutil.Process(app_server[1].pid)
-    page.get_by_role("button", name="Reset", exact=True).click()
-    page.locator("textarea").first.fill("Write a long story about a dragon who learns to paint.")
-    max_tokens = page.get_by_label("Max new tokens").first
-    max_tokens.fill("512")
-    max_tokens.press("Enter")
+    set_long_run(page)
+    page.get_by_role("button", name="Run", exact=True).click()  # a previous run on the page, then stopped
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000)
+    page.get_by_role("button", name="Stop", exact=True).click()
+    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Stopped by you')", timeout=10_000)
     page.evaluate("""delay => {  // in the page itself, so the time between the clicks is exact
         const button = name => [...document.querySelectorAll('button')].find(b => b.innerText.trim() === name);
         button('Run').click();
@@ -77,6 +102,8 @@ def test_stop_right_after_run_leaves_the_server_idle(page, app_server, delay_ms)
     }""", delay_ms)
     time.sleep(1.0)  # the forward in flight ends
     assert cpu_seconds(server, over=2.0) < 0.5  # the model thread is idle again (a busy one uses 2 to 4 s)
+    _assert_the_page_tells_one_story(page)
+    assert row_count(page) >= 1  # this run's rounds, or the previous run's: never an emptied page
     page.get_by_role("button", name="Step", exact=True).click()  # and the next run starts at once
     page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=30_000)
 
