@@ -90,3 +90,5 @@ def test_downloadable_trace_files_expire_so_a_long_running_server_keeps_its_disk
     os.utime(first, (stale, stale))
     second = live.write_trace_file(trace)
     assert not os.path.exists(first) and Trace.from_json(open(second, encoding="utf-8").read()) == trace
+    assert os.path.dirname(second) != os.path.dirname(first)  # a folder each: equal names never clash
+    assert os.path.basename(second).startswith("specviz-run-") and os.path.basename(second).endswith(".json")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -201,23 +202,37 @@ def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
 
 
 def write_trace_file(trace: Trace, suffix: str = ".json") -> str:
-    """The trace as a file to download: its JSON, or (suffix ".html") the self-contained page of export.py. Files
+    """The trace as a file to download, named for what it holds (download_name): its JSON, or (suffix ".html") the
+    self-contained page of export.py. Each file gets a folder of its own, so equal names never collide; folders
     older than TRACE_FILE_TTL_S are removed on the way, so a server that runs for weeks does not fill its disk
     (Gradio serves its own copy, pruned by delete_cache)."""
-    folder = Path(tempfile.gettempdir()) / "specviz-traces"
-    folder.mkdir(exist_ok=True)
+    root = Path(tempfile.gettempdir()) / "specviz-traces"
+    root.mkdir(exist_ok=True)
     expired = time.time() - TRACE_FILE_TTL_S
-    for old in folder.glob("specviz-trace-*"):
+    for old in root.glob("*/*"):
         try:
             if old.stat().st_mtime < expired:
                 old.unlink()
+                old.parent.rmdir()
         except OSError:  # another worker removed it first
             pass
-    handle = tempfile.NamedTemporaryFile("w", suffix=suffix, prefix="specviz-trace-", dir=folder, delete=False,
-                                         encoding="utf-8")
-    with handle:
-        handle.write(run_html(trace) if suffix == ".html" else trace.to_json())
-    return handle.name
+    path = Path(tempfile.mkdtemp(dir=root)) / download_name(trace, suffix, time.localtime())
+    path.write_text(run_html(trace) if suffix == ".html" else trace.to_json(), encoding="utf-8")
+    return str(path)
+
+
+def download_name(trace: Trace, suffix: str, when: time.struct_time) -> str:
+    """What a downloaded run is called: the pair and the time it was saved.
+
+    >>> trace = Trace({}, "", 0, target_name="offline:SmolLM2-135M-Instruct", draft_name="ngram+int4", device="cpu",
+    ...               dtype="float32")
+    >>> download_name(trace, ".html", time.strptime("2026-11-26 06:12", "%Y-%m-%d %H:%M"))
+    'specviz-run-SmolLM2-135M-Instruct-from-ngram+int4-2026-11-26-0612.html'
+    """
+    def short(name: str) -> str:
+        return re.sub(r"[^A-Za-z0-9.+-]+", "-", name.removeprefix("offline:").rsplit("/", 1)[-1]).strip("-")[:48]
+
+    return f"specviz-run-{short(trace.target_name)}-from-{short(trace.draft_name)}-{time.strftime('%Y-%m-%d-%H%M', when)}{suffix}"
 
 
 def export_page(trace: Trace | None):
