@@ -146,14 +146,30 @@ def test_the_app_refuses_what_hosted_mode_forbids_before_loading_anything(hosted
 
 
 @pytest.mark.slow
-def test_hosted_app_shows_its_caps_on_the_sliders(hosted):
+def test_hosted_app_says_its_caps_and_refuses_a_value_above_one_in_words(hosted):
+    """The sliders keep their full range (a browser would quietly clamp a typed 300 to a slider's end of 256 and
+    run that): the cap is said under the slider, and a value above it gets the field's sentence."""
     from specviz.app.ui import build_app
 
     demo = build_app()
     sliders = [block for block in demo.blocks.values() if isinstance(block, gr.Slider)]  # live tab first
     first = lambda label: next(block for block in sliders if block.label == label)  # noqa: E731
-    assert first("γ: tokens drafted per round").maximum == 8
-    assert first("Max new tokens").maximum == 256
+    assert first("γ: tokens drafted per round").maximum == 16 and "Up to 8" in first("γ: tokens drafted per round").info
+    assert first("Max new tokens").maximum == 512 and "Up to 256" in first("Max new tokens").info
+    with pytest.raises(gr.Error, match="max_new_tokens must be a whole number from 1 to 256, got 300"):
+        make_config(RunRequest(pair=OFFLINE, drafter=PROMPT_LOOKUP, max_new_tokens=300))
+
+
+def test_the_hosted_allowed_models_are_models_this_server_can_load(hosted, monkeypatch):
+    from specviz.models import split_gguf
+
+    monkeypatch.setattr(split_gguf, "available", lambda model: False)  # the Qwen pair's parts not installed
+    with pytest.raises(ValueError, match="not offered here") as refusal:
+        current_policy().check(_config(target="someone/huge-model"), "hi")
+    allowed = str(refusal.value).split("this server allows: ")[1].split(", ")
+    assert "openai-community/gpt2" in allowed and OFFLINE_MODEL in allowed
+    assert not any(name.startswith("ngram") or name in ("int4", "distilled") for name in allowed)  # no drafters
+    assert not any("Qwen2.5-Coder" in name for name in allowed)  # nor models whose files are missing
 
 
 def test_zero_gpu_decorator_is_used_only_when_the_spaces_package_is_there(monkeypatch):
