@@ -145,3 +145,18 @@ def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tm
     shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
     offline.screenshot(path=str(shots / "exported-page.png"), full_page=True)
     offline.close()
+
+
+@pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
+def test_run_and_its_status_line_are_in_view_without_scrolling(page, app_url, width, height):
+    """A laptop at 1366×768 and a phone: Run, Stop and the line that says what a run is doing are on the first screen."""
+    small = page.context.browser.new_page(viewport={"width": width, "height": height})
+    try:
+        small.goto(app_url)
+        small.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        for element in (small.get_by_role("button", name="Run", exact=True),
+                        small.get_by_role("button", name="Stop", exact=True), small.locator("#sv-status")):
+            box = element.bounding_box()
+            assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, box
+    finally:
+        small.close()
