@@ -119,6 +119,7 @@ def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Tr
         dtype=str(pipeline.dtype).removeprefix("torch."),
         token_ids=[],
         target_forward_ms=list(pipeline.target_forward_ms),
+        draft_step_ms=pipeline.draft_step_ms,
         templated_prompt=pipeline.tokenizer.decode(prompt_ids),
     ), prompt_ids
 

@@ -1,5 +1,9 @@
 """Trace -> numbers: acceptance, tokens per round, cost ratio c, and measured against theoretical speedup; and the
-two statistics every check of the output's distribution uses (Pearson's χ² test and the total variation distance)."""
+two statistics every check of the output's distribution uses (Pearson's χ² test and the total variation distance).
+
+DEFINITIONS says, once, what each number the page shows is and what it counts; the stats panel, the glossary,
+the engine vocabulary (counters.py) and Round anatomy quote it rather than re-wording it.
+"""
 
 from __future__ import annotations
 
@@ -14,29 +18,94 @@ from specviz import theory
 from specviz.trace import ACCEPTED, REJECTED, Trace
 
 
+@dataclass(frozen=True)
+class Definition:
+    """One number: the label the page gives it, its formula in words, and what it counts (or leaves out)."""
+
+    label: str
+    formula: str
+    counts: str
+
+    def sentence(self) -> str:
+        """'label = formula: counts' (the glossary's and the hover's text)."""
+        return f"{self.label} = {self.formula}: {self.counts}"
+
+
+DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here and nowhere else
+    "alpha": Definition(
+        "α", "accepted drafts ÷ tested drafts",
+        "the per-token acceptance probability of the theory's E = (1 − α^(γ+1)) ÷ (1 − α); a draft after its round's "
+        "first rejection is never tested, so it does not count"),
+    "alpha_per_position": Definition(
+        "α at position i", "drafts accepted at position i ÷ rounds that tested a draft there",
+        "a round tests position i only when every earlier draft was accepted; the theory assumes one α everywhere"),
+    "draft_acceptance_rate": Definition(
+        "draft acceptance rate", "accepted drafts ÷ drafted tokens (llama.cpp: draft_n_accepted ÷ draft_n)",
+        "every drafted token counts, tested or not, so it is below α whenever a rejection leaves drafts untested"),
+    "mean_acceptance_length": Definition(
+        "mean acceptance length", "1 + accepted drafts ÷ drafting rounds (vLLM)",
+        "tokens a round that drafted yields, its correction or bonus included; rounds that drafted nothing are "
+        "left out"),
+    "tokens_per_round": Definition(
+        "tokens per round", "generated tokens ÷ target calls (one per round)",
+        "every round counts, plain steps (rounds that drafted nothing, such as round 1 for some drafters) included, "
+        "so it is below the mean acceptance length when a round drafted nothing"),
+    "draft_step": Definition(
+        "draft step", "the median time of one draft forward over one token",
+        "timed once per model pair and device, alternating with the target's one-token forwards (pipeline.calibrate); "
+        "without that, the median over this run's rounds of drafting time ÷ draft forwards, rounds 1–2 left out"),
+    "target_step": Definition(
+        "target step", "the median time of one target forward over one token",
+        "timed once per model pair and device beside the draft step; without that, the plain run's median step, "
+        "else this run's median verify forward (over k + 1 tokens, so it overstates a step on a CPU)"),
+    "c": Definition(
+        "c", "draft step ÷ target step",
+        "what one drafted token costs in target steps (Leviathan et al.'s c); prompt lookup costs about 0"),
+    "speedup_theoretical": Definition(
+        "theoretical speedup", "Σ E(α, k) ÷ Σ (k·c + 1) over the rounds, E(α, k) = (1 − α^(k+1)) ÷ (1 − α)",
+        "what α and c predict, k being each round's drafts; it assumes a verify forward costs one target step and "
+        "that nothing but forwards takes time"),
+    "speedup_measured": Definition(
+        "measured speedup", "plain decoding's wall time per token ÷ this run's wall time per token",
+        "both decoded in this process, same prompt and settings (tick compare with plain decoding); every overhead "
+        "and a verify forward's real cost are in it"),
+    "rounds_against_plain": Definition(
+        "rounds against plain steps", "the tokens of the rounds shown × one target step ÷ the time those rounds took",
+        "Round anatomy's estimate from this run's timed rounds, round 1 (which encodes the prompt) left out"),
+    "overhead": Definition(
+        "outside model forwards", "wall time − time inside model forwards, per round",
+        "sampling, acceptance tests, the residual draw and cache bookkeeping"),
+}
+
+
 @dataclass
 class Metrics:
+    """A run's numbers; each is defined in DEFINITIONS under the key named in its comment."""
+
     rounds: int
     generated_tokens: int
     drafted_tokens: int
     tested_positions: int  # acceptance tests that ran (drafts after a rejection are never tested)
     accepted_tokens: int
-    alpha: float  # accepted / tested: the per-token acceptance rate the theory calls α
-    alpha_per_position: list[float | None]  # position i: accepted at i / reached i (None if never reached)
+    drafting_rounds: int  # rounds that drafted at least one token (vLLM's num_drafts)
+    alpha: float  # "alpha": accepted / tested
+    alpha_per_position: list[float | None]  # "alpha_per_position" (None where no round tested position i)
     reached_per_position: list[int]
     accepted_per_position: list[int]
-    tokens_per_round: float
+    draft_acceptance_rate: float | None  # "draft_acceptance_rate": accepted / drafted (None: nothing drafted)
+    mean_acceptance_length: float | None  # "mean_acceptance_length": 1 + accepted / drafting rounds
+    tokens_per_round: float  # "tokens_per_round": generated / target calls
     target_calls: int  # target forward passes: one per round
     draft_ms_per_round: float
     verify_ms_per_round: float
-    overhead_ms_per_round: float  # wall time outside model forwards: sampling, acceptance tests, cache bookkeeping
-    draft_step_ms: float  # median time of one draft forward (per drafted token for prompt lookup), warm-up left out
-    target_step_ms: float  # median target forward over one token (baseline), else over a round's k + 1 (verify)
-    c: float  # draft_step_ms / target_step_ms
-    c_basis: str  # "baseline", "calibrated" or "verify" (verify time overstates a target step on CPU)
+    overhead_ms_per_round: float  # "overhead": wall time outside model forwards, per round
+    draft_step_ms: float  # "draft_step" (per drafted token for prompt lookup)
+    target_step_ms: float  # "target_step"
+    c: float  # "c": draft_step_ms / target_step_ms
+    c_basis: str  # where the two steps came from: a key of C_BASES
     tokens_per_s: float
-    speedup_theoretical: float  # Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' draft lengths k_r (γ when all full)
-    speedup_measured: float | None  # baseline wall time per token / speculative wall time per token
+    speedup_theoretical: float  # "speedup_theoretical": Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' k_r
+    speedup_measured: float | None  # "speedup_measured": baseline ms per token / speculative ms per token
     identical: bool | None  # generated ids equal the baseline's (meaningful at temperature 0)
 
     def to_dict(self) -> dict:
@@ -56,6 +125,7 @@ def summarize(trace: Trace) -> Metrics:
     alpha = accepted_total / tested if tested else 0.0
     rounds = max(len(trace.rounds), 1)
     draft_lengths = [round_.drafted for round_ in trace.rounds]  # k_r: fewer than γ with adaptive γ or near the end
+    drafting_rounds = sum(1 for length in draft_lengths if length > 0)
     draft_ms = sum(round_.draft_ms for round_ in trace.rounds)
     verify_ms = sum(round_.verify_ms for round_ in trace.rounds)
     draft_step_ms, target_step_ms, basis = step_costs(trace)
@@ -72,10 +142,13 @@ def summarize(trace: Trace) -> Metrics:
         drafted_tokens=sum(draft_lengths),
         tested_positions=tested,
         accepted_tokens=accepted_total,
+        drafting_rounds=drafting_rounds,
         alpha=alpha,
         alpha_per_position=[a / r if r else None for a, r in zip(accepted, reached)],
         reached_per_position=reached,
         accepted_per_position=accepted,
+        draft_acceptance_rate=accepted_total / sum(draft_lengths) if drafting_rounds else None,
+        mean_acceptance_length=1 + accepted_total / drafting_rounds if drafting_rounds else None,
         tokens_per_round=generated / rounds,
         target_calls=len(trace.rounds),
         draft_ms_per_round=draft_ms / rounds,
@@ -102,16 +175,26 @@ def measured_gamma(trace: Trace) -> float:
 WARM_UP_ROUNDS = 2  # round 1 also encodes the prompt; round 2 still pays first-call costs (allocations, caches)
 
 
-def step_costs(trace: Trace) -> tuple[float, float, str]:
-    """(draft step ms, target step ms, basis) for c, robust to a slow start and to a stray slow round.
+C_BASES = {  # where step_costs took c's two steps from, as the page words it
+    "calibrated": "both timed once per model pair on this device, alternating forwards",
+    "calibrated target": "draft step: this run's median; target step: timed once per model on this device",
+    "baseline": "draft step: this run's median; target step: the plain run's median step",
+    "verify": "draft step: this run's median; target step: this run's median verify forward (overstates it on a CPU)",
+}
 
-    The warm-up rounds are left out (when enough rounds remain) and medians replace means: the same run,
-    repeated, then gives about the same c (`python -m specviz.bench.c_spread`). A draft step is one draft
-    forward (a round's draft time over its forwards); prompt lookup, which makes none, costs its time per
-    drafted token. A target step is the baseline's median one-token step when it ran, else the calibrated
-    one-token forward (Trace.target_forward_ms, timed once per target and device), else the median verify
-    forward (k + 1 tokens: on a CPU it overstates one step a little, see v(k)).
+
+def step_costs(trace: Trace) -> tuple[float, float, str]:
+    """(draft step ms, target step ms, basis) for c: DEFINITIONS["draft_step"] and ["target_step"]; basis is a
+    key of C_BASES.
+
+    Steps timed once per model pair (pipeline.calibrate: Trace.draft_step_ms, Trace.target_forward_ms[0]) come
+    first: identical reruns then show the same c, whatever a busy machine or the views drawn meanwhile do to one
+    run. Else the run's rounds give the draft step: the median draft time per forward, warm-up rounds left out
+    (per drafted token for prompt lookup, which makes no forward); and the target step is the baseline's median
+    step, else the calibrated one, else the median verify forward (k + 1 tokens: it overstates a step on a CPU).
     """
+    if trace.draft_step_ms > 0 and trace.target_forward_ms:
+        return trace.draft_step_ms, trace.target_forward_ms[0], "calibrated"
     steady = trace.rounds[WARM_UP_ROUNDS:] if len(trace.rounds) > WARM_UP_ROUNDS + 2 else trace.rounds[1:] or trace.rounds
     per_forward = [r.draft_ms / r.draft_forwards for r in steady if r.draft_forwards]
     if per_forward:
@@ -122,7 +205,7 @@ def step_costs(trace: Trace) -> tuple[float, float, str]:
     if trace.baseline is not None:
         return draft_step_ms, trace.baseline.step_ms, "baseline"
     if trace.target_forward_ms:
-        return draft_step_ms, trace.target_forward_ms[0], "calibrated"
+        return draft_step_ms, trace.target_forward_ms[0], "calibrated target"
     verify = [r.verify_ms for r in steady]
     return draft_step_ms, statistics.median(verify) if verify else 0.0, "verify"
 

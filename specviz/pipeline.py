@@ -7,6 +7,8 @@ wrappers (KV caches), so build a new one for each run, or reset it (the engine d
 
 from __future__ import annotations
 
+import statistics
+import time
 from dataclasses import dataclass, field
 
 import torch
@@ -19,6 +21,7 @@ from specviz.drafters.model import DraftModelDrafter
 from specviz.models import loading as models
 from specviz.models.cache import WEIGHTS, WeightsCache
 from specviz.models.split_gguf import first_missing, not_installed
+from specviz.sampling import Standardizer
 
 
 @dataclass
@@ -34,6 +37,7 @@ class Pipeline:
     draft_model: models.LanguageModel | None = None
     cache: WeightsCache = WEIGHTS  # where shared weights, and the record of warm-ups, live
     target_forward_ms: list[float] = field(default_factory=list)  # set by calibrate(); copied into each trace
+    draft_step_ms: float = 0.0  # one draft forward, set by calibrate() for a drafter that runs a model
 
     @property
     def context_limit(self) -> int:
@@ -89,13 +93,18 @@ def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipel
 
 CALIBRATION_PROMPT = "The quick brown fox jumps over the lazy dog. " * 8  # a context to time forwards after
 MIN_CALIBRATED_K = 5
+STEP_SAMPLES, STEP_WARM_UP = 12, 2  # c's steps: timed proposals (one target step each), after untimed ones
+CALIBRATION_DRAFTS = 4  # drafts per timed proposal, each one draft forward over one token
 
 
 def calibrate(pipeline: Pipeline, target_id: str, max_k: int) -> list[float]:
     """Set (and return) pipeline.target_forward_ms: the median ms of one target forward over k = 1..max(max_k,
     MIN_CALIBRATED_K) new tokens, timed once per target, device and dtype, then read from the cache (a larger k
     measures again). 4 × k timed forwards: about a second for SmolLM2-135M on two CPU cores. Every trace of the
-    pipeline then carries them, for a steady c and the v(k) curve. Leaves the target's cache empty."""
+    pipeline then carries them, for a steady c and the v(k) curve. Leaves the target's cache empty.
+
+    For a drafter that runs a model, c's two steps are then timed once per pair (step_times):
+    pipeline.draft_step_ms, and target_forward_ms[0] from the same alternating forwards."""
     from specviz.models import profiling
 
     sizes = max(max_k, MIN_CALIBRATED_K)
@@ -111,7 +120,51 @@ def calibrate(pipeline: Pipeline, target_id: str, max_k: int) -> list[float]:
     if key in pipeline.cache and len(pipeline.cache.get(key, measure)) < sizes:
         pipeline.cache.clear_key(key)  # measured for a smaller γ: measure again, up to this one
     pipeline.target_forward_ms = pipeline.cache.get(key, measure)[:sizes]
+    steps = step_times(pipeline, target_id)
+    if steps is not None:
+        pipeline.draft_step_ms = steps[0]
+        pipeline.target_forward_ms = [steps[1], *pipeline.target_forward_ms[1:]]
     return pipeline.target_forward_ms
+
+
+def step_times(pipeline: Pipeline, target_id: str) -> tuple[float, float] | None:
+    """(draft step ms, target step ms): the medians of STEP_SAMPLES one-token forwards of each, alternating, timed
+    once per pair and device, then read from the cache; None for prompt lookup (no model: c ≈ 0).
+
+    Each proposal drafts CALIBRATION_DRAFTS tokens after the target has read one more token of a fixed context,
+    as a round does, so every draft forward reads one token; the target's one-token forward that follows is its
+    step. Alternating makes a busy moment slow both alike, so their ratio c holds; one measurement per pair makes
+    identical reruns show the same c. Leaves the target's and the drafter's caches empty."""
+    drafter = pipeline.drafter.model if isinstance(pipeline.drafter, LookupThenModelDrafter) else pipeline.drafter
+    if getattr(drafter, "costless", False):
+        return None
+    target, device = pipeline.target, pipeline.device
+
+    def measure() -> tuple[float, float] | None:
+        job.stage(f"Timing a {drafter.name} draft step against a {target_id} step, once (for c)")
+        context = pipeline.tokenizer(CALIBRATION_PROMPT, add_special_tokens=False)["input_ids"]
+        first = len(context) - STEP_SAMPLES - STEP_WARM_UP
+        standardize, generator = Standardizer(0.0, 0, 1.0), torch.Generator(device=device).manual_seed(0)
+        draft_ms, target_ms = [], []
+        target.reset()
+        drafter.begin()
+        with torch.inference_mode():
+            target.feed(torch.tensor(context[: first - 1], dtype=torch.long, device=device))
+            for end in range(first, len(context)):  # the sequence is context[:end]; the target has read all but one
+                started = time.perf_counter()
+                draft = drafter.propose(context[:end], CALIBRATION_DRAFTS, standardize, generator)
+                models.synchronize(device)
+                drafted = time.perf_counter()
+                target.feed(torch.tensor(context[end - 1: end], dtype=torch.long, device=device))
+                models.synchronize(device)
+                if end - first >= STEP_WARM_UP and draft.forwards:
+                    draft_ms.append((drafted - started) * 1e3 / draft.forwards)
+                    target_ms.append((time.perf_counter() - drafted) * 1e3)
+        target.reset()
+        drafter.begin()
+        return (statistics.median(draft_ms), statistics.median(target_ms)) if draft_ms else None
+
+    return pipeline.cache.get(("step-ms", target_id, drafter.name, device, pipeline.dtype), measure)
 
 
 def distilled_draft(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):

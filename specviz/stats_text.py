@@ -1,54 +1,80 @@
-"""A run's stats as Markdown lines: the app's stats panel and the exported page both show them (no gradio here)."""
+"""A run's stats as Markdown lines: the app's stats panel and the exported page both show them (no gradio here).
+
+Every number carries its counts in words, and its label the definition from metrics.DEFINITIONS on hover (an
+<abbr title>), so two numbers that look alike (α and the draft acceptance rate, tokens per round and the mean
+acceptance length, the theoretical and the measured speedup) say why they differ.
+"""
 
 from __future__ import annotations
 
 import html
 
-from specviz.counters import engine_counters
-from specviz.metrics import Metrics
+from specviz.metrics import C_BASES, DEFINITIONS, Metrics
 from specviz.trace import Trace
 
 
-def _engine_terms(trace: Trace) -> str:
-    """The run in llama.cpp's and vLLM's counters (counters.py), for comparing with a server."""
-    counts = engine_counters(trace)
-    rate, length = counts["draft_acceptance_rate"], counts["mean_acceptance_length"]
-    return (f"as engines count it: llama.cpp `draft_n` = {counts['draft_n']}, `draft_n_accepted` = "
-            f"{counts['draft_n_accepted']} · vLLM `num_drafts` = {counts['num_drafts']}, `num_accepted_tokens_per_pos` = "
-            f"{counts['num_accepted_tokens_per_pos']} · draft acceptance rate "
-            f"{'–' if rate is None else f'{rate:.3f}'}, mean acceptance length {'–' if length is None else f'{length:.2f}'}")
+def defined(key: str, label: str | None = None) -> str:
+    """A label with its definition on hover: <abbr title="α = accepted drafts ÷ tested drafts: ...">α</abbr>."""
+    definition = DEFINITIONS[key]
+    return f'<abbr title="{html.escape(definition.sentence(), quote=True)}">{label or definition.label}</abbr>'
+
+
+def _rate(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def acceptance_lines(metrics: Metrics) -> list[str]:
+    """α, the engines' two rates and tokens per round, each with the counts it divides."""
+    per_position = " · ".join("–" if a is None else f"{a:.2f}" for a in metrics.alpha_per_position)
+    untested = metrics.drafted_tokens - metrics.tested_positions
+    plain_steps = metrics.rounds - metrics.drafting_rounds
+    return [
+        f"**{defined('alpha')} = {metrics.alpha:.3f}** ({metrics.accepted_tokens} accepted / "
+        f"{metrics.tested_positions} tested) · {defined('alpha_per_position', 'per position')} {per_position}",
+        f"{defined('draft_acceptance_rate')} **{_rate(metrics.draft_acceptance_rate, 3)}** ({metrics.accepted_tokens} "
+        f"accepted / {metrics.drafted_tokens} drafted: {untested} drafted after a rejection, never tested) · "
+        f"{defined('mean_acceptance_length')} **{_rate(metrics.mean_acceptance_length, 2)}** (1 + "
+        f"{metrics.accepted_tokens} accepted / {metrics.drafting_rounds} drafting rounds)",
+        f"**{metrics.tokens_per_round:.2f} {defined('tokens_per_round')}** ({metrics.generated_tokens} tokens / "
+        f"{metrics.target_calls} target calls, " + (f"plain steps included: {plain_steps} of them drafted nothing)"
+                                                    if plain_steps else "every one of them drafted)"),
+    ]
+
+
+def speedup_line(trace: Trace, metrics: Metrics) -> str:
+    """The theoretical speedup and, where the plain run was timed, the measured one beside it, each named."""
+    theoretical = (f"{defined('speedup_theoretical')} **{metrics.speedup_theoretical:.2f}×** (from α and c: "
+                   f"{DEFINITIONS['speedup_theoretical'].formula})")
+    if metrics.speedup_measured is None:
+        return theoretical + f" · {defined('speedup_measured')}: tick *compare with plain decoding* to measure it"
+    return (f"{theoretical} · {defined('speedup_measured')} **{metrics.speedup_measured:.2f}×** (wall time against "
+            f"plain decoding in this process) · {_sameness(trace, metrics)}")
 
 
 def stats_markdown(trace: Trace, metrics: Metrics) -> str:
-    per_position = " · ".join("–" if a is None else f"{a:.2f}" for a in metrics.alpha_per_position)
     lines = [
-        f"**α = {metrics.alpha:.3f}** ({metrics.accepted_tokens}/{metrics.tested_positions} drafts accepted; "
-        f"per position {per_position})",
-        f"**{metrics.tokens_per_round:.2f} tokens per round**: {metrics.generated_tokens} tokens from "
-        f"{metrics.target_calls} target calls",
-        f"c = {metrics.c:.3f} = draft step {metrics.draft_step_ms:.1f} ms / target step {metrics.target_step_ms:.1f} ms "
-        f"({C_BASIS[metrics.c_basis]}) · each round: draft {metrics.draft_ms_per_round:.1f} ms + verify "
-        f"{metrics.verify_ms_per_round:.1f} ms, of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards · "
-        f"{metrics.tokens_per_s:.1f} tokens/s",
-        f"theoretical speedup **{metrics.speedup_theoretical:.2f}×**"
-        + (f" · measured **{metrics.speedup_measured:.2f}×** against plain decoding · {_sameness(trace, metrics)}"
-           if metrics.speedup_measured is not None else " · tick *compare with plain decoding* to measure it"),
-        _engine_terms(trace),
+        *acceptance_lines(metrics),
+        f"{defined('c')} = {metrics.c:.3f} = {defined('draft_step')} {metrics.draft_step_ms:.1f} ms / "
+        f"{defined('target_step')} {metrics.target_step_ms:.1f} ms ({C_BASES[metrics.c_basis]}) · this run, each round: "
+        f"draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms, of which "
+        f"{metrics.overhead_ms_per_round:.1f} ms {defined('overhead')} · {metrics.tokens_per_s:.1f} tokens/s",
+        speedup_line(trace, metrics),
+        _engine_terms(metrics),
         f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
         f"stopped by {_plain(trace.stop_reason) or '…'}",
     ]
     if trace.config.get("adaptive"):
         lengths = [round_.drafted for round_ in trace.rounds]
-        lines.insert(3, f"adaptive γ ≤ {trace.config['gamma']}: {sum(lengths) / len(lengths):.2f} drafts per round on average, "
+        lines.insert(5, f"adaptive γ ≤ {trace.config['gamma']}: {sum(lengths) / len(lengths):.2f} drafts per round on average, "
                         f"{lengths.count(0)} of {len(lengths)} rounds were plain steps (drafting would not have paid)")
     return "\n\n".join(lines)
 
 
-C_BASIS = {  # where c's target step came from (metrics.step_costs)
-    "baseline": "target step: the plain run's median step",
-    "calibrated": "target step timed once per model and device",
-    "verify": "target step: this run's median verify forward",
-}
+def _engine_terms(metrics: Metrics) -> str:
+    """The same counts in llama.cpp's and vLLM's names (counters.py), for comparing with a server."""
+    return (f"as engines count it: llama.cpp `draft_n` = {metrics.drafted_tokens}, `draft_n_accepted` = "
+            f"{metrics.accepted_tokens} · vLLM `num_drafts` = {metrics.drafting_rounds}, "
+            f"`num_accepted_tokens_per_pos` = {metrics.accepted_per_position}")
 
 
 HALF_PRECISION = ("bfloat16", "float16")

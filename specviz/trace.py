@@ -94,6 +94,9 @@ class Trace:
     # Median ms of one target forward over k = 1, 2, .. new tokens, timed once per target and device before
     # the run (pipeline.target_forward_ms): c's target step and the v(k) curve. Empty when not measured.
     target_forward_ms: list[float] = field(default_factory=list)
+    # Median ms of one draft forward over one token, timed alternately with the target's one-token forwards once per
+    # model pair and device (pipeline.draft_step_ms): c's draft step. 0 when not measured (prompt lookup).
+    draft_step_ms: float = 0.0
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -36,3 +36,12 @@ def test_docs_engines_md_holds_the_table_the_app_shows():
     from pathlib import Path
 
     assert vocabulary_markdown() in (Path(__file__).parent.parent / "docs" / "engines.md").read_text(encoding="utf-8")
+
+
+def test_the_vocabulary_quotes_the_definitions_it_shares_with_the_stats():
+    from specviz.metrics import DEFINITIONS
+
+    relations = {row["specviz"]: row["relation"] for row in VOCABULARY}
+    assert relations["α (per-token acceptance rate)"].startswith(DEFINITIONS["alpha"].formula)
+    assert relations["mean acceptance length"] == "1 + accepted drafts ÷ drafting rounds"
+    assert relations["tokens per round"].startswith(DEFINITIONS["tokens_per_round"].formula)

@@ -223,3 +223,35 @@ def test_calibrating_times_the_target_once_per_target_and_again_for_a_larger_gam
     assert len(calibrate(pipeline, "fake-target", 8)) == 8 and pipeline.target.forward_calls > calls  # measured again
     trace = engine.run_speculative(pipeline, "abcabc", DecodeConfig(gamma=2, max_new_tokens=6, chat=False))
     assert trace.target_forward_ms == pipeline.target_forward_ms and summarize(trace).c_basis == "calibrated"
+
+
+@pytest.mark.parametrize("drafter", ["model", "ngram+model"])
+def test_calibrating_times_the_draft_step_beside_the_target_step_once_per_pair(drafter):
+    """c's two steps come from the same alternating forwards, once: identical reruns then show the same c."""
+    from specviz.pipeline import STEP_SAMPLES, STEP_WARM_UP, calibrate
+
+    pipeline = fake_pipeline(8, drafter=drafter)
+    draft_model = pipeline.draft_model
+    calibrate(pipeline, "fake-target", 3)
+    assert pipeline.draft_step_ms > 0 and pipeline.target_forward_ms[0] > 0
+    # every timed proposal drafted CALIBRATION_DRAFTS tokens, each a forward of the draft model (lookup not asked)
+    assert draft_model.forward_calls >= (STEP_SAMPLES + STEP_WARM_UP) * 4
+    calls = (pipeline.target.forward_calls, draft_model.forward_calls)
+    steps = (pipeline.draft_step_ms, pipeline.target_forward_ms[0])
+    calibrate(pipeline, "fake-target", 3)
+    assert (pipeline.target.forward_calls, draft_model.forward_calls) == calls  # cached for the pair
+    assert (pipeline.draft_step_ms, pipeline.target_forward_ms[0]) == steps
+    config = DecodeConfig(gamma=2, max_new_tokens=8, chat=False)
+    first, second = (summarize(engine.run_speculative(pipeline, "abcabc", config)) for _ in range(2))
+    assert first.c_basis == second.c_basis == "calibrated" and first.c == second.c
+    assert (first.draft_step_ms, first.target_step_ms) == steps
+
+
+def test_prompt_lookup_is_not_timed_as_a_draft_model():
+    from specviz.pipeline import calibrate
+
+    pipeline = fake_pipeline(8, drafter="ngram")
+    calibrate(pipeline, "fake-target", 3)
+    assert pipeline.draft_step_ms == 0.0
+    trace = engine.run_speculative(pipeline, "abcabc", DecodeConfig(gamma=2, max_new_tokens=8, chat=False))
+    assert summarize(trace).c_basis == "calibrated target"  # its per-token cost from the run, the target's timed once

@@ -50,6 +50,36 @@ def test_summarize_counts_acceptance_per_position_and_tokens_per_round():
     assert metrics.tokens_per_round == 2.0 and metrics.target_calls == 4
 
 
+def test_the_counts_behind_each_rate_match_its_definition():
+    """The hand-built run: 9 drafted, 6 tested, 4 accepted, 3 of 4 rounds drafted, 8 tokens from 4 target calls."""
+    metrics = summarize(hand_built_trace())
+    assert metrics.alpha == pytest.approx(4 / 6)  # accepted drafts ÷ tested drafts
+    assert metrics.draft_acceptance_rate == pytest.approx(4 / 9)  # ÷ drafted: round 1's 4th draft, round 4's 2nd, 3rd
+    assert metrics.drafting_rounds == 3 and metrics.mean_acceptance_length == pytest.approx(1 + 4 / 3)
+    assert metrics.tokens_per_round == pytest.approx(8 / 4)  # the plain step (round 3) counts here, not above
+    assert metrics.mean_acceptance_length > metrics.tokens_per_round and metrics.alpha > metrics.draft_acceptance_rate
+
+
+def test_a_run_without_drafts_has_no_engine_rates():
+    trace = hand_built_trace()
+    trace.rounds, trace.token_ids = [trace.rounds[2]], trace.token_ids[6:7]  # the plain step only
+    metrics = summarize(trace)
+    assert metrics.drafting_rounds == 0 and metrics.alpha == 0.0
+    assert metrics.draft_acceptance_rate is None and metrics.mean_acceptance_length is None
+
+
+def test_every_shown_number_is_defined_once_with_a_formula_and_what_it_counts():
+    from specviz.metrics import DEFINITIONS
+
+    for key in ("alpha", "draft_acceptance_rate", "mean_acceptance_length", "tokens_per_round", "speedup_theoretical",
+                "speedup_measured", "c", "draft_step", "target_step"):
+        definition = DEFINITIONS[key]
+        assert definition.label and definition.formula and definition.counts
+        assert "*" not in definition.sentence() and "`" not in definition.sentence()  # safe inside a hover title
+    assert "tested" in DEFINITIONS["alpha"].formula and "drafted" in DEFINITIONS["draft_acceptance_rate"].formula
+    assert len({definition.label for definition in DEFINITIONS.values()}) == len(DEFINITIONS)
+
+
 def test_summarize_costs_and_speedups():
     metrics = summarize(hand_built_trace())
     assert metrics.draft_step_ms == pytest.approx(1.0)  # rounds 2-4: 5 ms over 5 draft forwards
@@ -102,11 +132,22 @@ def test_c_leaves_out_the_warm_up_and_a_stray_slow_round():
 def test_a_calibrated_target_step_gives_c_and_the_verify_cost_curve():
     trace = _steady_trace(draft_ms=[4.0] * 6, verify_ms=[20.0] * 6, target_forward_ms=[16.0, 16.0, 18.0, 20.0, 24.0])
     metrics = summarize(trace)
-    assert metrics.c_basis == "calibrated" and metrics.c == pytest.approx(2.0 / 16.0)
+    assert metrics.c_basis == "calibrated target" and metrics.c == pytest.approx(2.0 / 16.0)
     cost = estimate_verify_cost(trace)
     assert [cost[k] for k in (1, 2, 3, 5)] == pytest.approx([1.0, 1.0, 18 / 16, 1.5])  # the timings themselves
     assert cost[5] < cost[6] < cost[17]  # beyond them, extrapolated upward
     assert estimate_verify_cost(_steady_trace(draft_ms=[4.0] * 6, verify_ms=[20.0] * 6)) is None  # one size: no curve
+
+
+def test_steps_timed_once_per_pair_give_c_whatever_the_run_or_its_baseline_took():
+    """A run slowed by a busy machine (draft 40 ms a forward) still shows the calibrated c: 3 ms / 15 ms."""
+    trace = _steady_trace(draft_ms=[80.0] * 6, verify_ms=[20.0] * 6, target_forward_ms=[15.0, 16.0], draft_step_ms=3.0)
+    trace.baseline = Baseline(text="", token_ids=[1] * 18, wall_ms=400.0, step_ms=22.0)
+    metrics = summarize(trace)
+    assert metrics.c_basis == "calibrated" and metrics.c == pytest.approx(0.2)
+    assert (metrics.draft_step_ms, metrics.target_step_ms) == (3.0, 15.0)
+    trace.draft_step_ms = 0.0  # prompt lookup, or an older trace: this run's drafts against the plain run's step
+    assert summarize(trace).c_basis == "baseline" and summarize(trace).c == pytest.approx(40.0 / 22.0)
 
 
 def test_chi_square_against_closed_forms():
@@ -131,3 +172,28 @@ def test_total_variation_of_sequences_tensors_and_mappings():
     assert total_variation({"a": 3, "b": 1}, {"a": 1, "c": 1}) == pytest.approx(0.5)  # ½(|.75 − .5| + .25 + .5)
     with pytest.raises(ValueError, match="entries"):
         total_variation([0.5, 0.5], [1.0])
+
+
+# ---------------------------------------------------------------- the definitions where the numbers are shown
+
+
+def test_each_stats_label_carries_its_definition_on_hover_and_its_counts_in_words():
+    import html
+
+    from specviz.metrics import DEFINITIONS
+    from specviz.stats_text import stats_markdown
+
+    trace = hand_built_trace()
+    stats = stats_markdown(trace, summarize(trace))
+    assert "= 0.667** (4 accepted / 6 tested)" in stats
+    assert "draft acceptance rate</abbr> **0.444** (4 accepted / 9 drafted: 3 drafted after a rejection, never tested)" in stats
+    assert "mean acceptance length</abbr> **2.33** (1 + 4 accepted / 3 drafting rounds)" in stats
+    assert "tokens per round</abbr>** (8 tokens / 4 target calls, plain steps included: 1 of them drafted nothing)" in stats
+    assert "c</abbr> = 0.100 = " in stats and "draft step</abbr> 1.0 ms / " in stats
+    assert "theoretical speedup</abbr> **1.66×** (from α and c: Σ E(α, k)" in stats
+    assert "measured speedup</abbr> **2.00×** (wall time against plain decoding in this process)" in stats
+    for key in ("alpha", "draft_acceptance_rate", "mean_acceptance_length", "tokens_per_round", "c", "draft_step",
+                "target_step", "speedup_theoretical", "speedup_measured"):
+        assert f'<abbr title="{html.escape(DEFINITIONS[key].sentence(), quote=True)}">' in stats, key
+    trace.baseline = None
+    assert "measured speedup</abbr>: tick *compare with plain decoding*" in stats_markdown(trace, summarize(trace))

@@ -37,10 +37,40 @@ def test_the_summary_leaves_out_round_one_and_prices_the_overhead(trace):
     assert facts["totals_ms"] == {anatomy.DRAFT_FORWARDS: 4.0, anatomy.DRAFT_OVERHEAD: 1.0,
                                   anatomy.VERIFY_FORWARD: 24.0, anatomy.VERIFY_OVERHEAD: 6.0}
     assert (facts["tokens"], facts["plain_ms"]) == (5, 50.0)  # 3 + 1 + 1 tokens at 10 ms each
-    assert facts["speedup"] == pytest.approx(50 / 35) and facts["speedup_without_overhead"] == pytest.approx(50 / 28)
+    assert facts["against_plain"] == pytest.approx(50 / 35)
+    assert facts["against_plain_without_overhead"] == pytest.approx(50 / 28)
     assert facts["verify_in_steps"] == pytest.approx(0.8) and facts["draft_in_steps"] == pytest.approx(0.2)
     text = anatomy.explanation(facts)
     assert "**1.43×**" in text and "**1.79×**" in text and "the plain run's median step" in text
+    assert "Over rounds 2–4 (every round after round 1), 5 tokens" in text
+
+
+def test_the_summary_shows_the_theoretical_and_the_measured_speedup_side_by_side(trace):
+    """The same two numbers as the live tab's stats, each named; the measured one only where the plain run was timed."""
+    from specviz.metrics import summarize
+
+    metrics = summarize(trace)
+    text = anatomy.explanation(anatomy.summary(trace))
+    assert f"theoretical speedup</abbr> **{metrics.speedup_theoretical:.2f}×** (from α = 0.667 and c = 0.100" in text
+    assert "measured speedup</abbr> **2.00×** (wall time against plain decoding in this process)" in text
+    trace.baseline = None
+    text = anatomy.explanation(anatomy.summary(trace))
+    assert "theoretical speedup</abbr> **" in text and "measured speedup</abbr>: tick *compare with plain decoding*" in text
+
+
+def test_the_titles_state_exactly_the_rounds_each_covers(trace):
+    """Timeline and summary may cover different rounds, but each names its own, and the summary's agree with its bar."""
+    for _ in range(12):  # a run of 16 rounds: the timeline draws 12 of them, the summary 15
+        trace.rounds.append(trace.rounds[1])
+    emitted = {number: len(round_.emitted) for number, round_ in enumerate(trace.rounds, 1)}
+    segments, plain = anatomy.timeline(trace, first=2)
+    timeline_title = round_anatomy_figures.timeline_figure(segments, plain, emitted).layout.title.text
+    facts = anatomy.summary(trace)
+    assert timeline_title.startswith("Rounds 2–13 of 16, measured")
+    assert round_anatomy_figures.totals_figure(facts).layout.title.text.startswith("Rounds 2–16: ")
+    assert "Over rounds 2–16 (every round after round 1)" in anatomy.explanation(facts)
+    segments, plain = anatomy.timeline(trace, first=16)
+    assert round_anatomy_figures.timeline_figure(segments, plain, emitted).layout.title.text.startswith("Round 16 of 16")
 
 
 def test_the_figures_draw_every_segment(trace):
@@ -50,7 +80,8 @@ def test_the_figures_draw_every_segment(trace):
     assert sum(len(bar.x) for bar in figure.data[:4]) == len(segments) and len(figure.data[4].x) == len(plain)
     assert "+3" in list(figure.data[2].text)  # round 1's verify segment says it produced 3 tokens
     totals = round_anatomy_figures.totals_figure(anatomy.summary(trace))
-    assert "1.43× measured" in totals.layout.title.text
+    assert totals.layout.title.text == "Rounds 2–4: 1.43× against plain steps, 1.79× with no overhead"
+    assert "measured" not in totals.layout.title.text  # an estimate from the rounds, not the plain run's wall time
 
 
 def test_the_engine_records_forward_times_inside_each_round():

@@ -9,7 +9,9 @@ from specviz.labs import round_anatomy, round_anatomy_figures
 INTRO = ("Where does a run's time go? Each round is drawn as measured: the draft model's forwards, the rest of "
          "drafting, the target's one verify forward, then the accept/reject step and bookkeeping. Below, the plain "
          "decoder spends one target step per token. A run can accept almost everything and still be slow: this "
-         "shows why (tick *compare with plain decoding* on the live tab for a measured plain step).")
+         f"shows why. The timeline draws {round_anatomy.TIMELINE_ROUNDS} rounds from the first one you choose; the "
+         "summary covers every round after round 1. Tick *compare with plain decoding* on the live tab for the "
+         "measured speedup.")
 
 
 def anatomy_view(trace, first):
@@ -33,7 +35,7 @@ def anatomy_tab(trace_state: gr.State) -> None:
     with gr.Row():
         first = gr.Number(2, precision=0, label="First round shown (round 1 also encodes the prompt)", minimum=1)
         draw = gr.Button("Draw the live run", variant="primary")
-    timeline = gr.Plot(label="Rounds, measured")
-    totals = gr.Plot(label="The whole run")
+    timeline = gr.Plot(label="The rounds drawn, measured (the title says which)")
+    totals = gr.Plot(label="Every round after round 1")
     summary = gr.Markdown(elem_id="sv-anatomy-summary")
     draw.click(anatomy_view, [trace_state, first], [timeline, totals, summary], api_name="round_anatomy")

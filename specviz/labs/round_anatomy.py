@@ -8,25 +8,29 @@ plain decoder's one step per token; here the same picture is measured. Each roun
 - verify forward: the target's one forward over the pending tokens and the k drafts;
 - accept/reject and bookkeeping: standardizing p, the acceptance tests, the residual draw, cache rollback.
 
-Below it the plain decoder spends one target step per emitted token (the plain run's median step when the run
-was compared with plain decoding, else the calibrated step). The summary gives the measured speedup and the
-one the run would have had with no overhead at all, so "slow despite high acceptance" has its reasons in view:
-a verify forward that costs several plain steps (v(k) > 1 on a CPU), a draft that is not cheap (c), or
-overhead. Round 1 also encodes the prompt, so the summary leaves it out.
+Below it the plain decoder spends one target step per emitted token (metrics.step_costs' target step, the one c
+uses). The summary covers every round after round 1 (which also encodes the prompt), the timeline the rounds it
+draws, and each says which. The summary prices those rounds against plain steps, with and without overhead
+(DEFINITIONS["rounds_against_plain"]), beside the run's theoretical and measured speedups, so "slow despite high
+acceptance" has its reasons in view: a verify forward that costs several plain steps (v(k) > 1 on a CPU), a draft
+that is not cheap (c), or overhead.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specviz.metrics import step_costs
+from specviz.metrics import DEFINITIONS, step_costs, summarize
+from specviz.stats_text import defined
 from specviz.trace import Trace
 
 DRAFT_FORWARDS, DRAFT_OVERHEAD = "draft forwards", "drafting overhead"
 VERIFY_FORWARD, VERIFY_OVERHEAD = "verify forward", "accept/reject and bookkeeping"
 KINDS = (DRAFT_FORWARDS, DRAFT_OVERHEAD, VERIFY_FORWARD, VERIFY_OVERHEAD)
-STEP_BASIS = {"baseline": "the plain run's median step", "calibrated": "timed once per model and device",
-              "verify": "estimated from this run's verify forwards: tick compare with plain decoding to measure it"}
+TIMELINE_ROUNDS = 12  # rounds the timeline draws: more would be too thin to read
+STEP_BASIS = {"calibrated": "timed once per model pair on this device", "calibrated target": "timed once per model on "
+              "this device", "baseline": "the plain run's median step", "verify": "estimated from this run's verify "
+              "forwards (timed once per model when the app or the CLI loads it)"}
 
 
 @dataclass(frozen=True)
@@ -45,7 +49,8 @@ def round_parts(round_) -> dict[str, float]:
             VERIFY_FORWARD: verify_forward, VERIFY_OVERHEAD: round_.verify_ms - verify_forward}
 
 
-def timeline(trace: Trace, first: int = 1, count: int = 12) -> tuple[list[Segment], list[tuple[int, float, float]]]:
+def timeline(trace: Trace, first: int = 1,
+             count: int = TIMELINE_ROUNDS) -> tuple[list[Segment], list[tuple[int, float, float]]]:
     """Rounds first..first+count-1 as consecutive segments, and the plain decoder's steps for the same tokens as
     (round number, start ms, ms) per token."""
     _, step_ms, _ = step_costs(trace)
@@ -61,19 +66,24 @@ def timeline(trace: Trace, first: int = 1, count: int = 12) -> tuple[list[Segmen
 
 
 def summary(trace: Trace) -> dict:
-    """Totals by kind over the rounds after the first, the plain time for their tokens, and the speedups."""
-    rounds = trace.rounds[1:] if len(trace.rounds) > 1 else trace.rounds
+    """Totals by kind over the rounds after the first (all of them when there is one), the plain time for their
+    tokens, those rounds against plain steps, and the run's theoretical and measured speedups (metrics)."""
+    first = 2 if len(trace.rounds) > 1 else 1
+    rounds = trace.rounds[first - 1:]
     totals = {kind: sum(round_parts(round_)[kind] for round_ in rounds) for kind in KINDS}
     _, step_ms, basis = step_costs(trace)
     tokens = sum(len(round_.emitted) for round_ in rounds)
     plain_ms, spent = tokens * step_ms, sum(totals.values())
     forwards = totals[DRAFT_FORWARDS] + totals[VERIFY_FORWARD]
     drafted_rounds = [round_ for round_ in rounds if round_.drafted]
+    metrics = summarize(trace)
     return {
-        "rounds": len(rounds), "tokens": tokens, "totals_ms": totals, "spent_ms": spent, "plain_ms": plain_ms,
-        "step_ms": step_ms, "step_basis": basis,
-        "speedup": plain_ms / spent if spent else None,
-        "speedup_without_overhead": plain_ms / forwards if forwards else None,
+        "first_round": first, "last_round": len(trace.rounds), "rounds": len(rounds), "tokens": tokens,
+        "totals_ms": totals, "spent_ms": spent, "plain_ms": plain_ms, "step_ms": step_ms, "step_basis": basis,
+        "against_plain": plain_ms / spent if spent else None,  # DEFINITIONS["rounds_against_plain"]
+        "against_plain_without_overhead": plain_ms / forwards if forwards else None,
+        "speedup_theoretical": metrics.speedup_theoretical, "speedup_measured": metrics.speedup_measured,
+        "alpha": metrics.alpha, "c": metrics.c,
         "verify_in_steps": (sum(round_parts(r)[VERIFY_FORWARD] for r in rounds) / len(rounds) / step_ms
                             if rounds and step_ms else None),  # a verify forward, in plain steps: v(k) at this k
         "draft_in_steps": (sum(round_parts(r)[DRAFT_FORWARDS] for r in drafted_rounds) / len(drafted_rounds) / step_ms
@@ -82,24 +92,43 @@ def summary(trace: Trace) -> dict:
     }
 
 
+def rounds_covered(facts: dict) -> str:
+    """'rounds 2–15' (or 'round 1'): exactly the rounds the summary covers."""
+    first, last = facts["first_round"], facts["last_round"]
+    return f"round {first}" if first == last else f"rounds {first}–{last}"
+
+
+def speedups_line(facts: dict) -> str:
+    """The run's theoretical and measured speedups side by side, each named (the live tab's stats say the same)."""
+    theoretical = (f"{defined('speedup_theoretical')} **{facts['speedup_theoretical']:.2f}×** (from α = "
+                   f"{facts['alpha']:.3f} and c = {facts['c']:.3f}: {DEFINITIONS['speedup_theoretical'].formula})")
+    if facts["speedup_measured"] is None:
+        return theoretical + f" · {defined('speedup_measured')}: tick *compare with plain decoding* on the live tab"
+    return (theoretical + f" · {defined('speedup_measured')} **{facts['speedup_measured']:.2f}×** (wall time against "
+            "plain decoding in this process)")
+
+
 def explanation(facts: dict) -> str:
     """Where the time went, in sentences (Markdown)."""
     if not facts["spent_ms"] or not facts["step_ms"]:
         return "Not enough rounds to tell where the time went."
     totals, spent = facts["totals_ms"], facts["spent_ms"]
     shares = " · ".join(f"{kind} **{100 * ms / spent:.0f}%**" for kind, ms in totals.items())
+    covered = rounds_covered(facts) + (" (every round after round 1)" if facts["first_round"] == 2 else "")
     lines = [
-        f"Over rounds 2–{facts['rounds'] + 1} ({facts['tokens']} tokens): {shares}.",
-        f"A plain step costs {facts['step_ms']:.1f} ms ({STEP_BASIS.get(facts['step_basis'], facts['step_basis'])}). "
-        f"Each round yields "
+        f"Over {covered}, {facts['tokens']} tokens: {shares}.",
+        f"A plain step ({defined('target_step')}) costs {facts['step_ms']:.1f} ms "
+        f"({STEP_BASIS.get(facts['step_basis'], facts['step_basis'])}). Each round yields "
         f"{facts['tokens_per_round']:.2f} tokens for one verify forward of **{facts['verify_in_steps']:.2f} plain steps**"
         + (f" and drafting worth **{facts['draft_in_steps']:.2f} steps**" if facts["draft_in_steps"] else "") + ".",
-        f"Speedup against the same tokens decoded plainly: **{facts['speedup']:.2f}×**; with no overhead at all it "
-        f"would be **{facts['speedup_without_overhead']:.2f}×**.",
+        f"{rounds_covered(facts).capitalize()} {defined('rounds_against_plain', 'against plain steps')}: "
+        f"**{facts['against_plain']:.2f}×** (their tokens at one plain step each ÷ the time they took); with no "
+        f"overhead at all **{facts['against_plain_without_overhead']:.2f}×**.",
+        speedups_line(facts),
     ]
-    if facts["tokens_per_round"] >= 2.5 and facts["speedup"] < facts["tokens_per_round"] / 2:
+    if facts["tokens_per_round"] >= 2.5 and facts["against_plain"] < facts["tokens_per_round"] / 2:
         largest = max(totals, key=totals.get)
         lines.append(f"High acceptance, little speed: {facts['tokens_per_round']:.2f} tokens a round, yet "
-                     f"{facts['speedup']:.2f}×. The time goes to {largest} ({100 * totals[largest] / spent:.0f}%), "
+                     f"{facts['against_plain']:.2f}×. The time goes to {largest} ({100 * totals[largest] / spent:.0f}%), "
                      "not to rejected drafts.")
     return "\n\n".join(lines)

@@ -14,7 +14,8 @@ SPECULATIVE, PLAIN = "speculative", "plain, same tokens"
 
 def timeline_figure(segments: list[anatomy.Segment], plain: list[tuple[int, float, float]], emitted: dict[int, int]) -> go.Figure:
     """Horizontal bars on a time axis: each round's four parts on one lane, one plain step per token below.
-    `emitted`: round number -> tokens it produced (written on its verify segment)."""
+    `emitted`: round number -> tokens it produced (written on its verify segment), for every round of the run. The
+    title names exactly the rounds drawn, of how many."""
     figure = base_figure()
     for kind in anatomy.KINDS:
         chosen = [segment for segment in segments if segment.kind == kind]
@@ -33,21 +34,29 @@ def timeline_figure(segments: list[anatomy.Segment], plain: list[tuple[int, floa
     end = max([s.start_ms + s.ms for s in segments] + [start + ms for _, start, ms in plain] + [1.0])
     rounds = sorted({s.round_number for s in segments})
     figure.update_layout(**{**LAYOUT, "height": 300}, barmode="overlay",
-                         title=f"Rounds {rounds[0]}–{rounds[-1]} against plain decoding of the same tokens" if rounds else "",
+                         title=f"{_covered(rounds[0], rounds[-1])} of {len(emitted)}, measured, against plain decoding "
+                               "of the same tokens" if rounds else "",
                          xaxis=dict(title="ms", range=[0, end * 1.02]), yaxis=dict(autorange="reversed"))
     figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.35, x=0))
     return figure
 
 
+def _covered(first: int, last: int) -> str:
+    return f"Round {first}" if first == last else f"Rounds {first}–{last}"
+
+
 def totals_figure(facts: dict) -> go.Figure:
-    """Where the time went over the run (after round 1): one stacked bar, beside the plain time for its tokens."""
+    """Where the time went over the rounds the summary covers (those after round 1): one stacked bar, beside the plain
+    time for their tokens; the title names those rounds and prices them against plain steps."""
     figure = base_figure()
     for kind, ms in facts["totals_ms"].items():
         figure.add_bar(x=[ms / 1e3], y=[SPECULATIVE], orientation="h", name=kind, marker_color=KIND_COLOURS[kind],
                        hovertemplate=f"{kind}: %{{x:.2f}} s<extra></extra>")
     figure.add_bar(x=[facts["plain_ms"] / 1e3], y=[PLAIN], orientation="h", name="plain steps", marker_color=GREEN)
     figure.update_layout(**{**LAYOUT, "height": 220}, barmode="stack", xaxis_title="seconds", showlegend=False,
-                         title=f"The whole run after round 1: {facts['speedup']:.2f}× measured, "
-                               f"{facts['speedup_without_overhead']:.2f}× with no overhead" if facts["speedup"] else "")
+                         title=f"{_covered(facts['first_round'], facts['last_round'])}: "
+                               f"{facts['against_plain']:.2f}× against plain steps, "
+                               f"{facts['against_plain_without_overhead']:.2f}× with no overhead"
+                               if facts["against_plain"] else "")
     figure.update_yaxes(autorange="reversed", linecolor=GREY)
     return figure
