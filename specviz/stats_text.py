@@ -32,7 +32,8 @@ def acceptance_lines(metrics: Metrics) -> list[str]:
         f"**{defined('alpha')} = {metrics.alpha:.3f}** ({metrics.accepted_tokens} accepted / "
         f"{metrics.tested_positions} tested) · {defined('alpha_per_position', 'per position')} {per_position}",
         f"{defined('draft_acceptance_rate')} **{_rate(metrics.draft_acceptance_rate, 3)}** ({metrics.accepted_tokens} "
-        f"accepted / {metrics.drafted_tokens} drafted: {untested} drafted after a rejection, never tested) · "
+        f"accepted / {metrics.drafted_tokens} drafted: "
+        + (f"{untested} drafted after a rejection, never tested) · " if untested else "every draft was tested) · ") +
         f"{defined('mean_acceptance_length')} **{_rate(metrics.mean_acceptance_length, 2)}** (1 + "
         f"{metrics.accepted_tokens} accepted / {metrics.drafting_rounds} drafting rounds)",
         f"**{metrics.tokens_per_round:.2f} {defined('tokens_per_round')}** ({metrics.generated_tokens} tokens / "
