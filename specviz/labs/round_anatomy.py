@@ -117,8 +117,8 @@ def explanation(facts: dict) -> str:
     covered = rounds_covered(facts) + (" (every round after round 1)" if facts["first_round"] == 2 else "")
     lines = [
         f"Over {covered}, {facts['tokens']} tokens: {shares}.",
-        f"A plain step ({defined('target_step')}) costs {facts['step_ms']:.1f} ms "
-        f"({STEP_BASIS.get(facts['step_basis'], facts['step_basis'])}). Each round yields "
+        f"A plain step costs {facts['step_ms']:.1f} ms (the {defined('target_step')} c uses, "
+        f"{STEP_BASIS.get(facts['step_basis'], facts['step_basis'])}). Each round yields "
         f"{facts['tokens_per_round']:.2f} tokens for one verify forward of **{facts['verify_in_steps']:.2f} plain steps**"
         + (f" and drafting worth **{facts['draft_in_steps']:.2f} steps**" if facts["draft_in_steps"] else "") + ".",
         f"{rounds_covered(facts).capitalize()} {defined('rounds_against_plain', 'against plain steps')}: "
