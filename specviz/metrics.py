@@ -72,6 +72,8 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
     "rounds_against_plain": Definition(
         "rounds against plain steps", "the tokens of the rounds shown × one target step ÷ the time those rounds took",
         "Round anatomy's estimate from this run's timed rounds, round 1 (which encodes the prompt) left out"),
+    "tokens_per_s": Definition("tokens/s", "generated tokens ÷ this run's decoding wall time",
+                               "model loading, the plain run and drawing the views are not in it"),
     "overhead": Definition(
         "outside model forwards", "wall time − time inside model forwards, per round",
         "sampling, acceptance tests, the residual draw and cache bookkeeping"),
@@ -103,7 +105,7 @@ class Metrics:
     target_step_ms: float  # "target_step"
     c: float  # "c": draft_step_ms / target_step_ms
     c_basis: str  # where the two steps came from: a key of C_BASES
-    tokens_per_s: float
+    tokens_per_s: float  # "tokens_per_s"
     speedup_theoretical: float  # "speedup_theoretical": Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' k_r
     speedup_measured: float | None  # "speedup_measured": baseline ms per token / speculative ms per token
     identical: bool | None  # generated ids equal the baseline's (meaningful at temperature 0)

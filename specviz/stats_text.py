@@ -58,7 +58,7 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         f"{defined('c')} = {metrics.c:.3f} = {defined('draft_step')} {metrics.draft_step_ms:.1f} ms / "
         f"{defined('target_step')} {metrics.target_step_ms:.1f} ms ({C_BASES[metrics.c_basis]}) · this run, each round: "
         f"draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms, of which "
-        f"{metrics.overhead_ms_per_round:.1f} ms {defined('overhead')} · {metrics.tokens_per_s:.1f} tokens/s",
+        f"{metrics.overhead_ms_per_round:.1f} ms {defined('overhead')} · {metrics.tokens_per_s:.1f} {defined('tokens_per_s')}",
         speedup_line(trace, metrics),
         _engine_terms(metrics),
         f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
