@@ -193,7 +193,7 @@ def test_each_stats_label_carries_its_definition_on_hover_and_its_counts_in_word
     assert "theoretical speedup</abbr> **1.66×** (from α and c: Σ E(α, k)" in stats
     assert "measured speedup</abbr> **2.00×** (wall time against plain decoding in this process)" in stats
     for key in ("alpha", "draft_acceptance_rate", "mean_acceptance_length", "tokens_per_round", "c", "draft_step",
-                "target_step", "speedup_theoretical", "speedup_measured"):
+                "target_step", "speedup_theoretical", "speedup_measured", "tokens_per_s", "overhead"):
         assert f'<abbr title="{html.escape(DEFINITIONS[key].sentence(), quote=True)}">' in stats, key
     trace.baseline = None
     assert "measured speedup</abbr>: tick *compare with plain decoding*" in stats_markdown(trace, summarize(trace))
