@@ -46,12 +46,13 @@ def alpha_per_position_figure(alpha_per_position: list[float | None], reached: l
     positions = list(range(1, len(alpha_per_position) + 1))
     figure = base_figure(go.Bar(
         x=positions, y=[a if a is not None else 0 for a in alpha_per_position], marker_color=GREEN, name="α at position i",
-        text=[f"{a}/{r}" for a, r in zip(accepted, reached)], textposition="outside",
+        text=[f"{a}/{r}" for a, r in zip(accepted, reached)], textposition="none",  # the counts go under the axis
         hovertemplate="position %{x}<br>α = %{y:.3f}<br>accepted/reached = %{text}<extra></extra>",
     ))
     figure.add_hline(y=alpha, line_dash="dash", line_color=BLUE)  # named in the title: a label on it can meet a bar's
     figure.update_layout(**LAYOUT, title=f"Acceptance by draft position · overall α = {alpha:.3f} (dashed)",
-                         xaxis=dict(title="draft position i", dtick=1),
+                         xaxis=dict(title="draft position i (accepted/reached)", tickvals=positions,
+                                    ticktext=[f"{i}<br>{a}/{r}" for i, a, r in zip(positions, accepted, reached)]),
                          yaxis=dict(title="P(accept | reached)", range=[0, 1.15]), showlegend=False)
     return figure
 

@@ -126,3 +126,44 @@ def test_the_seeds_lessons_show_in_the_theory_and_bandwidth_tabs(page, tmp_path)
     caption = page.locator("#sv-hierarchy-caption").inner_text()
     assert "1,555 GB/s" in caption and "14.1 ms" in caption
     screenshot_tab(page, tmp_path, "lab-memory-hierarchy.png")
+
+
+ERRORS_SHOWN = ("[...document.querySelectorAll('.toast-body.error')].length"
+                " + [...document.querySelectorAll('*')].filter(e => e.childElementCount == 0 && e.offsetParent !== null"
+                " && e.innerText && e.innerText.trim() == 'Error').length")  # Gradio's red toasts and "Error" badges
+DEFAULT_BUTTONS = [  # tab, its main buttons (pressed in order, with the tab's defaults), what each tab then shows
+    ("Theory", [], "#sv-oracle-gamma", "Oracle γ"),
+    ("Sampling lab", ["Draw one speculative sample", "Sample N"], "[role=tabpanel]:visible", "follows p"),
+    ("Verification rules", ["Compare the rules at this position"], "#sv-rules-table", "follows p"),
+    ("Verification rules", ["Compare over the whole run"], "#sv-rules-table", "The live run's α"),
+    ("Round anatomy", ["Draw the live run"], "#sv-anatomy-summary", "round"),
+    ("You are the drafter", ["Start"], "#sv-you-score", "Your α will appear here"),
+    ("Simulated models", ["Run on the simulated models"], "[role=tabpanel]:visible", "Simulated speedup"),
+    ("Memory bandwidth", ["Measure this machine (the offline target, k = 1..32 tokens)"], "[role=tabpanel]:visible",
+     "bandwidth-bound"),
+    ("Losslessness", ["Compare distributions"], "[role=tabpanel]:visible", "200 runs ·"),
+    ("Glossary", [], "[role=tabpanel]:visible", "β (beta)"),
+]
+
+
+def test_after_a_fresh_run_every_tabs_main_button_works_with_its_defaults(page, app_url):
+    """A new visitor's page: Run with every default, then each tab's main button as it opens. No red "Error" toast
+    or badge anywhere, and each tab shows its output (screenshots in SPECVIZ_SCREENSHOT_DIR, when set)."""
+    page.goto(app_url)  # a fresh session: the defaults, no earlier run
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.wait_for_function("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-stats').innerText)",
+                           timeout=180_000)
+    assert page.evaluate(ERRORS_SHOWN) == 0
+    shots = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
+    for tab, buttons, where, expected in DEFAULT_BUTTONS:
+        page.get_by_role("tab", name=tab, exact=True).click()
+        page.wait_for_timeout(300)  # the tab's select event (the rules lab moves to the first tested draft)
+        for button in buttons:
+            page.get_by_role("button", name=button, exact=True).click()
+            wait_until_settled(page)
+        page.locator(where).last.get_by_text(expected, exact=False).first.wait_for(timeout=240_000)
+        wait_until_settled(page)
+        assert page.evaluate(ERRORS_SHOWN) == 0, f"an error shows after {tab}: {buttons}"
+        if shots:
+            page.screenshot(path=str(Path(shots) / f"defaults-{tab.lower().replace(' ', '-')}"
+                                     f"{'-run' if 'whole run' in ' '.join(buttons) else ''}.png"), full_page=True)

@@ -181,6 +181,9 @@ def test_p_vs_q_tick_labels_are_short_and_distinct_and_the_alpha_label_is_in_the
     alpha = figures.alpha_per_position_figure(m.alpha_per_position, m.reached_per_position, m.accepted_per_position,
                                               m.alpha)
     assert not alpha.layout.annotations  # no label on the dashed line, where a bar's count could sit
+    assert alpha.data[0].textposition == "none"  # the counts sit under the axis, clear of the line and the bars
+    assert list(alpha.layout.xaxis.ticktext) == [f"{i}<br>{a}/{r}" for i, a, r in
+                                                 zip([1, 2, 3, 4], m.accepted_per_position, m.reached_per_position)]
     assert f"overall α = {m.alpha:.3f}" in alpha.layout.title.text
 
 

@@ -209,3 +209,22 @@ def test_the_run_view_names_the_live_alpha_beside_the_labs_own():
     metrics = summarize(trace)
     assert f"The live run's α = {metrics.alpha:.3f}** ({metrics.accepted_tokens}/{metrics.tested_positions}" in text
     assert "This lab's exact-rule α = 0.980" in text and "untempered (T = 1) p and q" in text and "one-hot" in text
+
+
+def test_empty_boxes_mean_the_first_tested_draft(monkeypatch):
+    """Gradio sends 0 for an empty Number: the tab reads it (and None) as the run's first tested draft, where a
+    round of 1 is refused (round 1 drafted nothing)."""
+    import gradio as gr
+
+    from specviz.app import rules_tab
+
+    def no_model(trace):
+        raise RuntimeError("the position was accepted; the models would load now")
+
+    monkeypatch.setattr(rules_tab, "_live_distributions", no_model)
+    trace = _fake_run()
+    for empty in (None, 0):
+        with pytest.raises(RuntimeError, match="accepted"):
+            rules_tab._live_position(trace, empty, empty)
+    with pytest.raises(gr.Error):
+        rules_tab._live_position(trace, 1, 0)

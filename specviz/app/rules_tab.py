@@ -72,8 +72,10 @@ def _live_position(trace, round_number, position):
     first = rules_on_run.first_tested(trace)
     if first is None:
         raise refused("This run tested no drafts (every round was a plain step): run with a draft model.")
-    round_number = first[0] if round_number in (None, "") else lab_field("Round", round_number, 1, 10**6, whole=True)
-    position = first[1] if position in (None, "") else lab_field("Draft position", position, 1, 64, whole=True)
+    if round_number in (None, "", 0):  # an empty box: the first tested draft
+        round_number, position = first[0], first[1] if position in (None, "", 0) else position
+    round_number = lab_field("Round", round_number, 1, 10**6, whole=True)
+    position = first[1] if position in (None, "", 0) else lab_field("Draft position", position, 1, 64, whole=True)
     try:
         index = rules_on_run.generated_index(trace, round_number, position)
     except ValueError as error:
@@ -140,9 +142,10 @@ def rules_tab(trace_state: gr.State) -> tuple:
     gr.Markdown(INTRO)
     with gr.Row():
         source = gr.Dropdown([LIVE, *rejection.PRESETS], value=LIVE, label="p and q from")
-        round_number = gr.Number(None, precision=0, label="Round (empty: the first that tested a draft)", minimum=1,
+        # No `minimum`: an empty box sends 0, which means "the first tested" here (Gradio would refuse it first)
+        round_number = gr.Number(None, precision=0, label="Round (empty: the first that tested a draft)",
                                  placeholder="the first tested")
-        position = gr.Number(None, precision=0, label="Draft position", minimum=1, placeholder="the first tested")
+        position = gr.Number(None, precision=0, label="Draft position", placeholder="the first tested")
     with gr.Row():
         lenience = gr.Slider(0.1, 1.0, value=verification_rules.LENIENCE, step=0.05, label="Lenience l (lenient rule)")
         top_k = gr.Number(verification_rules.TOP_K_SIZE, precision=0, label="k (top-k match)", minimum=1)
