@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 
 from specviz.metrics import C_BASES, DEFINITIONS, Metrics
-from specviz.trace import Trace
+from specviz.trace import USER_STOP, Trace
 
 
 def defined(key: str, label: str | None = None) -> str:
@@ -62,7 +62,7 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         speedup_line(trace, metrics),
         _engine_terms(metrics),
         f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
-        f"stopped by {_plain(trace.stop_reason) or '…'}",
+        + _stop_text(trace),
     ]
     if trace.config.get("adaptive"):
         lengths = [round_.drafted for round_ in trace.rounds]
@@ -95,6 +95,15 @@ def _sameness(trace: Trace, metrics: Metrics) -> str:
     return ("identical output: not expected at T > 0. Both texts are samples from the target's distribution, drawn "
             "with different random numbers, so they differ; the *Losslessness* tab checks that the distributions "
             "are the same")
+
+
+def _stop_text(trace: Trace) -> str:
+    """How the run ended: "stopped by eos" (or max_new_tokens, context), "stopped by you after 18 rounds", or
+    "stopped by …" while it runs."""
+    reason = trace.stop_reason
+    if reason in (USER_STOP, "Stop"):  # "Stop": traces saved before the reason was worded
+        return f"stopped by you after {len(trace.rounds)} rounds"
+    return f"stopped by {_plain(reason) or '…'}"
 
 
 def _plain(text) -> str:

@@ -73,6 +73,9 @@ class Baseline:
     step_ms: float  # median time of one target forward over one token
 
 
+USER_STOP = "you"  # Trace.stop_reason of a run its user stopped (the stats say "stopped by you after N rounds")
+
+
 @dataclass
 class Trace:
     config: dict
@@ -85,7 +88,7 @@ class Trace:
     rounds: list[Round] = field(default_factory=list)
     token_ids: list[int] = field(default_factory=list)  # generated ids, prompt excluded
     text: str = ""
-    stop_reason: str = ""  # "max_new_tokens", "eos" or "context"
+    stop_reason: str = ""  # "max_new_tokens", "eos", "context", or USER_STOP
     wall_ms: float = 0.0  # wall time of the speculative generation (model loading excluded)
     forward_ms: float = 0.0  # of which spent inside model forwards
     record_ms: float = 0.0  # recording the rounds for the views, outside wall_ms

@@ -93,7 +93,7 @@ def test_stop_during_the_decoding_ends_the_run_within_a_round(slow_loading):
     trace, shown = _trace(output), _named(output)
     assert trace.stop_reason == live.STOPPED and len(trace.token_ids) < REQUEST.max_new_tokens
     assert _status(output).startswith(f"**Stopped by you after {len(trace.rounds)} rounds**")
-    assert "stopped by you" in shown["stats"] and shown["download"].endswith(".json")
+    assert f"stopped by you after {len(trace.rounds)} rounds" in shown["stats"] and shown["download"].endswith(".json")
     # every view is of the same rounds: the rows, and the plots drawn afresh (not held from an earlier round)
     assert shown["rows"].count('class="sv-row') == len(trace.rounds)
     histogram = shown["histogram_plot"]

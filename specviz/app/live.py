@@ -27,12 +27,12 @@ from specviz.config import DecodeConfig
 from specviz.export import run_html, trace_from_text
 from specviz.job import Cancelled
 from specviz.pipeline import Pipeline
-from specviz.trace import Trace
+from specviz.trace import USER_STOP, Trace
 
 # Send the newest rows at most this often (Step shows every round): streaming cost 10-13% at 0.2 s, 2-9% at 0.4 s.
 ROWS_INTERVAL_S = 0.4
 PLOT_INTERVAL_S = 2.0  # and redraw the four plots at most this often (~25 ms of CPU each time)
-STOPPED = "you"  # Trace.stop_reason of a run its user stopped (the stats say "stopped by you")
+STOPPED = USER_STOP  # Trace.stop_reason of a run its user stopped
 MAX_TRACE_BYTES = 20 * 1024 * 1024
 TRACE_FILE_TTL_S = 3600  # downloadable trace files are kept this long
 

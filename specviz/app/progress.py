@@ -19,7 +19,7 @@ from specviz.app.views import LiveView
 from specviz.config import DecodeConfig
 from specviz.job import Cancelled, Job
 from specviz.pipeline import Pipeline, build_pipeline, calibrate
-from specviz.trace import Trace
+from specviz.trace import USER_STOP, Trace
 
 STATUS_INTERVAL_S = 0.25  # while loading (or a slow round), say what is happening this often
 
@@ -66,7 +66,7 @@ def stopped_early_line(previous: Trace | None) -> str:
 
 def step_line(trace: Trace, finished: bool) -> str:
     if finished:
-        return (f"**Stopped by you after {len(trace.rounds)} rounds**" if trace.stop_reason == "you" else
+        return (f"**Stopped by you after {len(trace.rounds)} rounds**" if trace.stop_reason == USER_STOP else
                 f"**Done**: {len(trace.token_ids)} tokens in {len(trace.rounds)} rounds")
     return f"**Round {len(trace.rounds)}** · {len(trace.token_ids)} tokens · Step for the next round"
 
