@@ -48,10 +48,13 @@ def speedup_heatmap(c: float, verify_cost: calculator.VerifyCost | None = None, 
         alpha, run_c, gamma, value = _checked_measured(measured)
         figure.add_scatter(x=[alpha], y=[gamma], mode="markers+text",
                            name=_measured_label(alpha, run_c, gamma, value, theoretical),
+                           hovertemplate=_measured_hover(alpha, run_c, gamma, value, theoretical),
                            text=[f"last run {value:.2f}×{' (theory)' if theoretical else ''}"], textposition="top center",
                            textfont=dict(color=INK),
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
-    figure.update_layout(**LAYOUT, title=f"Speedup over α × γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
+    layout = {**LAYOUT, "legend": dict(orientation="h", yanchor="top", y=-0.2, x=0), "height": 380,  # legend below:
+              "margin": {**LAYOUT["margin"], "b": 95}}  # above, its entries would run into the title
+    figure.update_layout(**layout, title=f"Speedup over α × γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
                          xaxis=dict(title="α (acceptance rate)", range=[0, 1]),
                          yaxis=dict(title="γ (drafted tokens per round)", dtick=1 if max_gamma <= 16 else None))
     return figure
@@ -72,6 +75,7 @@ def speedup_curves(c: float, alphas=(0.5, 0.6, 0.7, 0.8, 0.9), verify_cost: calc
                    dash="dash", star=False)
         figure.add_scatter(x=[gamma], y=[value], mode="markers+text",
                            name=_measured_label(alpha, run_c, gamma, value, theoretical),
+                           hovertemplate=_measured_hover(alpha, run_c, gamma, value, theoretical),
                            text=[f"last run {value:.2f}×{' (theory)' if theoretical else ''}"], textposition="bottom center",
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
@@ -121,5 +125,10 @@ def _checked_measured(measured) -> Measured:
 
 
 def _measured_label(alpha: float, c: float, gamma: int, value: float, theoretical: bool = False) -> str:
-    kind = "theory, not measured: " if theoretical else ""
-    return f"last run {value:.2f}× ({kind}α {alpha:.2f}, c {c:.3f}, γ {gamma})"
+    """The red dot's legend name, short (the legend must leave the plot its width); the hover has α, c and γ."""
+    return f"last run {value:.2f}× ({'theory' if theoretical else 'measured'})"
+
+
+def _measured_hover(alpha: float, c: float, gamma: int, value: float, theoretical: bool) -> str:
+    kind = "the theory's speedup (not measured)" if theoretical else "measured speedup"
+    return f"last live run: {kind} {value:.2f}×<br>α {alpha:.2f}, c {c:.3f}, γ {gamma}<extra></extra>"

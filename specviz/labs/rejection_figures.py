@@ -59,9 +59,9 @@ def step_figure(step_record: dict, vocab: list[str]) -> go.Figure:
     verdict_color = GREEN if step["accepted"] else RED
     figure.add_bar(x=["min(1, p/q)"], y=[step["accept_prob"]], xaxis="x2", yaxis="y2", marker_color=GREEN, opacity=0.6,
                    name=f"min(1, p/q) = {step['accept_prob']:.3f}", width=0.5)
-    figure.add_scatter(x=["min(1, p/q)"], y=[step["uniform"]], xaxis="x2", yaxis="y2", mode="markers+text",
+    figure.add_scatter(x=["min(1, p/q)"], y=[step["uniform"]], xaxis="x2", yaxis="y2", mode="markers",  # r: legend, title
                        marker=dict(color=verdict_color, size=16, symbol="line-ew-open", line=dict(width=4, color=verdict_color)),
-                       text=[f"r = {step['uniform']:.3f}"], textposition="middle right", name=f"r = {step['uniform']:.3f}")
+                       name=f"r = {step['uniform']:.3f}")  # (a label beside the bar ran into it and the plot's edge)
     sign, outcome = ("<", "accepted") if step["accepted"] else ("≥", "rejected")
     title = (f"x = {drafted!r} (p = {step['target_prob']:.3f}, q = {step['draft_prob']:.3f}): "
              f"r = {step['uniform']:.3f} {sign} {step['accept_prob']:.3f} → {outcome}")
