@@ -50,7 +50,8 @@ def alpha_per_position_figure(alpha_per_position: list[float | None], reached: l
         hovertemplate="position %{x}<br>α = %{y:.3f}<br>accepted/reached = %{text}<extra></extra>",
     ))
     figure.add_hline(y=alpha, line_dash="dash", line_color=BLUE)  # named in the title: a label on it can meet a bar's
-    figure.update_layout(**LAYOUT, title=f"Acceptance by draft position · overall α = {alpha:.3f} (dashed)",
+    figure.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 62}},  # two title lines: it fits a narrow plot
+                         title=f"Acceptance by draft position<br><sup>overall α = {alpha:.3f} (dashed line)</sup>",
                          xaxis=dict(title="draft position i (accepted/reached)", tickvals=positions,
                                     ticktext=[f"{i}<br>{a}/{r}" for i, a, r in zip(positions, accepted, reached)]),
                          yaxis=dict(title="P(accept | reached)", range=[0, 1.15]), showlegend=False)
@@ -141,7 +142,9 @@ def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | 
         figure.add_scatter(x=[gamma_used], y=[measured], mode="markers", name=f"measured {measured:.2f}×{mean}",
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
-    figure.update_layout(**LAYOUT, title=f"Speedup against γ (α = {alpha:.2f}, c = {c:.3f})",
+    below = dict(orientation="h", yanchor="top", y=-0.28, x=0)  # up to five entries: above, they ran into the title
+    figure.update_layout(**{**LAYOUT, "legend": below, "height": 400, "margin": {**LAYOUT["margin"], "b": 120}},
+                         title=f"Speedup against γ (α = {alpha:.2f}, c = {c:.3f})",
                          xaxis=dict(title="γ (drafted tokens per round)", dtick=1), yaxis=dict(title="speedup ×"))
     return figure
 
