@@ -2,6 +2,8 @@
 forward dynamo captures whole) checked without a GPU, and rollback by moving the write position checked exactly.
 CUDA graphs themselves (mode "reduce-overhead") need a GPU: docs/gpu.md says how to time them there."""
 
+import contextlib
+
 import pytest
 import torch
 
@@ -53,6 +55,57 @@ def test_the_decoding_forward_is_captured_whole_and_gives_the_eager_logits():
     _, eager = static_twin("qwen2", 0)
     _, compiled = static_twin("qwen2", 0, compile_options={"backend": "eager", "fullgraph": True})
     assert torch.equal(fed_after_a_rollback(compiled), fed_after_a_rollback(eager))
+
+
+def test_a_short_first_forward_allocates_the_cache_eagerly_so_its_addresses_are_static():
+    """A cache allocated while dynamo traces is not marked static (transformers skips mark_static_address then), and
+    a CUDA graph skips any forward that writes into such an input: a short first prompt (≤ 32 tokens, no chat
+    template) would run that model without CUDA graphs for the whole run. So the first forward runs eagerly."""
+    _, compiled = static_twin("qwen2", 0, compile_options={"backend": "eager", "fullgraph": True})
+    compiled.reset()
+    compiled.feed(PREFIX)  # 6 tokens: a size that is compiled, but the cache is fresh
+    for layer in compiled.cache.layers:  # mark_static_address's own tag (torch._dynamo.decorators)
+        assert all(getattr(tensor, "_dynamo_static_input_type", None) for tensor in (layer.keys, layer.values))
+
+
+def test_a_cache_allocated_in_inference_mode_rolls_back_outside_it():
+    """On CUDA the first forward (inside feed's inference mode) moves each layer's write position to the device, which
+    makes it an inference tensor; verify-cost and the engine's reset then move it outside inference mode. On the CPU
+    the move is a no-op, so the test makes the cache there inside inference mode, as CUDA does."""
+    _, static = static_twin("llama", 0)
+    with torch.inference_mode():
+        static.reset()
+        static.feed(PREFIX)
+    static.feed(WRONG, logits_to_keep=4)
+    static.crop(6)  # outside inference mode, as measure_verify_costs crops
+    assert static.cache.layers[0].cumulative_length.item() == 6
+    static.reset()
+    assert static.cache.layers[0].cumulative_length.item() == 0
+
+
+def test_one_graph_for_one_token_and_one_for_every_other_size_whoever_calls():
+    """On an H200 the Qwen2.5 pair compiled 7 graphs (20-35 s each) before its first timed token: dynamo guards on
+    an input's dispatch keys, which differ between a tensor made inside inference mode (the engine's) and outside it
+    (verify-cost's), and on logits_to_keep (the engine's warm-up feeds k tokens keeping 1). Neither may add a graph,
+    and the logits kept must still be the eager model's."""
+    from torch._dynamo.testing import CompileCounter
+
+    counter = CompileCounter()
+    eager, compiled = static_twin("qwen2", 0), static_twin("qwen2", 0, compile_options={"backend": counter,
+                                                                                        "fullgraph": True})
+    for model in (eager[1], compiled[1]):
+        model.reset()
+        model.feed(torch.arange(40))  # a prompt: eager, and it allocates the cache
+    for k in (1, 2, 5):
+        for inside in (False, True):
+            for keep in (1, k):
+                with torch.inference_mode() if inside else contextlib.nullcontext():
+                    ids = torch.arange(k) + 50
+                logits = [model.feed(ids, logits_to_keep=keep) for model in (eager[1], compiled[1])]
+                assert logits[1].shape == (keep, VOCAB) and torch.allclose(logits[0], logits[1], atol=1e-5)
+                for model in (eager[1], compiled[1]):
+                    model.crop(40)
+    assert counter.frame_count == 2  # size 1, then one graph with a dynamic size for 2..COMPILED_TOKENS
 
 
 def test_greedy_speculative_decoding_over_static_caches_is_the_targets_own():

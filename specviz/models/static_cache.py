@@ -10,8 +10,9 @@ fixed addresses, which is what gpt-fast's speculative decoding does and what thi
 - rolling back after a rejection moves each layer's write position back (nothing is copied); the keys past it
   are masked out by the causal mask (built from the positions), then overwritten by the next tokens;
 - forwards over at most COMPILED_TOKENS new tokens (decoding steps, draft steps, verifying γ + 1) run through
-  torch.compile, one graph per size (mode "reduce-overhead" on CUDA: CUDA graphs); longer ones (the prompt)
-  run eagerly into the same cache.
+  torch.compile (mode "reduce-overhead" on CUDA: CUDA graphs): two compiled graphs per model, one for a single
+  token and one whose size is symbolic, and a CUDA graph recorded for each size met; longer forwards (the prompt)
+  and the first forward into a fresh cache (which allocates it) run eagerly into the same cache.
 
 Outside the cache it is a LanguageModel like any other: the engine cannot tell them apart. It is used on CUDA when
 SPECVIZ_CUDA_GRAPHS=1 (loading.LoadedModel.language_model), for models without sliding-window layers (their
@@ -26,7 +27,7 @@ from specviz.models.language_model import LanguageModel
 
 COMPILED_TOKENS = 32  # forwards over more new tokens than this (a prompt) run eagerly: one graph per size otherwise
 STATIC_LENGTH = 4096  # tokens the cache holds (prompt and generated): the run's limit, as max_position_embeddings is
-RECOMPILE_LIMIT = 2 * COMPILED_TOKENS  # graphs per model: one per (new tokens, logits kept) pair that occurs
+RECOMPILE_LIMIT = 2 * COMPILED_TOKENS  # graphs of the forward, all models together (dynamo counts per code object)
 
 
 def supports_static_cache(hf_model) -> bool:
@@ -62,9 +63,18 @@ class StaticCacheModel(LanguageModel):
             self.cached_length = length
 
     def _move_write_position(self, length: int) -> None:
-        for layer in self.cache.layers:
-            if getattr(layer, "is_initialized", False) and hasattr(layer, "cumulative_length"):
-                layer.cumulative_length.fill_(length)  # in place: its address is part of the captured graphs
+        # Inference mode: the first forward (in feed's inference mode) allocates the cache, and on CUDA moves the write
+        # position to the device there, which makes it an inference tensor: one that only inference mode may update.
+        with torch.inference_mode():
+            for layer in self.cache.layers:
+                if getattr(layer, "is_initialized", False) and hasattr(layer, "cumulative_length"):
+                    layer.cumulative_length.fill_(length)  # in place: its address is part of the captured graphs
+
+    def _allocated(self) -> bool:
+        """Whether the cache's tensors exist. The first forward into a fresh cache allocates them, and must run eagerly:
+        only then does transformers mark them as static addresses (StaticLayer.lazy_initialization skips that while
+        dynamo traces), and a CUDA graph skips a forward that writes into an input not so marked."""
+        return all(getattr(layer, "is_initialized", True) for layer in self.cache.layers)
 
     def _forward(self, input_ids: torch.Tensor, logits_to_keep: int) -> torch.Tensor:
         new_tokens = input_ids.shape[1]
@@ -73,9 +83,18 @@ class StaticCacheModel(LanguageModel):
         positions = torch.arange(self.cached_length, self.cached_length + new_tokens, device=self.device)  # [k]
         arguments = dict(input_ids=input_ids, past_key_values=self.cache, cache_position=positions, use_cache=True,
                          logits_to_keep=logits_to_keep)
-        if self.compiled is None or new_tokens > COMPILED_TOKENS:
+        if self.compiled is None or new_tokens > COMPILED_TOKENS or not self._allocated():
             return self.hf_model(**arguments).logits
+        # One graph per size, whoever calls: dynamo guards on an input's dispatch keys, which differ between a tensor
+        # made inside inference mode and one made outside (verify-cost's), and on logits_to_keep; on an H200 each
+        # extra graph of the Qwen2.5 pair cost 20-35 s of compiling (docs/gpu.md). So the input is always an
+        # inference tensor (feed runs this in inference mode) and the graph keeps every position's logits (0: all;
+        # at most COMPILED_TOKENS rows, where the head's weights are read once anyway), sliced outside it.
+        if not input_ids.is_inference():
+            with torch.inference_mode():
+                arguments["input_ids"] = input_ids.clone()
+        arguments["logits_to_keep"] = 0
         torch.compiler.cudagraph_mark_step_begin()  # the previous call's outputs may be overwritten from here on
         with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
             logits = self.compiled(**arguments).logits
-        return logits.clone()  # a CUDA graph's output lives in its pool and the next replay overwrites it
+        return logits[:, -logits_to_keep:].clone()  # a CUDA graph's output lives in its pool; the next replay overwrites it
