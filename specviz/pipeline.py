@@ -165,8 +165,9 @@ def step_times(pipeline: Pipeline, target_id: str) -> tuple[float, float] | None
         if not draft_ms:
             return None
         # c is the median of the per-sample ratios: a busy moment slows a draft step and the target step right
-        # after it alike, so their ratio holds where either median alone would move (measured: ±8-20% → see
-        # docs/results.md). The target step shown is the draft step over that c.
+        # after it alike, so their ratio holds where either median alone would move (`python -m
+        # specviz.bench.c_spread`, 5 fresh calibrations on a loaded 2-core machine: ±8-20% spread with the ratio of
+        # 12-sample medians, ±4-8% with this). The target step shown is the draft step over that c.
         c = statistics.median(draft / target for draft, target in zip(draft_ms, target_ms))
         return statistics.median(draft_ms), statistics.median(draft_ms) / c
 
