@@ -52,8 +52,8 @@ def speedup_heatmap(c: float, verify_cost: calculator.VerifyCost | None = None, 
                            text=[f"last run {value:.2f}×{' (theory)' if theoretical else ''}"], textposition="top center",
                            textfont=dict(color=INK),
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
-    layout = {**LAYOUT, "legend": dict(orientation="h", yanchor="top", y=-0.2, x=0), "height": 380,  # legend below:
-              "margin": {**LAYOUT["margin"], "b": 95}}  # above, its entries would run into the title
+    layout = {**LAYOUT, "legend": dict(orientation="h", yanchor="top", y=-0.3, x=0), "height": 400,  # legend below:
+              "margin": {**LAYOUT["margin"], "b": 115}}  # above, its entries would run into the title
     figure.update_layout(**layout, title=f"Speedup over α × γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
                          xaxis=dict(title="α (acceptance rate)", range=[0, 1]),
                          yaxis=dict(title="γ (drafted tokens per round)", dtick=1 if max_gamma <= 16 else None))
