@@ -160,3 +160,32 @@ def test_run_and_its_status_line_are_in_view_without_scrolling(page, app_url, wi
             assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, box
     finally:
         small.close()
+
+
+def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
+    """Every pair's label fits the menu at 1366×768 (none cut off); choosing the Qwen2.5-Coder pair sets γ 12 and the
+    draft stop 0.6 on the page, with the reason under the menu; going back sets γ 4 and no stop."""
+    from specviz.app.request import CODER_PAIR, MENU_LABELS, OFFLINE_PAIR
+
+    small = page.context.browser.new_page(viewport={"width": 1366, "height": 768})
+    try:
+        small.goto(page.url)
+        small.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        for key in MENU_LABELS:
+            choose_pair(small, key)
+            small.wait_for_function(f"document.querySelector('#sv-pair input').value == {MENU_LABELS[key]!r}")
+            scroll, client = small.evaluate("() => { const box = document.querySelector('#sv-pair input');"
+                                            " return [box.scrollWidth, box.clientWidth]; }")
+            assert scroll <= client, (key, scroll, client)
+            gamma, stop = small.get_by_label("γ: tokens drafted per round").first, small.get_by_label(
+                "Draft stop: end a draft after a token the draft gave less than this (0 = off)").first
+            if key in (CODER_PAIR, OFFLINE_PAIR):
+                expected = ("12", "0.6") if key == CODER_PAIR else ("4", "0")
+                small.wait_for_function("([a, b]) => [...document.querySelectorAll('input[type=number]')]"
+                                        ".some(i => i.value == a)", arg=list(expected))
+                assert (gamma.input_value(), stop.input_value()) == expected, key
+        choose_pair(small, CODER_PAIR)
+        small.wait_for_function("document.querySelector('#sv-pair').innerText.includes("
+                                "'Preset: γ 12 with a draft stop of 0.6')", timeout=10_000)  # the reason, under the menu
+    finally:
+        small.close()
