@@ -6,6 +6,7 @@ import gradio as gr
 
 from specviz.app import worker
 from specviz.app.callbacks import lab_callback
+from specviz.app.fields import lab_field
 from specviz.app.lossless_tab import LOSSLESS_PROMPT
 from specviz.config import DecodeConfig
 from specviz.labs import bandwidth, bandwidth_figures
@@ -14,8 +15,14 @@ from specviz.pipeline import build_pipeline, encode_prompt
 
 @lab_callback
 def bandwidth_view(params_billions, bytes_per_param, bandwidth_gb_s, tflops, batch, tokens):
-    params, bandwidth_bytes = float(params_billions) * 1e9, float(bandwidth_gb_s) * 1e9
-    flops = float(tflops) * 1e12 if tflops else None
+    params_billions = lab_field("Parameters P (billions)", params_billions, 0.001, 10_000)
+    bytes_per_param = lab_field("Bytes per parameter", bytes_per_param, 0.125, 8)
+    bandwidth_gb_s = lab_field("Memory bandwidth (GB/s)", bandwidth_gb_s, 0.1, 1_000_000)
+    tflops = lab_field("TFLOP/s", tflops, 0, 1_000_000, note="0 ignores compute")
+    batch = lab_field("Batch B", batch, 1, 100_000, whole=True)
+    tokens = lab_field("N tokens", tokens, 1, 10_000_000, whole=True)
+    params, bandwidth_bytes = params_billions * 1e9, bandwidth_gb_s * 1e9
+    flops = tflops * 1e12 if tflops else None
     read_s = bandwidth.weight_read_seconds(params, float(bytes_per_param), bandwidth_bytes)
     lines = [f"Reading the weights once: **{read_s * 1e3:.2f} ms** (P·bytes / bandwidth) — the floor of every decoding step."]
     if flops:

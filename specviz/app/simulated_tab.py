@@ -9,6 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 from specviz.app.callbacks import lab_callback
+from specviz.app.fields import lab_field, run_field
 from specviz.app.views import views  # the live tab's views: shared render code, not a copy
 from specviz.labs import simulated, simulated_figures
 
@@ -20,11 +21,22 @@ def table(rows: list[dict]) -> dict:
     return gr.update(value=values, headers=headers)
 
 
+def _overlap(value) -> float:
+    return lab_field("Overlap β", value, 0, 1)
+
+
+def _cost(value) -> float:
+    return lab_field("Simulated cost c", value, 0, 1)
+
+
 @lab_callback
 def run_view(overlap, gamma, c, max_new_tokens, temperature, seed):
-    trace = simulated.run(float(overlap), int(gamma), float(c), int(max_new_tokens), int(seed), float(temperature))
+    overlap, c = _overlap(overlap), _cost(c)
+    gamma, seed = run_field("gamma", gamma), run_field("seed", seed)
+    max_new_tokens, temperature = run_field("max_new_tokens", max_new_tokens, 8, 400), run_field("temperature", temperature)
+    trace = simulated.run(overlap, gamma, c, max_new_tokens, seed, temperature)
     view = views(trace)
-    speedup = simulated.simulated_speedup(trace, float(c))
+    speedup = simulated.simulated_speedup(trace, c)
     note = (f"Simulated speedup **{speedup:.3f}×** (tokens / Σ(drafted·c + 1) target steps). Timings below are in "
             "target steps, not milliseconds.")
     return view.rows, note + "\n\n" + view.stats, view.alpha_plot, view.speedup_plot, view.histogram_plot
@@ -32,25 +44,27 @@ def run_view(overlap, gamma, c, max_new_tokens, temperature, seed):
 
 @lab_callback
 def distribution_view(overlap, gamma, seed):
-    rows = simulated.distribution_check(float(overlap), int(gamma), seed=int(seed))
-    frequencies = simulated.first_token_frequencies(float(overlap), int(gamma), seed=int(seed))
-    return table(rows), simulated_figures.distribution_figure(frequencies, float(overlap))
+    overlap, gamma, seed = _overlap(overlap), run_field("gamma", gamma), run_field("seed", seed)
+    rows = simulated.distribution_check(overlap, gamma, seed=seed)
+    frequencies = simulated.first_token_frequencies(overlap, gamma, seed=seed)
+    return table(rows), simulated_figures.distribution_figure(frequencies, overlap)
 
 
 @lab_callback
 def speedup_view(overlap, c, seed):
-    rows = simulated.simulated_vs_theory(float(overlap), float(c), seed=int(seed))
-    return table(rows), simulated_figures.speedup_vs_gamma_figure(rows, float(overlap), float(c))
+    overlap, c, seed = _overlap(overlap), _cost(c), run_field("seed", seed)
+    rows = simulated.simulated_vs_theory(overlap, c, seed=seed)
+    return table(rows), simulated_figures.speedup_vs_gamma_figure(rows, overlap, c)
 
 
 @lab_callback
 def theory_view(c):
-    return table(simulated.theory_table(c=float(c)))
+    return table(simulated.theory_table(c=_cost(c)))
 
 
 @lab_callback
 def viability_view(seed):
-    return table(simulated.viability_table(seed=int(seed)))
+    return table(simulated.viability_table(seed=run_field("seed", seed)))
 
 
 def simulated_tab() -> None:
