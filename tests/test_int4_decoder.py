@@ -7,8 +7,7 @@ import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
-from specviz.drafters import int4, int4_decoder
-from specviz.models import cpu_linear
+from specviz.models import cpu_linear, int4, int4_decoder
 from specviz.models import loading as models
 from specviz.pipeline import build_pipeline, int4_draft_step
 

@@ -5,7 +5,7 @@ import torch
 
 from specviz import engine
 from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
-from specviz.drafters import int4
+from specviz.models import int4
 from specviz.pipeline import build_pipeline, int4_copy
 from tests.decoding import greedy_acceptance
 

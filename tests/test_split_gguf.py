@@ -12,8 +12,7 @@ import torch
 from specviz.app.policy import Policy
 from specviz.app.request import CODER_PAIR, MENU_LABELS, PAIRS, RunRequest, pair_choices, pair_help
 from specviz.cli import build_parser, config_from_args
-from specviz.drafters import int4
-from specviz.models import loading, offline, presets, split_gguf
+from specviz.models import int4, loading, offline, presets, split_gguf
 from specviz.models.split_gguf import ModelUnavailable, SplitModel
 
 PARTS = [b"GGUF" + b"a" * 3000, b"b" * 2500, b"c" * 17]  # distinct, so any other order changes the hash

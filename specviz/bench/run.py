@@ -134,7 +134,7 @@ class Runner:
             return models.LoadedModel(int4_copy(target), target.tokenizer, draft, target.device, target.dtype)
         if draft.startswith(QUANTIZED_MODEL):  # the draft's 4-bit copy (the drafter's numbers and kernels, dense
             # prompt path included, as an HF model)
-            from specviz.drafters.int4 import quantized_copy
+            from specviz.models.int4 import quantized_copy
 
             fresh = models.load_fresh(draft.removeprefix(QUANTIZED_MODEL), target.device, target.dtype, choose_kernel=False)
             return models.LoadedModel(quantized_copy(fresh.hf_model, dense_prompt=True), fresh.tokenizer, draft, target.device,

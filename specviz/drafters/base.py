@@ -6,7 +6,7 @@ The interface is two methods, as in transformers' candidate generators:
 
 The kinds: a draft model (model.py), prompt lookup and lookup-then-draft (lookup.py), the distilled draft
 that reads the target's hidden states (distilled.py), and the target's own 4-bit copy, which is a draft model
-whose step is int4.py / int4_decoder.py.
+whose step is models/int4.py / models/int4_decoder.py.
 """
 
 from __future__ import annotations

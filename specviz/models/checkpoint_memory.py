@@ -1,7 +1,7 @@
 """Memory that a memory-mapped checkpoint holds, given back once the weights it maps have copies of their own.
 
 transformers maps a safetensors checkpoint into memory, and every page read stays resident as part of the file
-mapping while any tensor points into it. A packed (cpu_linear) or 4-bit (drafters.int4_decoder) copy of a linear
+mapping while any tensor points into it. A packed (cpu_linear) or 4-bit (models.int4_decoder) copy of a linear
 weight makes its float pages dead weight: page_out gives them back at once, and copy_out_of_checkpoint moves the
 small tensors (embeddings, norms, biases) out so that the mapping itself can go.
 """

@@ -34,7 +34,7 @@ def preset_settings(name: str | None) -> dict:
 def offline_drafter(device: torch.device | None = None) -> str:
     """The offline target's default drafter on this device: lookup, else the target's own 4-bit copy, where its
     CPU kernels run; lookup, else the distilled draft elsewhere."""
-    from specviz.drafters.int4 import available
+    from specviz.models.int4 import available
 
     return OFFLINE_DRAFTER if available(device or choose_device()) else OFFLINE_DRAFTER_OFF_CPU
 
@@ -47,7 +47,7 @@ INT4_ON_CPU = (QWEN_CODER_DRAFT.model_id, "Qwen/Qwen2.5-0.5B-Instruct")
 
 def device_draft(draft_id: str, device: torch.device | None = None) -> str:
     """The draft as it runs on this device: 'int4:' + draft_id for INT4_ON_CPU where the kernels run."""
-    from specviz.drafters.int4 import available
+    from specviz.models.int4 import available
 
     if draft_id in INT4_ON_CPU and available(device or choose_device()):
         return QUANTIZED_MODEL + draft_id

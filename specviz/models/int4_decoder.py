@@ -5,11 +5,11 @@ transformers' Llama forward spends the rest in Python and small ops (seven linea
 layer). This module runs the same weights with less around them, as gpt-fast does:
 
 - q, k and v are one 4-bit linear, and so are gate and up (their rows stacked: each row keeps its own groups, so
-  every code and scale is the one `quantized_draft.Int4Linear` would use; Qwen2's q/k/v biases are stacked alike);
+  every code and scale is the one `int4.Int4Linear` would use; Qwen2's q/k/v biases are stacked alike);
 - the KV cache is preallocated and a rollback only moves its length (no concatenation per token);
 - norms, rotary tables and embeddings are the target's own modules, called as transformers calls them.
 
-Its logits equal the 4-bit copy's (`quantized_draft.quantized_copy`; tested), so q is unchanged; a drafted
+Its logits equal the 4-bit copy's (`int4.quantized_copy`; tested), so q is unchanged; a drafted
 token costs about 13.5 ms instead of 17 ms on the 2-core CPU with 300 tokens cached (README). It is called
 like a transformers causal LM (`models.LanguageModel` feeds it), taking any `Cache` it is handed, such as the
 target's prompt cache, and returning its own.
@@ -21,8 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.drafters.int4 import Int4Linear, Int8RowLinear
 from specviz.models.checkpoint_memory import page_out
+from specviz.models.int4 import Int4Linear, Int8RowLinear
 
 ARCHITECTURES = ("llama", "qwen2")  # the same decoder layer; Qwen2 adds biases to q, k and v
 
