@@ -17,7 +17,7 @@ from specviz.app.policy import listen_host
 from specviz.app.ui import build_app, css
 
 QUEUE_POLL_S = 0.02  # see below
-MAX_UPLOAD = "20mb"  # a trace is far smaller; live.MAX_TRACE_BYTES checks again
+MAX_UPLOAD = "20mb"  # a trace is far smaller; trace_files.MAX_TRACE_BYTES checks again
 
 demo = build_app()
 

@@ -1,4 +1,4 @@
-"""Imported traces are checked against the schema before anything renders (trace.py), and refused clearly (app/live.py)."""
+"""Imported traces are checked against the schema before anything renders (trace.py), and refused clearly (app/trace_files.py)."""
 
 import json
 
@@ -6,7 +6,7 @@ import gradio as gr
 import pytest
 
 from specviz import engine
-from specviz.app import live
+from specviz.app import trace_files
 from specviz.config import DecodeConfig
 from specviz.trace import Trace
 from tests.fakes import fake_pipeline
@@ -67,15 +67,15 @@ def test_the_app_refuses_a_bad_trace_file_with_a_reason(tmp_path, content, messa
     path = tmp_path / "trace.json"
     path.write_bytes(content if isinstance(content, bytes) else content.encode())
     with pytest.raises(gr.Error, match=message):
-        live.import_trace(str(path))
+        trace_files.import_trace(str(path))
 
 
 def test_the_app_refuses_a_huge_trace_file_before_reading_it(tmp_path, monkeypatch):
     path = tmp_path / "huge.json"
     with open(path, "wb") as handle:
-        handle.truncate(live.MAX_TRACE_BYTES + 1)  # sparse: 20 MB that take no disk
+        handle.truncate(trace_files.MAX_TRACE_BYTES + 1)  # sparse: 20 MB that take no disk
     with pytest.raises(gr.Error, match="larger than 20 MB"):
-        live.import_trace(str(path))
+        trace_files.import_trace(str(path))
 
 
 def test_downloadable_trace_files_expire_so_a_long_running_server_keeps_its_disk(good, tmp_path, monkeypatch):
@@ -85,10 +85,10 @@ def test_downloadable_trace_files_expire_so_a_long_running_server_keeps_its_disk
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     trace = Trace.from_dict(good)
-    first = live.write_trace_file(trace)
-    stale = time.time() - live.TRACE_FILE_TTL_S - 60
+    first = trace_files.write_trace_file(trace)
+    stale = time.time() - trace_files.TRACE_FILE_TTL_S - 60
     os.utime(first, (stale, stale))
-    second = live.write_trace_file(trace)
+    second = trace_files.write_trace_file(trace)
     assert not os.path.exists(first) and Trace.from_json(open(second, encoding="utf-8").read()) == trace
     assert os.path.dirname(second) != os.path.dirname(first)  # a folder each: equal names never clash
     assert os.path.basename(second).startswith("specviz-run-") and os.path.basename(second).endswith(".json")

@@ -14,7 +14,7 @@ import gradio as gr
 from specviz import render
 from specviz.app.callbacks import quiet_refusals
 from specviz.app.lab_tabs import build_lab_tabs
-from specviz.app.live import TRACE_FILE_TTL_S, JobSlot, export_page, import_trace, reset, run, step, stop
+from specviz.app.live import JobSlot, reset, run, step, stop
 from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.request import (
     CUSTOM_PAIR,
@@ -31,6 +31,7 @@ from specviz.app.request import (
     pair_help,
     pair_settings,
 )
+from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace
 from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.config import OFFLINE_MODEL
 
