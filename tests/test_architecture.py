@@ -1,8 +1,10 @@
 """The shape of the package, read from its import graph (every `import` in every module, lazy ones too).
 
-Data flows one way (DESIGN.md): models -> drafters -> pipeline -> engine -> trace -> metrics/theory ->
-figures/render -> app. Only specviz/app/ imports gradio; the core never imports the tools (app, bench,
-distill); nothing imports in a cycle.
+Data flows one way (DESIGN.md): models -> drafters -> pipeline -> engine -> recording -> trace -> metrics/theory ->
+figures/render -> labs -> app, with bench and distill as tools. Every module has a layer in that order (LAYERS) and
+imports only from its own layer and those to its left, but for the few edges named in ALLOWED_RIGHTWARD, each with
+its reason. Only specviz/app/ imports gradio; the core never imports the tools (app, bench, distill); nothing
+imports in a cycle.
 """
 
 import ast
@@ -104,6 +106,65 @@ def test_there_is_no_import_cycle():
     assert cycles == []
 
 
+# Each module's layer, left to right: DESIGN.md's data flow. A package's modules share its layer; a new top-level
+# module fails test_every_module_has_a_layer until it is placed here.
+LAYERS = (
+    ("base", ("specviz.config", "specviz.sampling", "specviz.verify", "specviz.job", "specviz.paths")),  # no stage:
+    # the config every stage reads, the tensor maths of steps 3 and 4, the cancel flag, output-path checks
+    ("models", ("specviz.models",)),  # loading, caches, kernels (cpu_linear, int4), v(k) measurement, presets
+    ("drafters", ("specviz.drafters",)),
+    ("pipeline", ("specviz.pipeline",)),
+    ("engine", ("specviz.engine", "specviz.adaptive")),  # the rounds, and the γ policy the engine asks each round
+    ("recording", ("specviz.recording",)),
+    ("trace", ("specviz.trace", "specviz.replay")),  # the plain data, and its JSON / replay branch
+    ("metrics/theory", ("specviz.metrics", "specviz.theory", "specviz.counters", "specviz.parting")),  # trace -> numbers
+    ("figures/render", ("specviz.figures", "specviz.render", "specviz.stats_text", "specviz.export",
+                        "specviz.cli_output")),  # numbers and traces -> figures, HTML, Markdown, terminal lines
+    ("labs", ("specviz.labs",)),  # the app's teaching tabs: maths and figures, a few on the engine
+    ("app", ("specviz.app",)),
+    ("tools", ("specviz.bench", "specviz.distill")),  # use the engine (bench drives the app too); nothing imports them
+    ("entry points", tuple(sorted(ENTRY_POINTS))),
+)
+
+# Edges that point to a layer right of the importer's, as the code stands. Each is named, with its reason; any other
+# rightward import fails. The first three are where DESIGN's diagram draws data flow, not imports: the engine and
+# recording produce the trace's records, so they import their types.
+ALLOWED_RIGHTWARD = {
+    ("specviz.engine", "specviz.recording"): "the engine hands each verified round to record_round, outside its timers",
+    ("specviz.engine", "specviz.trace"): "the engine yields trace.Round records and fills the Trace of the run",
+    ("specviz.recording", "specviz.trace"): "recording builds trace's Round and Token records, the data it writes",
+    ("specviz.adaptive", "specviz.theory"): "adaptive γ prices k tokens with theory.verify_cost_at (theory imports nothing)",
+}
+
+
+def _layer(module: str) -> int | None:
+    """The index in LAYERS of the layer that holds `module`; None for the root package and unplaced modules."""
+    return next((index for index, (_, members) in enumerate(LAYERS) if _in(module, members)), None)
+
+
+def _rightward_imports() -> list[tuple[str, str]]:
+    """(importer, imported) for every import of a module in a layer right of the importer's."""
+    graph = _graph()
+    return sorted((module, other) for module, others in graph.items() for other in others
+                  if not (module + ".").startswith(other + ".")  # a package's __init__ is a namespace, not a stage
+                  and _layer(module) is not None and _layer(other) is not None and _layer(other) > _layer(module))
+
+
+def test_every_module_has_a_layer():
+    assert sorted(module for module in _graph() if module != "specviz" and _layer(module) is None) == []
+
+
+def test_no_module_imports_from_a_layer_to_its_right():
+    offenders = [edge for edge in _rightward_imports() if edge not in ALLOWED_RIGHTWARD]
+    assert offenders == [], "\n".join(f"{module} ({LAYERS[_layer(module)][0]}) imports {other} "
+                                       f"({LAYERS[_layer(other)][0]})" for module, other in offenders)
+
+
+def test_the_allow_list_names_only_rightward_imports_that_exist():
+    # An entry whose import was removed, or whose modules moved, is dropped here rather than left to excuse a new one.
+    assert sorted(set(ALLOWED_RIGHTWARD) - set(_rightward_imports())) == []
+
+
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda path: str(path.relative_to(PACKAGE)))
 def test_no_file_is_over_300_lines(path):
     assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_LINES
@@ -127,3 +188,27 @@ def test_the_graph_reader_sees_a_planted_cycle_and_a_planted_gradio_import(tmp_p
         test_only_the_app_imports_gradio()
     with pytest.raises(AssertionError):
         test_the_core_never_imports_the_tools()
+
+
+def test_the_layer_check_sees_a_planted_rightward_import_and_an_unplaced_module(tmp_path, monkeypatch):
+    """Negative control: a model back-end that imports a drafter (lazily, inside a function) fails the layer order,
+    and so does a top-level module that no layer holds; an allowed edge and a leftward one pass."""
+    fake = tmp_path / "specviz"
+    for package in ("models", "drafters"):
+        (fake / package).mkdir(parents=True)
+        (fake / package / "__init__.py").write_text("")
+    (fake / "__init__.py").write_text("")
+    (fake / "drafters" / "lookup.py").write_text("from specviz.models import presets\n")
+    (fake / "models" / "presets.py").write_text("import torch\n")
+    (fake / "engine.py").write_text("from specviz import recording\nfrom specviz.drafters import lookup\n")
+    (fake / "recording.py").write_text("")
+    monkeypatch.setitem(globals(), "PACKAGE", fake)
+    test_no_module_imports_from_a_layer_to_its_right()  # drafters -> models (left) and the allowed engine -> recording
+    test_every_module_has_a_layer()
+
+    (fake / "models" / "presets.py").write_text("def offline_drafter():\n    from specviz.drafters.lookup import x\n")
+    with pytest.raises(AssertionError, match="specviz.models.presets .models. imports specviz.drafters.lookup"):
+        test_no_module_imports_from_a_layer_to_its_right()
+    (fake / "tree.py").write_text("")
+    with pytest.raises(AssertionError):
+        test_every_module_has_a_layer()
