@@ -189,3 +189,21 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
                                 "'Preset: γ 12 with a draft stop of 0.6')", timeout=10_000)  # the reason, under the menu
     finally:
         small.close()
+
+
+def test_a_refused_run_says_why_in_a_toast_and_leaves_the_page_as_it_was(page):
+    """Bad input: one sentence in a toast, and nothing else changes: no red "Error" marks on the rows, text or
+    status, and the previous run stays on the page."""
+    run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
+    rows, stats = row_count(page), page.locator("#sv-stats").inner_text()
+    choose_pair(page, "Custom")
+    page.get_by_label("Target id or folder").fill("/etc")
+    page.get_by_label("Draft id or folder").fill("/etc")
+    page.get_by_role("button", name="Run", exact=True).click()
+    page.get_by_text("is neither a hub id nor a folder inside the models directory", exact=False).first.wait_for(
+        timeout=30_000)
+    page.wait_for_timeout(1000)
+    assert error_badges(page, toasts=False) == 0
+    # the same run's stats (the stats box also holds Gradio's hidden status tracker, whose text innerText reads)
+    assert row_count(page) == rows and page.locator("#sv-stats").inner_text().replace("Error", "").strip() == stats
+    choose_pair(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")  # as the next test expects

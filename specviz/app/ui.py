@@ -192,11 +192,12 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
                             [live.custom_row, controls["pair"], controls["drafter"], controls["gamma"],
                              controls["draft_confidence"]], queue=False)
     run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state, trace_state], inputs_kwargs=controls,
-                                          preprocess=False, outputs=outputs, api_name="run")
+                                          preprocess=False, outputs=outputs, api_name="run", show_progress="hidden")
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)
     live.buttons["run"].click(lambda: None, None, step_state, queue=False)  # a Step after a Run starts afresh
     step_event = live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state, job_state], inputs_kwargs=controls,
-                                            preprocess=False, outputs=[*outputs, step_state], api_name="step")
+                                            preprocess=False, outputs=[*outputs, step_state], api_name="step",
+                                            show_progress="hidden")
     live.buttons["stop"].click(stop, [job_state], None, queue=False)
     # Reset also cancels the events, so that an update already on its way (Gradio streams the rows as appended
     # HTML) cannot land on the cleared page; at once (queue=False): a queued Reset could cancel the next Run
