@@ -51,7 +51,7 @@ class Pipeline:
         total = self.target.forward_seconds
         if self.draft_model is not None:
             return total + self.draft_model.forward_seconds
-        return total + getattr(self.drafter, "forward_seconds", 0.0)  # a distilled drafter times its own head
+        return total + self.drafter.forward_seconds  # a distilled drafter times its own head
 
 
 def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipeline:
@@ -136,7 +136,7 @@ def step_times(pipeline: Pipeline, target_id: str) -> tuple[float, float] | None
     step. Alternating makes a busy moment slow both alike, so their ratio c holds; one measurement per pair makes
     identical reruns show the same c. Leaves the target's and the drafter's caches empty."""
     drafter = pipeline.drafter.model if isinstance(pipeline.drafter, LookupThenModelDrafter) else pipeline.drafter
-    if getattr(drafter, "costless", False):
+    if drafter.costless:
         return None
     target, device = pipeline.target, pipeline.device
 

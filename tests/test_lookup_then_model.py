@@ -12,6 +12,8 @@ VOCAB = 8
 class Scripted:
     """Proposes the same ids every time, counting its calls."""
 
+    costless, forward_seconds = False, 0.0
+
     def __init__(self, ids: list[int], forwards: int):
         self.ids, self.forwards, self.calls = ids, forwards, 0
 

@@ -30,8 +30,13 @@ class Draft:
 
 
 class Drafter(Protocol):
+    """What the engine, the pipeline and adaptive γ use of a drafter, and nothing else (no attribute is probed)."""
+
     name: str
     costless: bool  # proposing costs next to nothing beside a model forward (so adaptive γ may propose first)
+    # seconds spent so far in forwards the drafter runs itself, outside the models the pipeline times (the distilled
+    # head's); 0 for a drafter whose forwards are a pipeline model's (the draft model's) or that runs none (lookup)
+    forward_seconds: float
 
     def begin(self) -> None: ...
 

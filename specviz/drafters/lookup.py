@@ -23,6 +23,7 @@ class PromptLookupDrafter:
 
     name = "ngram"
     costless = True
+    forward_seconds = 0.0  # no model
 
     def __init__(self, vocab_size: int, ngram_size: int = 3, eos_token_ids: list[int] | None = None):
         from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
@@ -77,7 +78,7 @@ class LookupThenModelDrafter:
 
     @property
     def forward_seconds(self) -> float:
-        return getattr(self.model, "forward_seconds", 0.0)
+        return self.model.forward_seconds
 
     def begin(self) -> None:
         self.lookup.begin()
