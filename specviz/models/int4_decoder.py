@@ -128,8 +128,10 @@ class Int4Decoder:
         self.head = Int8RowLinear(hf_model.get_output_embeddings())
         self.dtype = self.embed.weight.dtype
 
-    def __call__(self, input_ids: torch.Tensor, past_key_values=None, logits_to_keep: int = 1, **_) -> DecoderOutput:
-        """Feed input_ids [1, t] after the cached tokens; return the logits of the last logits_to_keep positions."""
+    def __call__(self, input_ids: torch.Tensor, past_key_values=None, logits_to_keep: int = 1,
+                 attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None, **_) -> DecoderOutput:
+        """Feed input_ids [1, t] after the cached tokens; return the logits of the last logits_to_keep positions.
+        A token tree passes its bool attention_mask [1, 1, t, cached + t] and position_ids [1, t] (tree_attention)."""
         from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
         cache = past_key_values
@@ -139,9 +141,13 @@ class Int4Decoder:
         cache.reserve(new)
         end = start + new
         hidden = self.embed(input_ids)  # [1, t, H]
-        cos, sin = self.rotary(hidden, torch.arange(start, end, device=input_ids.device).view(1, -1))  # [1, t, d]
+        if position_ids is None:
+            position_ids = torch.arange(start, end, device=input_ids.device).view(1, -1)
+        cos, sin = self.rotary(hidden, position_ids)  # [1, t, d]
         # Token i of the t new ones sees the cache and new tokens 0..i (None: a single token sees everything).
         mask = None if new == 1 else torch.ones(new, end, dtype=torch.bool, device=input_ids.device).tril(start)
+        if attention_mask is not None:
+            mask = attention_mask[0, 0]  # [t, end]: a token tree's
         widths = [self.heads * self.head_dim, self.kv_heads * self.head_dim, self.kv_heads * self.head_dim]
         for index, (attention_norm, qkv, output, mlp_norm, gate_up, down) in enumerate(self.layers):
             query, key, value = qkv(attention_norm(hidden)).split(widths, -1)

@@ -11,6 +11,7 @@ import time
 import torch
 
 from specviz import job
+from specviz.models.tree_attention import depths, is_chain, keep_entries, tree_mask, tree_positions
 
 
 def synchronize(device: torch.device) -> None:
@@ -43,6 +44,8 @@ class LanguageModel:
         # keep_features: also keep the final-norm hidden state of every cached token (a feature drafter reads them)
         self.keep_features = keep_features
         self.features: torch.Tensor | None = None  # [cached_length, H] when keep_features
+        # Parents of the token-tree entries after the committed tokens (feed_tree; tree_attention), [] without a tree
+        self.tree_parents: list[int] = []
 
     def reset(self) -> None:
         from transformers import DynamicCache
@@ -52,6 +55,7 @@ class LanguageModel:
             self.cache.activate_past_recording()  # sliding-window layers can then be rolled back after a rejection
         self.cached_length = 0
         self.features = None
+        self.tree_parents = []
 
     def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1, sync: bool = True) -> torch.Tensor:
         """Append token_ids [k] to the cache; return logits [logits_to_keep, vocab_size] for the last positions.
@@ -59,6 +63,47 @@ class LanguageModel:
         sync=False leaves the device running ahead (the draft loop synchronises once, after its last step);
         forward_seconds then counts only the launch time of that call on a GPU.
         """
+        if self.tree_parents:
+            raise ValueError(f"{self.name}: keep a path of the token tree (keep_path) before feeding a sequence")
+        return self._feed(token_ids, logits_to_keep, sync)
+
+    def feed_tree(self, token_ids: torch.Tensor, parents: list[int], logits_to_keep: int | None = None,
+                  sync: bool = True) -> torch.Tensor:
+        """Append token-tree entries token_ids [m], entry j a child of parents[j]: an index among this tree's
+        entries (those fed since the last keep_path, then this call's, in order) or -1 for a child of the last
+        committed token. One forward, with the tree attention mask and position ids by depth (tree_attention).
+        Returns logits [logits_to_keep (default m), vocab_size] for the last entries."""
+        if self.keep_features:
+            raise ValueError(f"{self.name}: a token tree cannot keep the features a feature drafter reads")
+        every_parent = self.tree_parents + [int(parent) for parent in parents]
+        depths(every_parent)  # refuses a parent that is not an earlier entry
+        new, keep = len(parents), logits_to_keep or len(parents)
+        if new != token_ids.numel():
+            raise ValueError(f"{self.name}: {token_ids.numel()} tree entries with {new} parents")
+        if not self.tree_parents and is_chain(every_parent):  # a chain: the causal mask is the tree mask
+            logits = self._feed(token_ids, keep, sync)
+        else:
+            base = self.cached_length - len(self.tree_parents)
+            logits = self._feed(token_ids, keep, sync, tree_mask(every_parent, new, base, self.device),
+                                tree_positions(every_parent, new, base, self.device))
+        self.tree_parents = every_parent
+        return logits
+
+    def keep_path(self, path: list[int]) -> None:
+        """Keep the tree entries of `path` (root to leaf, indices as feed_tree's parents) as committed tokens and drop
+        the rest of the tree; their keys and values move down in place, nothing is fed again."""
+        for parent, node in zip([-1, *path], path):
+            if not 0 <= node < len(self.tree_parents) or self.tree_parents[node] != parent:
+                raise ValueError(f"{self.name}: {path} is not a path from the root of the token tree")
+        base = self.cached_length - len(self.tree_parents)
+        if path != list(range(len(path))):  # else the path's entries are in place already
+            with torch.inference_mode():
+                keep_entries(self.cache, base, path)
+        self.tree_parents = []
+        self.crop(base + len(path))
+
+    def _feed(self, token_ids: torch.Tensor, logits_to_keep: int, sync: bool, attention_mask: torch.Tensor | None = None,
+              position_ids: torch.Tensor | None = None) -> torch.Tensor:
         job.check()  # a stopped run ends here, before the next forward
         if self.cache is None:
             self.reset()
@@ -67,8 +112,8 @@ class LanguageModel:
         with torch.inference_mode():
             if self.keep_features:
                 logits = self._feed_keeping_features(input_ids, logits_to_keep)
-            else:
-                logits = self._forward(input_ids, logits_to_keep)  # [1, logits_to_keep, V']
+            else:  # [1, logits_to_keep, V']
+                logits = self._forward(input_ids, logits_to_keep, attention_mask, position_ids)
         if sync:
             synchronize(self.device)  # so forward_seconds is device time, not kernel-launch time
         self.forward_seconds += time.perf_counter() - started
@@ -77,10 +122,13 @@ class LanguageModel:
         self.forward_calls += 1
         return logits[0, -logits_to_keep:, : self.vocab_size]  # [logits_to_keep, V]
 
-    def _forward(self, input_ids: torch.Tensor, logits_to_keep: int) -> torch.Tensor:
-        """The causal LM's forward over input_ids [1, k] into the cache; its logits [1, logits_to_keep, V']."""
+    def _forward(self, input_ids: torch.Tensor, logits_to_keep: int, attention_mask: torch.Tensor | None = None,
+                 position_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """The causal LM's forward over input_ids [1, k] into the cache; its logits [1, logits_to_keep, V'].
+        A token tree passes its mask [1, 1, k, cached + k] and position ids [1, k]; a sequence passes neither."""
+        tree = {} if attention_mask is None else {"attention_mask": attention_mask, "position_ids": position_ids}
         output = self.hf_model(input_ids=input_ids, past_key_values=self.cache, use_cache=True,
-                               logits_to_keep=logits_to_keep)
+                               logits_to_keep=logits_to_keep, **tree)
         self.cache = output.past_key_values
         return output.logits
 
@@ -93,6 +141,10 @@ class LanguageModel:
 
     def crop(self, length: int) -> None:
         """Roll the cache back to its first `length` tokens (transformers 5 takes a negative count to remove)."""
+        if self.tree_parents:
+            if length > self.cached_length - len(self.tree_parents):
+                raise ValueError(f"{self.name}: crop into a token tree; keep a path of it first (keep_path)")
+            self.tree_parents = []
         if length < self.cached_length:
             self.cache.crop(length - self.cached_length)
             self.cached_length = length

@@ -76,13 +76,19 @@ class StaticCacheModel(LanguageModel):
         dynamo traces), and a CUDA graph skips a forward that writes into an input not so marked."""
         return all(getattr(layer, "is_initialized", True) for layer in self.cache.layers)
 
-    def _forward(self, input_ids: torch.Tensor, logits_to_keep: int) -> torch.Tensor:
+    def _forward(self, input_ids: torch.Tensor, logits_to_keep: int, attention_mask: torch.Tensor | None = None,
+                 position_ids: torch.Tensor | None = None) -> torch.Tensor:
         new_tokens = input_ids.shape[1]
         if new_tokens > self.max_length - self.cached_length:
             raise ValueError(f"{self.name}: the sequence would pass its static cache of {self.max_length} tokens")
         positions = torch.arange(self.cached_length, self.cached_length + new_tokens, device=self.device)  # [k]
         arguments = dict(input_ids=input_ids, past_key_values=self.cache, cache_position=positions, use_cache=True,
                          logits_to_keep=logits_to_keep)
+        if attention_mask is not None:  # a token tree, eagerly: its mask spans the whole static cache, stale keys masked
+            width = self.max_length - attention_mask.shape[-1]
+            arguments["attention_mask"] = torch.nn.functional.pad(attention_mask, (0, width), value=False)
+            arguments["position_ids"] = position_ids
+            return self.hf_model(**arguments).logits
         if self.compiled is None or new_tokens > COMPILED_TOKENS or not self._allocated():
             return self.hf_model(**arguments).logits
         # One graph per size, whoever calls: dynamo guards on an input's dispatch keys, which differ between a tensor
