@@ -89,3 +89,27 @@ def sample(probs: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     """Draw one token per row of probs [..., V] with the run's explicit generator."""
     uniform = torch.rand(probs.shape[:-1], generator=generator, device=probs.device)
     return sample_with_uniform(probs, uniform)
+
+
+def draw_siblings(draft_probs: torch.Tensor, count: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Up to `count` distinct tokens [m] drawn from draft_probs [V] without replacement, and for each the exact
+    distribution it was drawn from [m, V]: q, then q with the earlier draws zeroed and renormalised (the q_j that
+    tree_verify needs). Stops early (m < count) when no mass is left, as after top-k or top-p truncation.
+
+    q = [.5, .5, 0] and count 3: two tokens, rows [.5, .5, 0] and one-hot on the token not drawn first.
+    """
+    dtype = compute_dtype(draft_probs)
+    remaining = draft_probs.to(dtype)  # [V]; the first draw is from q itself, not renormalised
+    tokens, rows = [], []
+    for _ in range(count):
+        mass = remaining.sum()
+        if not bool(mass > 0):
+            break
+        row = remaining if not rows else remaining / mass  # [V]
+        token = sample(row, generator)  # the run's generator, so the round replays
+        tokens.append(token)
+        rows.append(row)
+        remaining = row.index_fill(0, token.view(1), 0.0)  # a copy: `row` stays the distribution it was drawn from
+    if not rows:  # count 0, or no mass at all
+        return torch.empty(0, dtype=torch.long, device=draft_probs.device), remaining.new_empty(0, remaining.shape[-1])
+    return torch.stack(tokens), torch.stack(rows)
