@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specviz.drafters.acceptance import PositionalAcceptance
+from specviz.drafters.base import BY_MODEL
 from specviz.theory import verify_cost_at
 
 DECAY = 0.95  # per-round forgetting of acceptance counts (memory of about 20 rounds)
@@ -100,6 +101,7 @@ class RoundTiming:
     verify_ms: float  # the target's one forward and the accept/reject step
     fed: int  # tokens that forward read
     caught_up: int = 0  # tokens the draft model read before drafting (Draft.caught_up)
+    source: str | None = None  # which part of the drafter filled the draft (Draft.source); None: nothing was drafted
 
 
 def gamma_policy(max_gamma: int, adaptive: bool, costless: bool):
@@ -168,12 +170,12 @@ class AdaptiveGamma:
         """Learn from a verified round: acceptance (min(1, p/q) at the tested positions, or for a costless
         drafter its proposals scored against the sequence) and, when given, the round's timings.
 
-        A round a draft model's drafter filled without a forward was copied by prompt lookup (lookup, else the
-        model): the k chosen here is the model's, so it learns from the model's rounds only (lookup keeps its own
+        A round of lookup-then-draft may send prompt lookup's copy (timing.source BY_LOOKUP) instead of the model's
+        draft: the k chosen here is the model's, so it learns from the model's drafts only (lookup keeps its own
         record in LookupThenModelDrafter). Learnt together, lookup's misses once drove k to 0 for good."""
         if self.costless:
             self.score_proposals(sequence)
-        elif timing is None or timing.draft_forwards > 0:
+        elif timing is None or timing.source == BY_MODEL:
             self.observe_acceptance(accept_probs)
         if timing is not None:
             self.observe_costs(timing.draft_ms, timing.draft_forwards, timing.verify_ms, timing.fed, timing.caught_up)

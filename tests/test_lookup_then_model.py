@@ -2,7 +2,7 @@
 
 import torch
 
-from specviz.drafters.base import Draft
+from specviz.drafters.base import BY_LOOKUP, BY_MODEL, Draft
 from specviz.drafters.lookup import LookupThenModelDrafter
 from specviz.sampling import one_hot
 
@@ -23,7 +23,7 @@ class Scripted:
     def propose(self, sequence, gamma, standardize, generator) -> Draft:
         self.calls += 1
         ids = torch.tensor(self.ids[:gamma], dtype=torch.long)
-        return Draft(ids, one_hot(ids, VOCAB), self.forwards)
+        return Draft(ids, one_hot(ids, VOCAB), self.forwards, source=BY_MODEL if self.forwards else BY_LOOKUP)
 
 
 def _sent_sources(truth: list[int], rounds: int = 8) -> tuple[list[str], Scripted]:

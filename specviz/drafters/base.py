@@ -2,7 +2,8 @@
 
 The interface is two methods, as in transformers' candidate generators:
 - `begin()` starts a new sequence;
-- `propose(sequence, gamma, standardize, generator)` returns a `Draft` for the text so far.
+- `propose(sequence, gamma, standardize, generator)` returns a `Draft` for the text so far, which says which
+  part of the drafter filled it (`Draft.source`: prompt lookup or a model).
 
 The kinds: a draft model (model.py), prompt lookup and lookup-then-draft (lookup.py), the distilled draft
 that reads the target's hidden states (distilled.py), and the target's own 4-bit copy, which is a draft model
@@ -12,10 +13,15 @@ whose step is models/int4.py / models/int4_decoder.py.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
+
+# Which part of a drafter filled a Draft (Draft.source). Lookup-then-draft sends either part's proposal, and adaptive γ
+# learns the draft model's acceptance from the model's drafts only.
+BY_LOOKUP = "lookup"  # copied from the context by prompt lookup: no forward, q one-hot
+BY_MODEL = "model"  # drawn by a model: a draft model, a 4-bit copy or the distilled head
 
 
 @dataclass
@@ -27,6 +33,7 @@ class Draft:
     # tokens a draft model read to catch up before its first draft step: 1 or 2 in a steady run, the whole prompt
     # on its first call, all plain-decoded tokens after adaptive γ's plain steps (that time is no draft step's)
     caught_up: int = 0
+    source: str = field(kw_only=True)  # BY_LOOKUP or BY_MODEL: which part of the drafter filled it
 
 
 class Drafter(Protocol):
@@ -49,9 +56,9 @@ class Drafter(Protocol):
     ) -> Draft: ...
 
 
-def empty_draft(vocab_size: int) -> Draft:
+def empty_draft(vocab_size: int, source: str) -> Draft:
     """Nothing to propose this round."""
-    return Draft(torch.empty(0, dtype=torch.long), torch.empty(0, vocab_size), 0)
+    return Draft(torch.empty(0, dtype=torch.long), torch.empty(0, vocab_size), 0, source=source)
 
 
 def common_prefix_length(first: list[int], second: list[int]) -> int:

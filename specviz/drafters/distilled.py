@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from specviz.drafters.base import Draft, empty_draft
+from specviz.drafters.base import BY_MODEL, Draft, empty_draft
 from specviz.models.loading import LanguageModel
 from specviz.sampling import sample
 
@@ -198,7 +198,7 @@ class FeatureDrafter:
         vocab, device = self.target.vocab_size, self.target.device
         known = self.target.cached_length  # states h_0..h_{known-1} exist
         if gamma == 0 or known != len(sequence) - 1 or self.target.features is None:
-            return empty_draft(vocab)
+            return empty_draft(vocab, BY_MODEL)
         started = time.perf_counter()
         # Roll back the pairs fed from predicted states, then feed the pairs j = true_pairs..n-2 made true since.
         predicted_pairs = self.cache.get_seq_length() - self.true_pairs
@@ -226,7 +226,7 @@ class FeatureDrafter:
             tokens.append(head_ids[sample(head_probs, generator)].view(1))
             probs.append(torch.zeros(vocab, device=device).index_copy_(0, head_ids, head_probs))  # [V]
         self.forward_seconds += time.perf_counter() - started
-        return Draft(torch.cat(tokens), torch.stack(probs), gamma)
+        return Draft(torch.cat(tokens), torch.stack(probs), gamma, source=BY_MODEL)
 
     def _step(self, features: torch.Tensor, next_ids: torch.Tensor, first_position: int,
               current_ids: torch.Tensor) -> torch.Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from specviz.drafters.acceptance import PositionalAcceptance
-from specviz.drafters.base import Draft, Drafter
+from specviz.drafters.base import BY_LOOKUP, Draft, Drafter
 from specviz.sampling import one_hot
 
 PRIOR = 0.5  # each source's acceptance before any evidence (as adaptive γ's prior for a draft model)
@@ -43,7 +43,7 @@ class PromptLookupDrafter:
         candidates, _ = self.lookup.get_candidates(context)
         drafted = candidates[0, len(sequence):][:gamma]  # [k]
         probs = one_hot(drafted, self.vocab_size)  # [k, V], q = one-hot
-        return Draft(drafted, probs, 0)
+        return Draft(drafted, probs, 0, source=BY_LOOKUP)
 
 
 class LookupThenModelDrafter:

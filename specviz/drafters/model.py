@@ -6,7 +6,7 @@ import copy
 
 import torch
 
-from specviz.drafters.base import Draft, common_prefix_length, empty_draft
+from specviz.drafters.base import BY_MODEL, Draft, common_prefix_length, empty_draft
 from specviz.models.loading import LanguageModel
 from specviz.sampling import sample
 
@@ -39,10 +39,10 @@ class DraftModelDrafter:
     def propose(self, sequence, gamma, standardize, generator) -> Draft:
         vocab = self.model.vocab_size
         if gamma == 0:
-            return empty_draft(vocab)
+            return empty_draft(vocab, BY_MODEL)
         if self.twin is not None and not self.cached_ids:
             if self.twin.cached_length == 0:  # round 0: the target encodes the prompt alone, a plain step
-                return empty_draft(vocab)
+                return empty_draft(vocab, BY_MODEL)
             self.model.cache, self.model.cached_length = copy.deepcopy(self.twin.cache), self.twin.cached_length
             self.cached_ids = list(sequence[: self.twin.cached_length])
         # Roll back to the valid prefix; always re-feed at least the last token to get fresh logits.
@@ -65,7 +65,7 @@ class DraftModelDrafter:
                 break
         drafted = torch.cat(tokens)  # [k]
         self.cached_ids = list(sequence) + drafted[:-1].tolist()
-        return Draft(drafted, torch.stack(probs), len(tokens), raw, caught_up=len(new_ids))
+        return Draft(drafted, torch.stack(probs), len(tokens), raw, caught_up=len(new_ids), source=BY_MODEL)
 
     def _unsure(self, logits: torch.Tensor, token: torch.Tensor) -> bool:
         """Whether the draft model gave its token less than `confidence`, by its own untempered distribution
