@@ -86,7 +86,8 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
 
             # Outside the timed sections: learn, record, decode the new text.
             timing = RoundTiming((drafted_at - started) * 1e3, draft.forwards if draft else 0,
-                                 (verified_at - drafted_at) * 1e3, pending.numel() + k, draft.caught_up if draft else 0)
+                                 (verified_at - drafted_at) * 1e3, pending.numel() + k, draft.caught_up if draft else 0,
+                                 draft.source if draft else None)
             policy.observe(sequence, result.accept_probs[: result.accepted_count + 1],
                            timing if trace.rounds else None)  # round 0 also encoded the prompt: its timings mislead
             round_ = record_round(len(trace.rounds), drafted.tolist(), draft_probs, target_probs, uniforms, result, texts,
