@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, TopToken
+from specviz.verify import VerifyResult
 
 TOP_N = 10  # entries of p and q kept per position, enough to draw the p-vs-q bars
 
@@ -35,55 +36,85 @@ class TokenTexts:
 
 
 def record_round(index, drafted_ids, draft_probs, target_probs, uniforms, result, texts, with_next,
-                 untempered=None) -> Round:
-    """Turn one verify step into plain data: every drafted token, then the correction or bonus.
+                 untempered=None, parents=None) -> Round:
+    """Turn one verify step into plain data: every tested draft in the order tested, then the correction or bonus.
 
-    `untempered`, for a greedy run: (target logits [k+1, V], the draft's list of logits [1, V] or None), whose
-    softmaxes' top-10 go into each token's *_top_untempered."""
-    k, accepted = len(drafted_ids), result.accepted_count
-    tested = min(accepted + 1, k)  # positions whose acceptance test ran
-    target_tops = texts.top(target_probs[: min(accepted + 1, k + 1)])
-    draft_tops = texts.top(draft_probs[:tested])
-    rows = torch.arange(tested, device=target_probs.device)
-    drafted = torch.tensor(drafted_ids[:tested], dtype=torch.long, device=target_probs.device)
-    target_at = target_probs[rows, drafted].tolist()
-    draft_at = draft_probs[rows, drafted].tolist()
-    uniform_list = uniforms.tolist()
-    overlaps = torch.minimum(target_probs[:tested], draft_probs[:tested]).sum(dim=-1).tolist()  # β per position
+    drafted_ids [n] with parents (their tree; None: a chain), draft_probs [n, V], target_probs [n+1, V] (row 0 after
+    the committed text, row j+1 after node j), uniforms [n]; `result` is verify's VerifyResult for a chain or
+    tree_verify's TreeVerifyResult. `untempered`, for a greedy run: (target logits [n+1, V], the draft's list of
+    logits [1, V] per node, or None), whose softmaxes' top-10 go into each token's *_top_untempered."""
+    k = len(drafted_ids)
+    parents = list(range(-1, k - 1)) if parents is None else [int(parent) for parent in parents]
+    path, tested, accept_probs, next_kind = _outcome(result, k)
+    final_row = path[-1] + 1 if path else 0  # the target row the correction or bonus was drawn from
+    rows = [parents[node] + 1 for node in tested]  # each tested node's target row: its parent's
+    depth = _depths(parents)
+    target_tops = dict(zip([*rows, final_row], texts.top(target_probs[[*rows, final_row]])))
+    draft_tops = texts.top(draft_probs[tested]) if tested else []
+    device = target_probs.device
+    row_index = torch.tensor(rows, dtype=torch.long, device=device)
+    node_index = torch.tensor(tested, dtype=torch.long, device=device)
+    drafted = torch.tensor([drafted_ids[node] for node in tested], dtype=torch.long, device=device)
+    target_at = target_probs[row_index, drafted].tolist()
+    draft_at = draft_probs[node_index, drafted].tolist()
+    overlaps = torch.minimum(target_probs[row_index], draft_probs[node_index]).sum(dim=-1).tolist()  # β per test
+    uniform_list, on_path = uniforms.tolist(), set(path)
     tokens = []
-    for i in range(tested):
+    for order, node in enumerate(tested):
         tokens.append(Token(
-            token_id=drafted_ids[i], text=texts(drafted_ids[i]), kind=ACCEPTED if i < accepted else REJECTED,
-            position=i + 1, target_prob=target_at[i], draft_prob=draft_at[i], uniform=uniform_list[i],
-            accept_prob=result.accept_probs[i], overlap=overlaps[i], target_top=target_tops[i], draft_top=draft_tops[i],
+            token_id=drafted_ids[node], text=texts(drafted_ids[node]), kind=ACCEPTED if node in on_path else REJECTED,
+            position=depth[node], target_prob=target_at[order], draft_prob=draft_at[order], uniform=uniform_list[node],
+            accept_prob=accept_probs[node], overlap=overlaps[order], target_top=target_tops[rows[order]],
+            draft_top=draft_tops[order], node=node, parent=parents[node],
         ))
     if with_next:
-        y, position = result.next_token, accepted
-        correction = result.next_kind == CORRECTED
+        y = result.next_token
+        correction = next_kind == CORRECTED  # then the last tested node is the last rejected sibling
         tokens.append(Token(
-            token_id=y, text=texts(y), kind=CORRECTED if correction else BONUS, position=position + 1,
-            target_prob=float(target_probs[position, y]),
-            draft_prob=float(draft_probs[position, y]) if correction else None,
-            overlap=overlaps[position] if correction else None,
-            target_top=target_tops[position], draft_top=draft_tops[position] if correction else [],
+            token_id=y, text=texts(y), kind=CORRECTED if correction else BONUS, position=len(path) + 1,
+            target_prob=float(target_probs[final_row, y]),
+            draft_prob=float(draft_probs[tested[-1], y]) if correction else None,
+            overlap=overlaps[-1] if correction else None,
+            target_top=target_tops[final_row], draft_top=draft_tops[-1] if correction else [],
             residual_top=texts.top(result.next_probs.view(1, -1))[0] if correction else [],
+            parent=path[-1] if path else -1,
         ))
     if untempered is not None:
-        _add_untempered(tokens, *untempered, texts)
-    return Round(index=index, drafted=k, accepted=accepted, tokens=tokens, draft_ms=0.0, verify_ms=0.0, draft_forwards=0,
-                 draft_token_ids=list(drafted_ids), draft_texts=[texts(i) for i in drafted_ids])
+        _add_untempered(tokens, *untempered, texts, last_tested=tested[-1] if tested else None)
+    return Round(index=index, drafted=k, accepted=len(path), tokens=tokens, draft_ms=0.0, verify_ms=0.0,
+                 draft_forwards=0, draft_token_ids=list(drafted_ids), draft_texts=[texts(i) for i in drafted_ids],
+                 draft_parents=parents)
 
 
-def _add_untempered(tokens: list[Token], target_logits: torch.Tensor, draft_logits, texts: TokenTexts) -> None:
-    """Each token's top-10 of softmax(target logits) and, where the draft had logits, of softmax(draft logits)."""
-    rows = max(token.position for token in tokens)
-    target_tops = texts.top(torch.softmax(target_logits[:rows].float(), dim=-1))
-    draft_rows = [] if not draft_logits else draft_logits[: min(rows, len(draft_logits))]
-    draft_tops = texts.top(torch.softmax(torch.cat(draft_rows).float(), dim=-1)) if draft_rows else []
+def _outcome(result, k: int) -> tuple[list[int], list[int], list[float | None], str]:
+    """(accepted path, tested nodes in order, acceptance probability per node or None, next kind) of a verify
+    result: a chain's VerifyResult (path 0..a-1, tested up to the first rejection) or a TreeVerifyResult."""
+    if isinstance(result, VerifyResult):
+        accepted = result.accepted_count
+        tested = list(range(min(accepted + 1, k)))
+        accept_probs = [result.accept_probs[node] if node in tested else None for node in range(k)]
+        return list(range(accepted)), tested, accept_probs, result.next_kind
+    return list(result.path), list(result.tested), list(result.accept_probs), result.next_kind
+
+
+def _depths(parents: list[int]) -> list[int]:
+    depth: list[int] = []
+    for parent in parents:
+        depth.append(1 if parent < 0 else depth[parent] + 1)
+    return depth
+
+
+def _add_untempered(tokens: list[Token], target_logits: torch.Tensor, draft_logits, texts: TokenTexts,
+                    last_tested: int | None) -> None:
+    """Each token's top-10 of softmax(target logits) at its parent's row and, where the draft had logits, of
+    softmax(draft logits) behind its own draw (a correction: behind the last rejected sibling's)."""
+    rows = sorted({token.parent + 1 for token in tokens})
+    target_tops = dict(zip(rows, texts.top(torch.softmax(target_logits[rows].float(), dim=-1))))
     for token in tokens:
-        token.target_top_untempered = target_tops[token.position - 1]
-        if token.kind != BONUS and token.position <= len(draft_tops):
-            token.draft_top_untempered = draft_tops[token.position - 1]
+        token.target_top_untempered = target_tops[token.parent + 1]
+        node = token.node if token.kind != CORRECTED else last_tested
+        if token.kind != BONUS and draft_logits and node is not None and node < len(draft_logits):
+            token.draft_top_untempered = texts.top(torch.softmax(draft_logits[node].float(), dim=-1))[0]
 
 
 class IncrementalText:

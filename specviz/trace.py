@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 
 ACCEPTED, REJECTED, CORRECTED, BONUS = "accepted", "rejected", "corrected", "bonus"
 KINDS = (ACCEPTED, REJECTED, CORRECTED, BONUS)
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: token trees (Round.draft_parents, Token.node / parent); version-1 traces (chains) still load
 
 
 @dataclass
@@ -26,7 +26,7 @@ class Token:
     token_id: int
     text: str
     kind: str  # one of KINDS
-    position: int  # draft position i = 1..γ+1 within its round
+    position: int  # draft position i = 1..γ+1 within its round: the token's depth in the round's tree
     target_prob: float  # p_i(x)
     draft_prob: float | None = None  # q_i(x); None for a bonus (no draft distribution there)
     uniform: float | None = None  # r_i drawn for the acceptance test (drafted tokens only)
@@ -39,6 +39,8 @@ class Token:
     # whose argmaxes were compared, so the margin by which the draft won or lost can be seen.
     target_top_untempered: list[TopToken] = field(default_factory=list)
     draft_top_untempered: list[TopToken] = field(default_factory=list)  # empty where the draft has no logits (lookup)
+    node: int | None = None  # its index in Round.draft_token_ids; None for a correction or bonus (never drafted)
+    parent: int = -1  # the drafted node it follows in its round; -1: the text committed before the round
 
 
 @dataclass
@@ -46,7 +48,8 @@ class Round:
     index: int
     drafted: int  # how many tokens the drafter proposed this round (≤ γ)
     accepted: int  # how many of them were accepted
-    tokens: list[Token]  # the tested drafts in order (up to the first rejection), then the correction or bonus
+    tokens: list[Token]  # the tested drafts in the order tested (the accepted path and each rejected sibling), then
+    # the correction or bonus; in a chain, the drafts up to the first rejection
     draft_ms: float  # time spent drafting (device synchronized)
     verify_ms: float  # time of the target's single forward pass plus the accept/reject step
     draft_forwards: int  # forward passes the drafter made (0 for prompt lookup)
@@ -57,10 +60,18 @@ class Round:
     # Of draft_ms and verify_ms, the time inside model forwards (the rest is sampling, tests and bookkeeping)
     draft_forward_ms: float | None = None
     verify_forward_ms: float | None = None
+    # Parent of every drafted node (an index into draft_token_ids, -1 for a child of the committed text): the token
+    # tree of the round. A chain is [-1, 0, 1, ..]; draft_token_ids[j]'s depth is 1 + its parent's.
+    draft_parents: list[int] = field(default_factory=list)
 
     @property
     def emitted(self) -> list[Token]:
         return [token for token in self.tokens if token.kind != REJECTED]
+
+    @property
+    def is_tree(self) -> bool:
+        """Whether some drafted node has a sibling (else the round drafted a chain)."""
+        return any(parent != index - 1 for index, parent in enumerate(self.draft_parents))
 
 
 @dataclass
@@ -115,9 +126,11 @@ class Trace:
         a ValueError names the first offending field."""
         if not isinstance(data, dict):
             raise ValueError("a trace is a JSON object")
-        if data.get("schema") != SCHEMA_VERSION:
-            raise ValueError(f"unsupported trace schema {data.get('schema')!r}; expected {SCHEMA_VERSION}")
+        if data.get("schema") not in (1, SCHEMA_VERSION):
+            raise ValueError(f"unsupported trace schema {data.get('schema')!r}; expected 1 or {SCHEMA_VERSION}")
         trace = _build(cls, data, "trace")
+        if trace.schema == 1:
+            _as_chain_trees(trace)
         from specviz.config import DecodeConfig  # the run's settings must be ones a run could have had
 
         try:
@@ -125,6 +138,17 @@ class Trace:
         except (TypeError, ValueError) as error:
             raise ValueError(f"trace.config: {error}") from None
         return trace
+
+
+def _as_chain_trees(trace: Trace) -> None:
+    """A version-1 trace (every round a chain) in version 2's terms: each round's parents [-1, 0, 1, ..], each
+    drafted token node position - 1, each token's parent the node before it."""
+    for round_ in trace.rounds:
+        round_.draft_parents = list(range(-1, len(round_.draft_token_ids) - 1))
+        for token in round_.tokens:
+            token.parent = token.position - 2
+            token.node = token.position - 1 if token.kind in (ACCEPTED, REJECTED) else None
+    trace.schema = SCHEMA_VERSION
 
 
 def _build(cls, data, where: str):

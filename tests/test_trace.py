@@ -49,7 +49,7 @@ def test_a_real_trace_passes(good):
     ("config.gamma", 0, "trace.config: gamma must be a whole number from 1 to 64, got 0"),
     ("config", [], "trace.config must be dict"),
     ("baseline", {"text": "x"}, "trace.baseline lacks the field"),
-    ("schema", 2, "unsupported trace schema"),
+    ("schema", 3, "unsupported trace schema"),
 ])
 def test_wrong_schema_is_refused_naming_the_field(good, path, value, message):
     with pytest.raises(ValueError, match=message):
