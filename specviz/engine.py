@@ -25,12 +25,13 @@ import torch
 from specviz import job
 from specviz.adaptive import GammaPolicy, RoundTiming, gamma_policy
 from specviz.config import DecodeConfig
+from specviz.drafters.tree import TreeShape, measured_budget, shape_for
 from specviz.models import loading as models
 from specviz.pipeline import Pipeline, encode_prompt
 from specviz.recording import IncrementalText, TokenTexts, record_round
 from specviz.sampling import Standardizer, sample
 from specviz.trace import Baseline, Round, Trace
-from specviz.verify import verify
+from specviz.tree_verify import verify_draft
 
 
 def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
@@ -44,6 +45,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
     standardize = Standardizer(config.temperature, config.top_k, config.top_p)
     generator = torch.Generator(device=device).manual_seed(config.seed)
     policy = policy or gamma_policy(config.gamma, config.adaptive, drafter.costless)
+    shape = tree_shape(pipeline, config)  # None: chains
     texts, text = TokenTexts(pipeline.tokenizer), IncrementalText(pipeline.tokenizer)
     sequence = list(prompt_ids)
     target.reset()
@@ -56,43 +58,46 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
         with torch.inference_mode():  # per round, never across the yield (the consumer runs in between)
             room = min(config.gamma, _room(sequence, prompt_ids, pipeline, config) - 1)  # a round emits ≤ k + 1
 
-            # 1. Draft x_1..x_k with q_1..q_k [k, V] (the policy may ask for fewer, or trim the proposal).
+            # 1. Draft x_1..x_k with q_1..q_k [k, V] (the policy may ask for fewer, or trim the proposal), or a token
+            #    tree of k nodes, each with its parent and the q it was drawn from.
             asked = policy.before_draft(room) if room > 0 else 0
-            draft = drafter.propose(sequence, asked, standardize, generator) if asked > 0 else None
-            drafted, draft_probs = _trim_at_eos(draft, pipeline)
+            draft = drafter.propose(sequence, asked, standardize, generator, shape) if asked > 0 else None
+            drafted, draft_probs, parents, draft_logits = _trim_at_eos(draft, pipeline)
             keep = policy.after_draft(len(sequence), drafted.tolist())
-            drafted, draft_probs = drafted[:keep], draft_probs[:keep]  # [k], [k, V]
+            drafted, draft_probs, parents = drafted[:keep], draft_probs[:keep], parents[:keep]  # [k], [k, V], k
             models.synchronize(device)
             drafted_at = time.perf_counter()
             forwards_drafted = pipeline.forward_seconds()
 
-            # 2. Score: one target forward over the pending tokens and the k drafts -> p_1..p_{k+1} [k+1, V].
-            k = drafted.numel()
-            pending = torch.tensor(sequence[target.cached_length :], dtype=torch.long, device=device)
-            target_logits = target.feed(torch.cat([pending, drafted]), logits_to_keep=k + 1)  # [k+1, V]
+            # 2. Score: one target forward over the pending tokens and the k drafts -> p_1..p_{k+1} [k+1, V]; a tree's
+            #    nodes each see only their own path (row 0: after the sequence, row j+1: after node j).
+            k, pending = drafted.numel(), sequence[target.cached_length :]
+            fed = torch.cat([torch.tensor(pending, dtype=torch.long, device=device), drafted])
+            target_logits = target.feed_tree(fed, _after(pending, parents), logits_to_keep=k + 1)  # [k+1, V]
             target_probs = standardize(target_logits)
 
             # 3. Verify with r_1..r_k, then 4. draw the correction or bonus with one more uniform.
             uniforms = torch.rand(k, generator=generator, device=device)  # [k]
             next_uniform = float(torch.rand((), generator=generator, device=device))
-            result = verify(drafted, draft_probs, target_probs, uniforms, next_uniform, lenience=config.lenience)
+            result = verify_draft(drafted, parents, draft_probs, target_probs, uniforms, next_uniform, config.lenience)
 
-            # 4. Commit the accepted prefix and the next token; roll the target's cache back to the prefix.
-            target.crop(len(sequence) + result.accepted_count)
-            emitted = _emitted(drafted.tolist(), result, pipeline.eos_ids)
+            # 4. Commit the accepted path and the next token; the target's cache keeps only that path.
+            target.keep_path([*range(len(pending)), *(len(pending) + node for node in result.path)])
+            drafted_ids = drafted.tolist()
+            emitted = _emitted([drafted_ids[node] for node in result.path], result, pipeline.eos_ids)
             sequence.extend(emitted)
             models.synchronize(device)
             verified_at = time.perf_counter()
 
             # Outside the timed sections: learn, record, decode the new text.
             timing = RoundTiming((drafted_at - started) * 1e3, draft.forwards if draft else 0,
-                                 (verified_at - drafted_at) * 1e3, pending.numel() + k, draft.caught_up if draft else 0,
+                                 (verified_at - drafted_at) * 1e3, len(pending) + k, draft.caught_up if draft else 0,
                                  draft.source if draft else None)
-            policy.observe(sequence, result.accept_probs[: result.accepted_count + 1],
+            policy.observe(sequence, [result.accept_probs[node] for node in result.tested],
                            timing if trace.rounds else None)  # round 0 also encoded the prompt: its timings mislead
-            round_ = record_round(len(trace.rounds), drafted.tolist(), draft_probs, target_probs, uniforms, result, texts,
-                                  with_next=len(emitted) > result.accepted_count,
-                                  untempered=(target_logits, draft.logits if draft else None) if config.greedy else None)
+            round_ = record_round(len(trace.rounds), drafted_ids, draft_probs, target_probs, uniforms, result, texts,
+                                  with_next=len(emitted) > len(result.path),
+                                  untempered=(target_logits, draft_logits) if config.greedy else None, parents=parents)
             round_.draft_ms, round_.verify_ms, round_.draft_forwards = timing.draft_ms, timing.verify_ms, timing.draft_forwards
             round_.next_uniform, round_.asked = next_uniform, asked
             round_.draft_forward_ms = (forwards_drafted - forwards_at_start) * 1e3
@@ -105,6 +110,17 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
         trace.wall_ms += (verified_at - started) * 1e3  # the decoding itself; recording is the views' cost
         trace.record_ms += (time.perf_counter() - verified_at) * 1e3
         yield round_, trace
+
+
+def tree_shape(pipeline: Pipeline, config: DecodeConfig) -> TreeShape | None:
+    """The token tree each round drafts: config.tree_budget nodes γ deep, or (budget 0) what the target's measured
+    v(k) affords (pipeline.calibrate); None for chains, also where the budget buys no more than a chain."""
+    if not config.tree:
+        return None
+    if not pipeline.drafter.drafts_trees:
+        raise ValueError(f"the {config.draft!r} drafter drafts chains only: a token tree needs a draft model")
+    budget = config.tree_budget or measured_budget(config.gamma, pipeline.target_forward_ms)
+    return shape_for(config.gamma, budget, pipeline.eos_ids)
 
 
 def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Trace, list[int]]:
@@ -209,22 +225,35 @@ def _room(sequence: list[int], prompt_ids: list[int], pipeline: Pipeline, config
     return min(config.max_new_tokens - generated, pipeline.context_limit - len(sequence))
 
 
-def _trim_at_eos(draft, pipeline: Pipeline) -> tuple[torch.Tensor, torch.Tensor]:
-    """Drafted ids [k] and q [k, V] on the target's device, cut after the first EOS (nothing follows an EOS)."""
+def _trim_at_eos(draft, pipeline: Pipeline) -> tuple[torch.Tensor, torch.Tensor, list[int], list | None]:
+    """Drafted ids [k], q [k, V] on the target's device, the parents and the draft's logits per node, without any node
+    that follows an EOS (nothing does): in a chain, cut after the first EOS."""
     device, vocab = pipeline.device, pipeline.target.vocab_size
     if draft is None or draft.tokens.numel() == 0:
-        return torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab, device=device)
-    tokens, probs = draft.tokens.to(device), draft.probs.to(device)
-    is_eos = torch.isin(tokens, torch.tensor(pipeline.eos_ids, device=device))
-    if bool(is_eos.any()):
-        keep = int(is_eos.int().argmax()) + 1
-        tokens, probs = tokens[:keep], probs[:keep]
-    return tokens, probs
+        return torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab, device=device), [], None
+    tokens, probs, parents, logits = draft.tokens.to(device), draft.probs.to(device), draft.tree_parents, draft.logits
+    ids, kept, new_index = tokens.tolist(), [], {}
+    for node, parent in enumerate(parents):
+        if parent < 0 or (parent in new_index and ids[parent] not in pipeline.eos_ids):
+            new_index[node] = len(kept)
+            kept.append(node)
+    if len(kept) < len(ids):
+        index = torch.tensor(kept, device=device)
+        tokens, probs = tokens[index], probs[index]
+        parents = [new_index[parents[node]] if parents[node] >= 0 else -1 for node in kept]
+        logits = [logits[node] for node in kept if node < len(logits)] if logits else logits
+    return tokens, probs, parents, logits
 
 
-def _emitted(drafted_ids: list[int], result, eos_ids: list[int]) -> list[int]:
+def _after(pending: list[int], parents: list[int]) -> list[int]:
+    """The target's tree entries for one forward: the pending tokens as a chain, then the drafted nodes, a root child
+    following the last pending token. [7, 8] and parents [-1, -1, 0] -> [-1, 0, 1, 1, 2]."""
+    return [*range(-1, len(pending) - 1), *(len(pending) - 1 if parent < 0 else len(pending) + parent for parent in parents)]
+
+
+def _emitted(accepted_ids: list[int], result, eos_ids: list[int]) -> list[int]:
     """The accepted drafts, then the correction or bonus, unless an accepted EOS ended the text."""
-    emitted = drafted_ids[: result.accepted_count]
+    emitted = list(accepted_ids)
     if not (emitted and emitted[-1] in eos_ids):
         emitted.append(result.next_token)
     return emitted

@@ -64,6 +64,8 @@ def round_difference(replayed: Round, recorded: Round) -> str | None:
     """What first differs between a re-run round and the recorded one, in one line; None when nothing does."""
     if replayed.draft_token_ids != recorded.draft_token_ids:
         return f"drafted {replayed.draft_token_ids}, the trace has {recorded.draft_token_ids}"
+    if replayed.draft_parents != recorded.draft_parents:
+        return f"drafted the tree with parents {replayed.draft_parents}, the trace has {recorded.draft_parents}"
     if replayed.accepted != recorded.accepted:
         return f"accepted {replayed.accepted} of {replayed.drafted}, the trace has {recorded.accepted}"
     if len(replayed.tokens) != len(recorded.tokens):

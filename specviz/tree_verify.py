@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from specviz.sampling import compute_dtype, residual, sample_with_uniform
-from specviz.verify import BONUS, CORRECTED
+from specviz.verify import BONUS, CORRECTED, verify
 
 
 @dataclass(frozen=True)
@@ -153,3 +153,19 @@ def verify_tree(
         next_uniform = torch.rand((), generator=generator, device=current.device)
     next_token = int(sample_with_uniform(current, next_uniform))
     return TreeVerifyResult(path, next_token, next_kind, accept_probs, tested, current)
+
+
+def verify_draft(draft_tokens, parents, draft_probs, target_probs, uniforms, next_uniform=None,
+                 lenience: float = 1.0) -> TreeVerifyResult:
+    """The engine's step 3-4 for any draft: a chain (parents [-1, 0, 1, ..]) through verify.verify, exactly as before
+    trees (and with the losslessness lab's lenience), any other tree through verify_tree; one result type."""
+    if any(parent != index - 1 for index, parent in enumerate(parents)):
+        if lenience != 1.0:
+            raise ValueError("lenience applies to a chain of drafts, not to a token tree")
+        return verify_tree(draft_tokens, parents, draft_probs, target_probs, uniforms, next_uniform)
+    result = verify(draft_tokens, draft_probs, target_probs, uniforms, next_uniform, lenience=lenience)
+    count, accepted = draft_tokens.shape[0], result.accepted_count
+    tested = list(range(min(accepted + 1, count)))
+    return TreeVerifyResult(list(range(accepted)), result.next_token, result.next_kind,
+                            [result.accept_probs[node] if node <= accepted else None for node in range(count)],
+                            tested, result.next_probs)

@@ -20,21 +20,50 @@ class FakeLanguageModel:
         self.device = torch.device("cpu")
         self.max_length = 10_000
         self.tokens: list[int] = []
+        self.tree_tokens: list[int] = []  # token-tree entries after the committed tokens (feed_tree), and their parents
+        self.tree_parents: list[int] = []
         self.tokens_fed = self.forward_calls = 0
         self.forward_seconds = 0.0
 
     @property
     def cached_length(self) -> int:
-        return len(self.tokens)
+        return len(self.tokens) + len(self.tree_tokens)
 
     def reset(self) -> None:
-        self.tokens = []
+        self.tokens, self.tree_tokens, self.tree_parents = [], [], []
 
     def logits_after(self, prefix: tuple) -> torch.Tensor:
         generator = torch.Generator().manual_seed(hash((self.salt,) + tuple(prefix)) % (2**31))
         return self.sharpness * torch.randn(self.vocab_size, generator=generator)
 
+    def feed_tree(self, token_ids: torch.Tensor, parents: list[int], logits_to_keep: int | None = None,
+                  sync: bool = True) -> torch.Tensor:
+        """Each entry's logits after the committed tokens and its own path (LanguageModel.feed_tree's contract)."""
+        rows = []
+        for token, parent in zip(token_ids.view(-1).tolist(), parents):
+            assert -1 <= parent < len(self.tree_tokens), "a parent must be an earlier entry"
+            self.tree_tokens.append(token)
+            self.tree_parents.append(parent)
+            rows.append(self.logits_after(tuple(self.tokens + self._path(len(self.tree_tokens) - 1))))
+        self.tokens_fed += token_ids.numel()
+        self.forward_calls += 1
+        return torch.stack(rows[-(logits_to_keep or len(rows)):])  # [keep, V]
+
+    def _path(self, entry: int) -> list[int]:
+        path = []
+        while entry >= 0:
+            path.append(self.tree_tokens[entry])
+            entry = self.tree_parents[entry]
+        return path[::-1]
+
+    def keep_path(self, path: list[int]) -> None:
+        for parent, node in zip([-1, *path], path):
+            assert self.tree_parents[node] == parent, f"{path} is not a path of the tree"
+        self.tokens.extend(self.tree_tokens[node] for node in path)
+        self.tree_tokens, self.tree_parents = [], []
+
     def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1, sync: bool = True) -> torch.Tensor:
+        assert not self.tree_tokens, "keep a path of the tree before feeding a sequence"
         self.tokens.extend(token_ids.view(-1).tolist())
         self.tokens_fed += token_ids.numel()
         self.forward_calls += 1
@@ -42,6 +71,8 @@ class FakeLanguageModel:
         return torch.stack([self.logits_after(tuple(self.tokens[:end])) for end in ends])  # [keep, V]
 
     def crop(self, length: int) -> None:
+        assert not self.tree_tokens or length <= len(self.tokens), "crop into a token tree"
+        self.tree_tokens, self.tree_parents = [], []
         del self.tokens[length:]
 
 

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "specviz"
 @pytest.mark.parametrize("kind", ["model", "ngram", "ngram+model"])
 def test_each_drafter_has_every_member_of_the_protocol(kind):
     drafter = fake_pipeline(8, drafter=kind).drafter
-    assert MEMBERS == ["name", "costless", "forward_seconds", "begin", "propose"]
+    assert MEMBERS == ["name", "costless", "forward_seconds", "drafts_trees", "begin", "propose"]
     assert [name for name in MEMBERS if not hasattr(drafter, name)] == []
     assert isinstance(drafter.costless, bool) and drafter.forward_seconds == 0.0
 
@@ -27,6 +27,7 @@ def test_the_distilled_drafter_states_them_too():
 
     source = inspect.getsource(FeatureDrafter)
     assert "costless = " in source and "self.forward_seconds = " in source and "self.name = " in source
+    assert "self.drafts_trees = " in source
 
 
 def test_no_code_probes_a_drafter_for_a_member_with_getattr():

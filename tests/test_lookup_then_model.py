@@ -12,7 +12,7 @@ VOCAB = 8
 class Scripted:
     """Proposes the same ids every time, counting its calls."""
 
-    costless, forward_seconds = False, 0.0
+    costless, forward_seconds, drafts_trees = False, 0.0, False
 
     def __init__(self, ids: list[int], forwards: int):
         self.ids, self.forwards, self.calls = ids, forwards, 0
@@ -20,7 +20,7 @@ class Scripted:
     def begin(self) -> None:
         pass
 
-    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+    def propose(self, sequence, gamma, standardize, generator, tree=None) -> Draft:
         self.calls += 1
         ids = torch.tensor(self.ids[:gamma], dtype=torch.long)
         return Draft(ids, one_hot(ids, VOCAB), self.forwards, source=BY_MODEL if self.forwards else BY_LOOKUP)

@@ -18,6 +18,8 @@ from typing import Protocol
 
 import torch
 
+from specviz.drafters.tree import TreeShape
+
 # Which part of a drafter filled a Draft (Draft.source). Lookup-then-draft sends either part's proposal, and adaptive γ
 # learns the draft model's acceptance from the model's drafts only.
 BY_LOOKUP = "lookup"  # copied from the context by prompt lookup: no forward, q one-hot
@@ -34,6 +36,14 @@ class Draft:
     # on its first call, all plain-decoded tokens after adaptive γ's plain steps (that time is no draft step's)
     caught_up: int = 0
     source: str = field(kw_only=True)  # BY_LOOKUP or BY_MODEL: which part of the drafter filled it
+    # A token tree: the parent of every token (an earlier token's index, or -1 for a child of the sequence), each
+    # drawn from its row of probs given its earlier siblings (drafters/tree.py). None: a chain, [-1, 0, 1, ..].
+    parents: list[int] | None = field(default=None, kw_only=True)
+
+    @property
+    def tree_parents(self) -> list[int]:
+        """The parents of every token, a chain's included."""
+        return list(range(-1, self.tokens.numel() - 1)) if self.parents is None else list(self.parents)
 
 
 class Drafter(Protocol):
@@ -44,6 +54,7 @@ class Drafter(Protocol):
     # seconds spent so far in forwards the drafter runs itself, outside the models the pipeline times (the distilled
     # head's); 0 for a drafter whose forwards are a pipeline model's (the draft model's) or that runs none (lookup)
     forward_seconds: float
+    drafts_trees: bool  # propose() takes a TreeShape (a draft model); else it drafts chains only
 
     def begin(self) -> None: ...
 
@@ -53,7 +64,11 @@ class Drafter(Protocol):
         gamma: int,
         standardize: Callable[[torch.Tensor], torch.Tensor],
         generator: torch.Generator,
-    ) -> Draft: ...
+        tree: TreeShape | None = None,
+    ) -> Draft:
+        """Up to γ tokens for the sequence: a chain, or with `tree` a token tree of that shape (drafters whose
+        `drafts_trees` is False refuse one)."""
+        ...
 
 
 def empty_draft(vocab_size: int, source: str) -> Draft:

@@ -189,12 +189,15 @@ class FeatureDrafter:
         self.cache = None
         self.true_pairs = 0  # pairs in the cache built from the target's own states (never from predictions)
         self.forward_seconds = 0.0
+        self.drafts_trees = False  # it reads the target's states of one path
 
     def begin(self) -> None:
         self.cache = self.new_cache()
         self.true_pairs = 0
 
-    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+    def propose(self, sequence, gamma, standardize, generator, tree=None) -> Draft:
+        if tree is not None:
+            raise ValueError("the distilled draft drafts chains: a token tree needs a draft model")
         vocab, device = self.target.vocab_size, self.target.device
         known = self.target.cached_length  # states h_0..h_{known-1} exist
         if gamma == 0 or known != len(sequence) - 1 or self.target.features is None:

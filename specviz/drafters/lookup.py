@@ -24,6 +24,7 @@ class PromptLookupDrafter:
     name = "ngram"
     costless = True
     forward_seconds = 0.0  # no model
+    drafts_trees = False  # it copies one continuation
 
     def __init__(self, vocab_size: int, ngram_size: int = 3, eos_token_ids: list[int] | None = None):
         from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
@@ -37,7 +38,9 @@ class PromptLookupDrafter:
     def begin(self) -> None:
         pass
 
-    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+    def propose(self, sequence, gamma, standardize, generator, tree=None) -> Draft:
+        if tree is not None:
+            raise ValueError("prompt lookup copies one continuation: a token tree needs a draft model")
         self.lookup.num_output_tokens = gamma
         context = torch.tensor(sequence, dtype=torch.long).view(1, -1)  # [1, n]
         candidates, _ = self.lookup.get_candidates(context)
@@ -67,6 +70,7 @@ class LookupThenModelDrafter:
 
     def __init__(self, lookup: PromptLookupDrafter, model: Drafter, name: str):
         self.lookup, self.model, self.name = lookup, model, name
+        self.drafts_trees = model.drafts_trees  # the model's rounds may be trees; lookup's are chains
         self._new_records()
 
     def _new_records(self) -> None:
@@ -85,7 +89,7 @@ class LookupThenModelDrafter:
         self.model.begin()
         self._new_records()
 
-    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+    def propose(self, sequence, gamma, standardize, generator, tree=None) -> Draft:
         self.lookup_scores.score(sequence)
         self.model_scores.score(sequence)
         copied = self.lookup.propose(sequence, gamma, standardize, generator)
@@ -95,6 +99,6 @@ class LookupThenModelDrafter:
         if copied_ids and model_tried and (
                 self.lookup_scores.expected_accepted(len(copied_ids)) >= self.model_scores.expected_accepted(gamma)):
             return copied
-        draft = self.model.propose(sequence, gamma, standardize, generator)
+        draft = self.model.propose(sequence, gamma, standardize, generator, tree)
         self.model_scores.watch(len(sequence), draft.tokens.tolist())
         return draft

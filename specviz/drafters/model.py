@@ -7,6 +7,7 @@ import copy
 import torch
 
 from specviz.drafters.base import BY_MODEL, Draft, common_prefix_length, empty_draft
+from specviz.drafters.tree import TreeShape, grow, settle
 from specviz.models.loading import LanguageModel
 from specviz.sampling import sample
 
@@ -24,6 +25,7 @@ class DraftModelDrafter:
 
     costless = False
     forward_seconds = 0.0  # its forwards are the draft model's, which the pipeline times
+    drafts_trees = True
 
     def __init__(self, model: LanguageModel, twin: LanguageModel | None = None, confidence: float = 0.0):
         self.model = model
@@ -31,12 +33,14 @@ class DraftModelDrafter:
         self.confidence = confidence
         self.name = model.name
         self.cached_ids: list[int] = []
+        self.tree_tokens: list[int] = []  # the token-tree entries the model read last round (tree.settle)
 
     def begin(self) -> None:
         self.model.reset()
         self.cached_ids = []
+        self.tree_tokens: list[int] = []  # the token-tree entries the model read last round (tree.settle)
 
-    def propose(self, sequence, gamma, standardize, generator) -> Draft:
+    def propose(self, sequence, gamma, standardize, generator, tree: TreeShape | None = None) -> Draft:
         vocab = self.model.vocab_size
         if gamma == 0:
             return empty_draft(vocab, BY_MODEL)
@@ -45,12 +49,16 @@ class DraftModelDrafter:
                 return empty_draft(vocab, BY_MODEL)
             self.model.cache, self.model.cached_length = copy.deepcopy(self.twin.cache), self.twin.cached_length
             self.cached_ids = list(sequence[: self.twin.cached_length])
+        if self.model.tree_parents:  # last round's tree: keep the path the sequence took, drop the rest
+            self.cached_ids = settle(self.model, self.tree_tokens, self.cached_ids, sequence)
         # Roll back to the valid prefix; always re-feed at least the last token to get fresh logits.
         valid = min(common_prefix_length(self.cached_ids, sequence), len(sequence) - 1)
         self.model.crop(valid)
         new_ids = torch.tensor(sequence[valid:], dtype=torch.long, device=self.model.device)
-        tokens, probs, raw = [], [], []
         logits = self.model.feed(new_ids, sync=False)  # [1, V]
+        if tree is not None:
+            return self._grown(sequence, logits, tree.within(gamma), standardize, generator, len(new_ids))
+        tokens, probs, raw = [], [], []
         # 1. Sample x_1..x_k (k ≤ γ) one at a time, keeping each q_i. x_k is sampled but never fed back. Without a
         #    confidence stop everything stays on the device: no host sync inside this loop (the engine
         #    synchronises once, after drafting); the stop reads q_i(x_i), one sync per drafted token.
@@ -66,6 +74,13 @@ class DraftModelDrafter:
         drafted = torch.cat(tokens)  # [k]
         self.cached_ids = list(sequence) + drafted[:-1].tolist()
         return Draft(drafted, torch.stack(probs), len(tokens), raw, caught_up=len(new_ids), source=BY_MODEL)
+
+    def _grown(self, sequence, logits, shape: TreeShape, standardize, generator, caught_up: int) -> Draft:
+        """1. Draft a token tree of `shape` under the sequence, whose next-token logits [1, V] were just read."""
+        grown = grow(self.model, logits, shape, standardize, generator)
+        self.cached_ids, self.tree_tokens = list(sequence), [grown.tokens[node] for node in grown.fed]
+        return Draft(torch.tensor(grown.tokens, dtype=torch.long, device=self.model.device), torch.stack(grown.probs),
+                     grown.forwards + 1, grown.logits, caught_up=caught_up, source=BY_MODEL, parents=grown.parents)
 
     def _unsure(self, logits: torch.Tensor, token: torch.Tensor) -> bool:
         """Whether the draft model gave its token less than `confidence`, by its own untempered distribution

@@ -73,8 +73,6 @@ class LanguageModel:
         entries (those fed since the last keep_path, then this call's, in order) or -1 for a child of the last
         committed token. One forward, with the tree attention mask and position ids by depth (tree_attention).
         Returns logits [logits_to_keep (default m), vocab_size] for the last entries."""
-        if self.keep_features:
-            raise ValueError(f"{self.name}: a token tree cannot keep the features a feature drafter reads")
         every_parent = self.tree_parents + [int(parent) for parent in parents]
         depths(every_parent)  # refuses a parent that is not an earlier entry
         new, keep = len(parents), logits_to_keep or len(parents)
@@ -82,6 +80,8 @@ class LanguageModel:
             raise ValueError(f"{self.name}: {token_ids.numel()} tree entries with {new} parents")
         if not self.tree_parents and is_chain(every_parent):  # a chain: the causal mask is the tree mask
             logits = self._feed(token_ids, keep, sync)
+        elif self.keep_features:
+            raise ValueError(f"{self.name}: a token tree cannot keep the features a feature drafter reads")
         else:
             base = self.cached_length - len(self.tree_parents)
             logits = self._feed(token_ids, keep, sync, tree_mask(every_parent, new, base, self.device),

@@ -1,0 +1,162 @@
+"""Growing a token tree with a draft model, one depth at a time (EAGLE-2's dynamic tree, kept exact).
+
+At each depth the draft model reads the frontier nodes worth expanding in ONE batched forward (tree attention:
+each row sees the committed text and its own ancestors; models/tree_attention.py) and draws children under each:
+- at T > 0, `branch` distinct children without replacement (sampling.draw_siblings): child i's q is the draft's
+  distribution with children 1..i-1 removed and renormalised, exactly what it was drawn from;
+- at T = 0, the draft's top-`branch` tokens, each with a one-hot q on itself (the greedy case of the same rule).
+Which nodes are expanded is dynamic, as in EAGLE-2: the `expand` frontier nodes with the highest path
+probability under the draft (the product of softmax(logits) along the path). Every count is fixed before the
+children it counts are drawn, and nothing is pruned after it is drawn, so the multi-draft rule stays exact
+(tree_verify.py): the shape may depend on a node's own value only through its descendants, never its siblings'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+import torch
+
+from specviz.sampling import draw_siblings, one_hot
+
+
+@dataclass(frozen=True)
+class TreeShape:
+    """How a draft model grows a token tree. A chain of γ is TreeShape(depth=γ, branch=1, expand=1, budget=γ)."""
+
+    depth: int  # levels below the committed text: the longest path, at most depth - 1 draft forwards after the first
+    branch: int  # children drawn under each expanded node (the root's too)
+    expand: int  # nodes expanded per level: the frontier's most probable paths, read in one batched forward
+    budget: int  # the most nodes drafted in all
+    ends: tuple[int, ...] = ()  # tokens nothing is drafted after (EOS): such a node is never expanded
+
+    def __post_init__(self):
+        for name in ("depth", "branch", "expand", "budget"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"a tree's {name} must be a whole number of at least 1, got {value!r}")
+
+    def within(self, depth: int) -> TreeShape:
+        """This shape at most `depth` deep (a round near max_new_tokens may emit only so many tokens)."""
+        return dataclasses.replace(self, depth=min(self.depth, depth)) if depth < self.depth else self
+
+    def describe(self) -> str:
+        return (f"up to {self.budget} nodes, {self.depth} deep, {self.branch} children under each of the "
+                f"{self.expand} likeliest nodes per level")
+
+
+@dataclass
+class GrownTree:
+    """The drafted tree: node j is tokens[j], a child of parents[j] (-1: of the committed text), drawn from probs[j]."""
+
+    tokens: list[int] = field(default_factory=list)
+    parents: list[int] = field(default_factory=list)
+    probs: list[torch.Tensor] = field(default_factory=list)  # [V] each: q exactly as node j was drawn
+    logits: list[torch.Tensor] = field(default_factory=list)  # [1, V] each: the raw draft logits at node j's parent
+    fed: list[int] = field(default_factory=list)  # the nodes the draft model read, in its tree entries' order
+    forwards: int = 0
+
+
+def pick_children(logits: torch.Tensor, draft_probs: torch.Tensor, count: int, greedy: bool,
+                  generator: torch.Generator) -> tuple[list[int], list[torch.Tensor]]:
+    """`count` children of a node whose draft logits are logits [1, V] and standardized q is draft_probs [V]: the top
+    `count` with one-hot q at T = 0, else drawn without replacement (fewer when q's support is smaller)."""
+    if greedy:
+        ids = logits[0].topk(min(count, logits.shape[-1])).indices  # [count], the first is the argmax
+        return ids.tolist(), list(one_hot(ids, draft_probs.shape[-1]))
+    tokens, rows = draw_siblings(draft_probs, count, generator)
+    return tokens.tolist(), list(rows)
+
+
+def grow(model, root_logits: torch.Tensor, shape: TreeShape, standardize, generator: torch.Generator) -> GrownTree:
+    """Grow a tree under the committed text, whose next-token logits [1, V] the model has just given. The model's
+    cache holds the committed text; the expanded nodes are left in it as tree entries (keep_path settles them)."""
+    tree = GrownTree()
+    frontier = [(-1, root_logits, 1.0)]  # (node, its logits [1, V], its path probability under the draft)
+    for level in range(shape.depth):
+        new: list[tuple[int, float]] = []
+        for node, logits, score in frontier:
+            count = min(shape.branch, shape.budget - len(tree.tokens))
+            if count <= 0:
+                break
+            draft_probs = standardize(logits)[0]  # [V]
+            confidence = torch.softmax(logits[0].float(), dim=-1)  # the draft's own, untempered: ranks the paths
+            children, rows = pick_children(logits, draft_probs, count, standardize.greedy, generator)
+            for token, row in zip(children, rows):
+                new.append((len(tree.tokens), score * float(confidence[token])))
+                tree.tokens.append(token)
+                tree.parents.append(node)
+                tree.probs.append(row)
+                tree.logits.append(logits)
+        if level == shape.depth - 1 or len(tree.tokens) >= shape.budget:
+            break
+        # Expand the likeliest new paths (an EOS ends its path: nothing follows it): one batched forward.
+        ranked = sorted((item for item in new if tree.tokens[item[0]] not in shape.ends), key=lambda item: -item[1])
+        chosen = sorted(ranked[: shape.expand])  # in node order, so each parent is read before its children
+        if not chosen:
+            break
+        entry_of = {node: entry for entry, node in enumerate(tree.fed)}
+        parents = [entry_of.get(tree.parents[node], -1) for node, _ in chosen]
+        ids = torch.tensor([tree.tokens[node] for node, _ in chosen], dtype=torch.long, device=model.device)
+        rows = model.feed_tree(ids, parents, sync=False)  # [w, V]
+        tree.fed.extend(node for node, _ in chosen)
+        tree.forwards += 1
+        frontier = [(node, rows[i : i + 1], score) for i, (node, score) in enumerate(chosen)]
+    return tree
+
+
+def settle(model, fed_tokens: list[int], committed: list[int], sequence: list[int]) -> list[int]:
+    """Before the next proposal: keep, of the tree entries the model read (fed_tokens, in entry order, with the
+    model's tree_parents), the longest path that the sequence now continues `committed` with; drop the rest.
+    Returns the ids the model's cache then holds."""
+    parents = model.tree_parents
+    continuation = sequence[len(committed):]
+    best: list[int] = []
+    paths: dict[int, list[int]] = {}
+    for entry, parent in enumerate(parents):
+        if parent >= 0 and parent not in paths:
+            continue  # its parent is off the sequence
+        path = [*paths[parent], entry] if parent >= 0 else [entry]
+        depth = len(path)
+        if depth <= len(continuation) and fed_tokens[entry] == continuation[depth - 1]:
+            paths[entry] = path
+            if depth > len(best):
+                best = path
+    model.keep_path(best)
+    return committed + [fed_tokens[entry] for entry in best]
+
+
+BRANCH = 2  # children under each expanded node: the draft's choice and one alternative where it was unsure
+FLAT_SLACK = 0.10  # a tree may verify as many nodes as cost at most this much more than the chain's γ + 1 tokens
+
+
+def shape_for(gamma: int, budget: int, ends=()) -> TreeShape | None:
+    """The tree a budget of nodes buys at depth γ: BRANCH children under the likeliest max(1, budget // (BRANCH·γ))
+    nodes of each level, filled level by level until the budget is spent. None when the budget is no more than a
+    chain's γ nodes: then a chain it is.
+
+    >>> shape_for(4, 8)
+    TreeShape(depth=4, branch=2, expand=1, budget=8, ends=())
+    >>> shape_for(4, 4) is None
+    True
+    """
+    if budget <= gamma:
+        return None
+    return TreeShape(depth=gamma, branch=BRANCH, expand=max(1, budget // (BRANCH * gamma)), budget=budget,
+                     ends=tuple(ends))
+
+
+def measured_budget(gamma: int, verify_ms: list[float]) -> int:
+    """The node budget this machine's verify costs afford: the most nodes n (up to BRANCH·γ·2) whose forward over
+    n + 1 tokens costs at most FLAT_SLACK more than the chain's over γ + 1, read from verify_ms[k - 1] = v(k) in ms
+    (pipeline.calibrate). γ (a chain) when v(k) was not measured that far.
+
+    >>> measured_budget(4, [10, 10, 10, 10, 10.5, 10.6, 10.8, 11.5, 14, 20])  # v(8) = 11.5 ≤ 1.1 × v(5)
+    7
+    """
+    if len(verify_ms) < gamma + 1:
+        return gamma
+    limit = verify_ms[gamma] * (1 + FLAT_SLACK)
+    affordable = [k - 1 for k in range(gamma + 1, min(len(verify_ms), 2 * BRANCH * gamma + 1) + 1) if verify_ms[k - 1] <= limit]
+    return max(affordable, default=gamma)

@@ -1,0 +1,109 @@
+"""Token-tree rounds on the scripted models: whole sequences follow the target exactly (χ²), top-k children checked
+as if drawn from q do not (the negative control), greedy trees equal greedy decoding, the caches keep only the
+accepted path, and a T = 1 tree run replays exactly while a tampered one is caught."""
+
+import pytest
+import torch
+
+from specviz import engine
+from specviz.config import DecodeConfig
+from specviz.drafters import tree as tree_module
+from specviz.replay import first_difference
+from specviz.trace import REJECTED, Trace
+from tests.fakes import fake_pipeline
+from tests.test_engine import PROMPT, _exact_sequence_probs
+from tests.test_verify import _chi_square_p_value
+
+TREE = dict(tree=True, tree_budget=6)  # γ 2: up to 6 nodes, 2 deep, 2 children under each of the 3 likeliest nodes
+
+
+def _sequence_counts(config: DecodeConfig, runs: int, vocab: int = 3) -> tuple[dict, dict, int]:
+    exact = _exact_sequence_probs(config, config.max_new_tokens, vocab)
+    pipeline = fake_pipeline(vocab)
+    counts, tree_rounds = dict.fromkeys(exact, 0), 0
+    for seed in range(runs):
+        trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
+        counts[tuple(trace.token_ids)] += 1
+        tree_rounds += sum(round_.is_tree for round_ in trace.rounds)
+    return exact, counts, tree_rounds
+
+
+def _fit(exact: dict, counts: dict, runs: int) -> tuple[float, float]:
+    """(χ² p-value, total variation distance) of the observed sequences against the target's law."""
+    support = [sequence for sequence, p in exact.items() if p > 0]
+    assert sum(counts[sequence] for sequence in exact if exact[sequence] == 0) == 0  # never a forbidden sequence
+    observed = torch.tensor([counts[sequence] for sequence in support], dtype=torch.float)
+    expected = torch.tensor([exact[sequence] for sequence in support])
+    return _chi_square_p_value(observed, expected / expected.sum()), 0.5 * float((observed / runs - expected).abs().sum())
+
+
+@pytest.mark.parametrize("sampling", [
+    dict(temperature=1.0),
+    pytest.param(dict(temperature=0.7, top_k=2), marks=pytest.mark.slow),
+    pytest.param(dict(temperature=1.3, top_p=0.8), marks=pytest.mark.slow),
+])
+def test_tree_sequences_follow_the_target_exactly(sampling):
+    runs = 800
+    config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, **TREE, **sampling)
+    exact, counts, tree_rounds = _sequence_counts(config, runs)
+    assert tree_rounds > runs  # most rounds drafted real trees
+    p_value, distance = _fit(exact, counts, runs)
+    assert p_value > 0.001 and distance < 0.08
+
+
+def test_top_k_children_checked_as_if_drawn_from_q_leave_the_target_law(monkeypatch):
+    """The negative control: the draft's top-2 tokens as children, each tested with q itself (not the distribution
+    it was really drawn from, which is one-hot: it was chosen, not drawn). The same test must fail."""
+    def top_k_as_if_sampled(logits, draft_probs, count, greedy, generator):
+        ids = draft_probs.topk(count).indices.tolist()
+        return ids, [draft_probs] * len(ids)
+
+    monkeypatch.setattr(tree_module, "pick_children", top_k_as_if_sampled)
+    runs = 400
+    config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0, **TREE)
+    exact, counts, _ = _sequence_counts(config, runs)
+    p_value, distance = _fit(exact, counts, runs)
+    assert p_value < 1e-6 and distance > 0.1
+
+
+@pytest.mark.parametrize("gamma, budget", [(1, 3), (3, 9), (5, 24)])
+def test_greedy_trees_equal_greedy_decoding(gamma, budget):
+    pipeline = fake_pipeline(vocab_size=5)
+    config = DecodeConfig(gamma=gamma, max_new_tokens=40, chat=False, tree=True, tree_budget=budget)
+    trace = engine.run_speculative(pipeline, "abcab", config)
+    assert trace.token_ids == engine.baseline_decode(pipeline, "abcab", config).token_ids
+    assert all(round_.drafted <= budget for round_ in trace.rounds) and any(round_.is_tree for round_ in trace.rounds)
+    assert sum(token.kind == REJECTED for round_ in trace.rounds for token in round_.tokens) > 0  # siblings were tried
+
+
+def test_the_caches_keep_only_the_accepted_path():
+    pipeline = fake_pipeline(vocab_size=4)
+    config = DecodeConfig(gamma=3, max_new_tokens=30, chat=False, temperature=1.0, seed=3, tree=True, tree_budget=10)
+    prompt_ids = [ord(ch) % 4 for ch in PROMPT]
+    for round_, trace in engine.speculative_decode(pipeline, PROMPT, config):
+        held = prompt_ids + trace.token_ids
+        assert pipeline.target.tokens == held[:-1] and pipeline.target.tree_tokens == []  # all but the newest token
+        assert pipeline.draft_model.tokens == held[: len(pipeline.draft_model.tokens)]  # a prefix, then its tree
+        assert len(round_.draft_parents) == round_.drafted
+        path = [token.node for token in round_.tokens if token.kind == "accepted"]
+        assert all(round_.draft_parents[node] == parent for parent, node in zip([-1, *path], path))
+
+
+def test_a_t1_tree_run_replays_exactly_and_a_tampered_one_is_caught():
+    config = DecodeConfig(gamma=3, max_new_tokens=24, chat=False, temperature=1.0, seed=11, tree=True, tree_budget=9)
+    trace = Trace.from_json(engine.run_speculative(fake_pipeline(4), PROMPT, config).to_json())
+    assert any(round_.is_tree for round_ in trace.rounds)
+    assert first_difference(trace, fake_pipeline(4)) is None
+    tampered = Trace.from_json(trace.to_json())
+    changed = next(round_ for round_ in tampered.rounds if round_.is_tree)
+    changed.draft_parents = list(range(-1, changed.drafted - 1))  # claim the tree was a chain
+    mismatch = first_difference(tampered, fake_pipeline(4))
+    assert mismatch is not None and mismatch.round_index == changed.index
+
+
+def test_a_tree_needs_a_drafter_that_drafts_trees():
+    config = DecodeConfig(gamma=3, max_new_tokens=8, chat=False, draft="ngram", tree=True, tree_budget=9)
+    with pytest.raises(ValueError, match="drafts chains only"):
+        engine.run_speculative(fake_pipeline(4, drafter="ngram"), PROMPT, config)
+    with pytest.raises(ValueError, match="adaptive γ"):
+        DecodeConfig(tree=True, adaptive=True).validate()
