@@ -51,6 +51,34 @@ def test_tree_sequences_follow_the_target_exactly(sampling):
     assert p_value > 0.001 and distance < 0.08
 
 
+@pytest.mark.slow
+def test_trees_with_prompt_lookup_s_branch_follow_the_target_exactly():
+    runs = 1500
+    config = DecodeConfig(gamma=2, max_new_tokens=4, chat=False, temperature=1.0, draft="ngram+model", **TREE)
+    exact = _exact_sequence_probs(config, config.max_new_tokens, 3)
+    pipeline = fake_pipeline(3, drafter="ngram+model")
+    counts = dict.fromkeys(exact, 0)
+    for seed in range(runs):
+        trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
+        counts[tuple(trace.token_ids)] += 1
+    p_value, distance = _fit(exact, counts, runs)
+    assert p_value > 0.001 and distance < 0.1
+
+
+def test_prompt_lookup_s_copy_joins_the_tree_where_it_leaves_it():
+    from specviz.drafters.base import BY_LOOKUP, BY_MODEL, Draft
+    from specviz.drafters.tree import main_line, with_branch
+    from specviz.sampling import one_hot
+
+    tree = Draft(torch.tensor([5, 6, 7, 8]), torch.rand(4, 10), 2, source=BY_MODEL, parents=[-1, -1, 0, 0])
+    copy = Draft(torch.tensor([5, 8, 9, 1]), one_hot(torch.tensor([5, 8, 9, 1]), 10), 0, source=BY_LOOKUP)
+    merged = with_branch(tree, copy)  # 5 and 8 are the tree's own nodes 0 and 3; 9 and 1 hang under node 3
+    assert merged.tokens.tolist() == [5, 6, 7, 8, 9, 1] and merged.parents == [-1, -1, 0, 0, 3, 4]
+    assert torch.equal(merged.probs[4:], one_hot(torch.tensor([9, 1]), 10))
+    assert main_line(merged.tokens.tolist(), merged.parents) == [5, 7]
+    assert with_branch(tree, Draft(torch.tensor([5, 7]), one_hot(torch.tensor([5, 7]), 10), 0, source=BY_LOOKUP)) is tree
+
+
 def test_top_k_children_checked_as_if_drawn_from_q_leave_the_target_law(monkeypatch):
     """The negative control: the draft's top-2 tokens as children, each tested with q itself (not the distribution
     it was really drawn from, which is one-hot: it was chosen, not drawn). The same test must fail."""
@@ -66,13 +94,16 @@ def test_top_k_children_checked_as_if_drawn_from_q_leave_the_target_law(monkeypa
     assert p_value < 1e-6 and distance > 0.1
 
 
+@pytest.mark.parametrize("drafter", ["model", "ngram+model"])
 @pytest.mark.parametrize("gamma, budget", [(1, 3), (3, 9), (5, 24)])
-def test_greedy_trees_equal_greedy_decoding(gamma, budget):
-    pipeline = fake_pipeline(vocab_size=5)
+def test_greedy_trees_equal_greedy_decoding(gamma, budget, drafter):
+    pipeline = fake_pipeline(vocab_size=5, drafter=drafter)
     config = DecodeConfig(gamma=gamma, max_new_tokens=40, chat=False, tree=True, tree_budget=budget)
     trace = engine.run_speculative(pipeline, "abcab", config)
     assert trace.token_ids == engine.baseline_decode(pipeline, "abcab", config).token_ids
-    assert all(round_.drafted <= budget for round_ in trace.rounds) and any(round_.is_tree for round_ in trace.rounds)
+    lookup_nodes = gamma if drafter == "ngram+model" else 0  # prompt lookup's branch comes on top of the budget
+    assert all(round_.drafted <= budget + lookup_nodes for round_ in trace.rounds)
+    assert any(round_.is_tree for round_ in trace.rounds)
     assert sum(token.kind == REJECTED for round_ in trace.rounds for token in round_.tokens) > 0  # siblings were tried
 
 

@@ -6,6 +6,7 @@ import torch
 
 from specviz.drafters.acceptance import PositionalAcceptance
 from specviz.drafters.base import BY_LOOKUP, Draft, Drafter
+from specviz.drafters.tree import main_line, with_branch
 from specviz.sampling import one_hot
 
 PRIOR = 0.5  # each source's acceptance before any evidence (as adaptive γ's prior for a draft model)
@@ -95,6 +96,10 @@ class LookupThenModelDrafter:
         copied = self.lookup.propose(sequence, gamma, standardize, generator)
         copied_ids = copied.tokens.tolist()
         self.lookup_scores.watch(len(sequence), copied_ids)
+        if tree is not None:  # a token tree: the model's, with lookup's copy as one more branch (it costs nothing)
+            draft = self.model.propose(sequence, gamma, standardize, generator, tree)
+            self.model_scores.watch(len(sequence), main_line(draft.tokens.tolist(), draft.tree_parents))
+            return with_branch(draft, copied)
         model_tried = self.model_scores.reached[0] > 0  # the model drafts first, so adaptive γ learns what it is worth
         if copied_ids and model_tried and (
                 self.lookup_scores.expected_accepted(len(copied_ids)) >= self.model_scores.expected_accepted(gamma)):

@@ -160,3 +160,37 @@ def measured_budget(gamma: int, verify_ms: list[float]) -> int:
     limit = verify_ms[gamma] * (1 + FLAT_SLACK)
     affordable = [k - 1 for k in range(gamma + 1, min(len(verify_ms), 2 * BRANCH * gamma + 1) + 1) if verify_ms[k - 1] <= limit]
     return max(affordable, default=gamma)
+
+
+def main_line(tokens: list[int], parents: list[int]) -> list[int]:
+    """The tree's first-drawn path: the first child of the root, its first child, and so on (a chain: all of it)."""
+    line, node = [], -1
+    while (child := next((index for index, parent in enumerate(parents) if parent == node), None)) is not None:
+        line.append(tokens[child])
+        node = child
+    return line
+
+
+def with_branch(draft, branch):
+    """`draft` (a tree) with a chain `branch` (a Draft of one-hot q, prompt lookup's copy) merged in: the branch
+    follows the tree where the tree drew the same tokens and goes on as new nodes after the last match, the first
+    of them a later sibling there. Each new node's q is one-hot on itself, the distribution it came from (it was
+    copied, not drawn), so the multi-draft rule stays exact; a new node never repeats a sibling."""
+    tokens, parents = draft.tokens.tolist(), draft.tree_parents
+    branch_ids = branch.tokens.tolist()
+    node, depth = -1, 0
+    while depth < len(branch_ids):
+        match = next((index for index, parent in enumerate(parents)
+                      if parent == node and tokens[index] == branch_ids[depth]), None)
+        if match is None:
+            break
+        node, depth = match, depth + 1
+    added = branch_ids[depth:]
+    if not added:
+        return draft
+    new_parents = [node, *range(len(tokens), len(tokens) + len(added) - 1)]
+    device = draft.tokens.device
+    return dataclasses.replace(
+        draft, tokens=torch.cat([draft.tokens, torch.tensor(added, dtype=torch.long, device=device)]),
+        probs=torch.cat([draft.probs, branch.probs[depth:].to(draft.probs.device, draft.probs.dtype)]),
+        parents=[*parents, *new_parents])
