@@ -3,12 +3,17 @@
 Colour is never the only cue: rejected tokens are struck through, corrections carry a leading mark, bonus
 tokens a trailing one, and a legend names each kind. Whitespace inside tokens is drawn (· for a space,
 ↵ for a newline, → for a tab) so that rows show the real token boundaries.
+
+A token-tree round is drawn as a small tree (render_tree lays it out): its accepted path and then the correction or
+bonus along the row, and under each depth the siblings tried there and rejected, or never tried, each with the count
+of the drafted nodes below it that were never tested.
 """
 
 from __future__ import annotations
 
 import html
 
+from specviz.render_tree import Column, Turn, hidden_tooltip, tree_columns, turn_lines, untested_tooltip
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
 
 KIND_LABELS = {ACCEPTED: "accepted draft", REJECTED: "rejected draft", CORRECTED: "correction from norm(max(0, p − q))",
@@ -36,33 +41,66 @@ def visible_text(text: str) -> str:
     return "".join(pieces) or '<span class="sv-ws">∅</span>'
 
 
-def token_tooltip(token: Token) -> str:
-    """The plain-text details shown on hover (escaped later as an attribute)."""
+def token_tooltip(token: Token, turn: Turn | None = None) -> str:
+    """The plain-text details shown on hover (escaped later as an attribute). turn: where a tree round's token
+    was tested among its siblings (None in a chain); its test is then against P, the residual-updated target."""
     lines = [f"{KIND_LABELS[token.kind]} at position {token.position}", f"token {token.token_id}: {token.text!r}",
              f"p(x) = {token.target_prob:.4f}"]
+    if turn is not None:
+        lines[0:1] = turn_lines(token, turn)
     if token.draft_prob is not None:
         lines.append(f"q(x) = {token.draft_prob:.4f}")
     if token.uniform is not None:
         verdict = "<" if token.kind == ACCEPTED else "≥"
-        lines.append(f"r = {token.uniform:.4f} {verdict} min(1, p/q) = {token.accept_prob:.4f}")
+        ratio = "p/q" if turn is None else "P(x)/q(x)"
+        lines.append(f"r = {token.uniform:.4f} {verdict} min(1, {ratio}) = {token.accept_prob:.4f}")
     if token.overlap is not None:
         lines.append(f"β = Σ min(p, q) = {token.overlap:.4f}")
     return "\n".join(lines)
 
 
-def token_html(token: Token, round_index: int) -> str:
-    title = html.escape(token_tooltip(token), quote=True)
+def token_html(token: Token, round_index: int, turn: Turn | None = None) -> str:
+    title = html.escape(token_tooltip(token, turn), quote=True)
+    node = "" if token.node is None or turn is None else f' data-node="{token.node}"'
     return (f'<span class="sv-tok sv-{token.kind}" title="{title}" data-round="{round_index}" '
-            f'data-position="{token.position}">{visible_text(token.text)}</span>')
+            f'data-position="{token.position}"{node}>{visible_text(token.text)}</span>')
 
 
 def round_html(round_: Round) -> str:
+    if round_.is_tree:
+        return tree_round_html(round_)
     tokens = "".join(token_html(token, round_.index) for token in round_.tokens)
     untested = round_.draft_texts[len([t for t in round_.tokens if t.kind in (ACCEPTED, REJECTED)]):]
     skipped = "".join(f'<span class="sv-tok sv-untested" title="drafted, never tested">{visible_text(text)}</span>'
                       for text in untested)
     label = f"{round_.index + 1}" if round_.drafted == 0 else f"{round_.index + 1} · {round_.accepted}/{round_.drafted}"
     return f'<div class="sv-row"><span class="sv-label">{label}</span>{tokens}{skipped}{lone_token_note(round_)}</div>'
+
+
+def tree_round_html(round_: Round) -> str:
+    """A tree round: one column per depth, the path's token on top and the other siblings hanging under it."""
+    label = (f'<span class="sv-label sv-tree-label" title="a token tree: {round_.accepted} accepted along one path '
+             f'of the {round_.drafted} drafted nodes">{round_.index + 1} · path {round_.accepted} of '
+             f'{round_.drafted} nodes</span>')
+    return f'<div class="sv-row">{label}{"".join(_column_html(c, round_) for c in tree_columns(round_))}</div>'
+
+
+def _column_html(column: Column, round_: Round) -> str:
+    top = "" if column.token is None else token_html(column.token, round_.index, column.turn)
+    branches = []
+    for branch in column.branches:
+        if branch.token is not None:  # tried and rejected
+            chip = token_html(branch.token, round_.index, branch.turn)
+        else:
+            title = html.escape(untested_tooltip(branch, column), quote=True)
+            chip = (f'<span class="sv-tok sv-untested" title="{title}" data-round="{round_.index}" '
+                    f'data-position="{branch.turn.depth}" data-node="{branch.node}">{visible_text(branch.text)}</span>')
+        if branch.hidden:
+            title = html.escape(hidden_tooltip(branch, round_.draft_texts), quote=True)
+            chip += f'<span class="sv-tok sv-untested sv-hidden-count" title="{title}">+{len(branch.hidden)}</span>'
+        branches.append(f'<span class="sv-branch">{chip}</span>')
+    hanging = f'<span class="sv-branches">{"".join(branches)}</span>' if branches else ""
+    return f'<span class="sv-depth" data-depth="{column.turn.depth}">{top}{hanging}</span>'
 
 
 def lone_token_note(round_: Round) -> str:
@@ -89,7 +127,16 @@ def rows_html(trace: Trace | None, last: int | None = None) -> str:
     rounds = trace.rounds if last is None else trace.rounds[-last:]
     hidden = len(trace.rounds) - len(rounds)
     note = f'<div class="sv-more">… {hidden} earlier rounds</div>' if hidden else ""
-    return f'{LEGEND_HTML}{templated_prompt_html(trace)}{note}{"".join(round_html(r) for r in rounds)}'
+    return f'{LEGEND_HTML}{tree_hint_html(trace)}{templated_prompt_html(trace)}{note}{"".join(round_html(r) for r in rounds)}'
+
+
+def tree_hint_html(trace: Trace) -> str:
+    """How to read a tree round, under the legend of a tree run (from its first update, so streaming appends)."""
+    if not trace.config.get("tree") and not any(round_.is_tree for round_ in trace.rounds):
+        return ""
+    return ('<div class="sv-hint sv-tree-hint">tree rounds: the accepted path runs along the row; rejected siblings '
+            'hang under the depth they were tried at (untried ones greyed); “+n”: the drafted nodes below one, never '
+            'tested</div>')
 
 
 def templated_prompt_html(trace: Trace) -> str:

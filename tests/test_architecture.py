@@ -119,8 +119,8 @@ LAYERS = (
     ("recording", ("specviz.recording",)),
     ("trace", ("specviz.trace", "specviz.replay")),  # the plain data, and its JSON / replay branch
     ("metrics/theory", ("specviz.metrics", "specviz.theory", "specviz.counters", "specviz.parting")),  # trace -> numbers
-    ("figures/render", ("specviz.figures", "specviz.render", "specviz.stats_text", "specviz.export",
-                        "specviz.cli_output")),  # numbers and traces -> figures, HTML, Markdown, terminal lines
+    ("figures/render", ("specviz.figures", "specviz.render", "specviz.render_tree", "specviz.stats_text",
+                        "specviz.export", "specviz.cli_output")),  # numbers and traces -> figures, HTML, Markdown, terminal lines
     ("labs", ("specviz.labs",)),  # the app's teaching tabs: maths and figures, a few on the engine
     ("app", ("specviz.app",)),
     ("tools", ("specviz.bench", "specviz.distill")),  # use the engine (bench drives the app too); nothing imports them
