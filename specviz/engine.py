@@ -16,6 +16,7 @@ Recording for the views (recording.py) happens after each round's timed sections
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Iterator
@@ -25,12 +26,13 @@ import torch
 from specviz import job
 from specviz.adaptive import GammaPolicy, RoundTiming, gamma_policy
 from specviz.config import DecodeConfig
-from specviz.drafters.tree import TreeShape, measured_budget, shape_for
+from specviz.drafters.tree import TreeShape, shape_for
 from specviz.models import loading as models
 from specviz.pipeline import Pipeline, encode_prompt
 from specviz.recording import IncrementalText, TokenTexts, record_round
 from specviz.sampling import Standardizer, sample
 from specviz.trace import Baseline, Round, Trace
+from specviz.tree_budget import choose_budget, remember_acceptance
 from specviz.tree_verify import verify_draft
 
 
@@ -40,6 +42,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
 
     `policy` chooses each round's draft length; by default the config's (fixed γ, or adaptive). A replay
     passes ScriptedGamma with a recorded run's lengths, since adaptive choices depend on timings."""
+    config = resolved_config(pipeline, config)
     trace, prompt_ids = new_trace(pipeline, prompt, config)
     target, drafter, device = pipeline.target, pipeline.drafter, pipeline.device
     standardize = Standardizer(config.temperature, config.top_k, config.top_p)
@@ -109,18 +112,28 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             trace.forward_ms = (pipeline.forward_seconds() - forward_before) * 1e3
         trace.wall_ms += (verified_at - started) * 1e3  # the decoding itself; recording is the views' cost
         trace.record_ms += (time.perf_counter() - verified_at) * 1e3
+        if trace.stop_reason and shape is not None:
+            remember_acceptance(pipeline, trace)  # the next tree run on this pair chooses its budget with it
         yield round_, trace
 
 
 def tree_shape(pipeline: Pipeline, config: DecodeConfig) -> TreeShape | None:
-    """The token tree each round drafts: config.tree_budget nodes γ deep, or (budget 0) what the target's measured
-    v(k) affords (pipeline.calibrate); None for chains, also where the budget buys no more than a chain."""
+    """The token tree each round drafts, for config.tree_budget nodes γ deep (resolved_config fills a budget of 0);
+    None for chains, also where the budget buys no more than a chain."""
     if not config.tree:
         return None
     if not pipeline.drafter.drafts_trees:
         raise ValueError(f"the {config.draft!r} drafter drafts chains only: a token tree needs a draft model")
-    budget = config.tree_budget or measured_budget(config.gamma, pipeline.target_forward_ms)
-    return shape_for(config.gamma, budget, pipeline.eos_ids)
+    return shape_for(config.gamma, config.tree_budget, pipeline.eos_ids)
+
+
+def resolved_config(pipeline: Pipeline, config: DecodeConfig) -> DecodeConfig:
+    """config with a tree budget of 0 replaced by the one this machine affords (tree_budget.choose_budget: from the
+    target's measured v(k), the draft step and the acceptance by sibling rank of this pair's earlier tree runs),
+    so that the trace records the budget the run used and replays with it."""
+    if not config.tree or config.tree_budget:
+        return config
+    return dataclasses.replace(config, tree_budget=choose_budget(pipeline, config.gamma))
 
 
 def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Trace, list[int]]:

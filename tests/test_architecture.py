@@ -115,7 +115,7 @@ LAYERS = (
     ("models", ("specviz.models",)),  # loading, caches, kernels (cpu_linear, int4), v(k) measurement, presets
     ("drafters", ("specviz.drafters",)),
     ("pipeline", ("specviz.pipeline",)),
-    ("engine", ("specviz.engine", "specviz.adaptive")),  # the rounds, and the γ policy the engine asks each round
+    ("engine", ("specviz.engine", "specviz.adaptive", "specviz.tree_budget")),  # the rounds; the γ and tree policies
     ("recording", ("specviz.recording",)),
     ("trace", ("specviz.trace", "specviz.replay")),  # the plain data, and its JSON / replay branch
     ("metrics/theory", ("specviz.metrics", "specviz.theory", "specviz.counters", "specviz.parting")),  # trace -> numbers
