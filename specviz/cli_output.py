@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 from specviz.counters import engine_counters
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
+from specviz.tree_metrics import summarize_tree
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
 MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
@@ -27,6 +28,10 @@ def json_summary(trace, metrics, parting=None) -> dict:
                "device": trace.device, "dtype": trace.dtype, "stop_reason": trace.stop_reason,
                "wall_ms": trace.wall_ms, "forward_ms": trace.forward_ms, **metrics.to_dict(),
                "engine_counters": engine_counters(trace)}  # llama.cpp's and vLLM's names for the same counts
+    tree = summarize_tree(trace)
+    if tree.is_tree:  # metrics.DEFINITIONS["acceptance_by_depth"] and ["acceptance_by_sibling_rank"]
+        summary.update(acceptance_by_depth=tree.acceptance_by_depth,
+                       acceptance_by_sibling_rank=tree.acceptance_by_sibling_rank)
     if trace.baseline is not None:
         summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
     if parting is not None:
@@ -34,12 +39,28 @@ def json_summary(trace, metrics, parting=None) -> dict:
     return summary
 
 
+def _rates(values) -> str:
+    return ", ".join("-" if a is None else f"{a:.2f}" for a in values)
+
+
+def tree_line(tree) -> str:
+    """The terminal's line for a tree run (tree_metrics.TreeMetrics): nodes and accepted path per round, acceptance by
+    depth and by sibling rank."""
+    return (f"tree: {tree.draft_nodes_per_round:.2f} nodes drafted per round, path {tree.accepted_path_per_round:.2f} "
+            f"per round; acceptance by depth {_rates(tree.acceptance_by_depth)}, by sibling rank "
+            f"{_rates(tree.acceptance_by_sibling_rank)}")
+
+
 def print_summary(trace, metrics, parting=None) -> None:
-    per_position = ", ".join("-" if a is None else f"{a:.2f}" for a in metrics.alpha_per_position)
+    per_position = _rates(metrics.alpha_per_position)
+    tree = summarize_tree(trace)
+    tests = "levels" if tree.is_tree else "tests"  # a tree's α divides by the depth levels tested
     print(f"\n{trace.text}\n")
     print(f"device {trace.device} ({trace.dtype}); stopped by {trace.stop_reason}")
-    print(f"α = {metrics.alpha:.3f} ({metrics.accepted_tokens}/{metrics.tested_positions} tests); per position: {per_position}")
+    print(f"α = {metrics.alpha:.3f} ({metrics.accepted_tokens}/{metrics.tested_positions} {tests}); per position: {per_position}")
     print(f"{metrics.generated_tokens} tokens in {metrics.rounds} target calls: {metrics.tokens_per_round:.2f} tokens per round")
+    if tree.is_tree:
+        print(tree_line(tree))
     print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms per round, "
           f"of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards; "
           f"c = {metrics.c:.3f} ({metrics.c_basis}); {metrics.tokens_per_s:.1f} tokens/s")

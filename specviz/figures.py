@@ -58,6 +58,33 @@ def alpha_per_position_figure(alpha_per_position: list[float | None], reached: l
     return figure
 
 
+def acceptance_by_depth_and_rank_figure(accepted_per_depth: list[int], tested_per_depth: list[int],
+                                        accepted_per_rank: list[int], tests_per_rank: list[int], alpha: float) -> go.Figure:
+    """A tree run's acceptance two ways, side by side: at each depth d (rounds that accepted a node there ÷ rounds
+    whose walk tested one there) and by sibling rank r (r-th siblings accepted ÷ tested); the counts under each bar
+    and in the hover, and the tree's α as a dashed line (tree_metrics.py)."""
+    figure = base_figure()
+    panels = ((accepted_per_depth, tested_per_depth, "depth d", GREEN, ""), (accepted_per_rank, tests_per_rank,
+                                                                            "sibling rank r", ORANGE, "2"))
+    for accepted, tested, name, colour, axis in panels:
+        xs, counts = list(range(1, len(tested) + 1)), [f"{a}/{t}" for a, t in zip(accepted, tested)]
+        figure.add_bar(x=xs, y=[a / t if t else 0 for a, t in zip(accepted, tested)], marker_color=colour, name=name,
+                       customdata=counts, xaxis="x" + axis, yaxis="y" + axis,
+                       hovertemplate=f"{name} = %{{x}}<br>acceptance = %{{y:.3f}}<br>accepted/tested = %{{customdata}}"
+                                     "<extra></extra>")
+        figure.update_layout({f"xaxis{axis}": dict(title=f"{name} (accepted/tested)", tickvals=xs, anchor="y" + axis,
+                                                   ticktext=[f"{x}<br>{c}" for x, c in zip(xs, counts)],
+                                                   domain=[0.0, 0.46] if not axis else [0.54, 1.0]),
+                              f"yaxis{axis}": dict(range=[0, 1.15], anchor="x" + axis, showticklabels=not axis,
+                                                   title="P(accept | tested)" if not axis else None)})
+    figure.add_shape(type="line", xref="paper", x0=0, x1=1, yref="y", y0=alpha, y1=alpha,
+                     line=dict(color=BLUE, dash="dash"))
+    figure.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 62}}, showlegend=False,
+                         title=f"Acceptance by depth and by sibling rank<br><sup>tree α = {alpha:.3f} (dashed line): "
+                               "accepted ÷ depth levels tested</sup>")
+    return figure
+
+
 def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     """Top tokens of p and q at one position of one round, the overlap min(p, q), the drafted token and its test."""
     tokens = [t for t in round_.tokens if t.position == position]
@@ -118,10 +145,12 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
 
 
 def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | None = None,
-                   verify_cost: dict[int, float] | None = None, max_gamma: int = 16) -> go.Figure:
+                   verify_cost: dict[int, float] | None = None, max_gamma: int = 16,
+                   tree_budget: int | None = None) -> go.Figure:
     """Theoretical S(γ) from the measured α and c, the verify-cost-aware variant, the measured point, the best γ.
 
-    gamma_used: where the measured point goes; an adaptive run passes its mean draft length (a fraction)."""
+    gamma_used: where the measured point goes; an adaptive run passes its mean draft length (a fraction).
+    tree_budget: a tree run's node budget, marked at γ = its depth (the curve reads a tree as a chain that deep)."""
     alpha = min(max(alpha, 0.0), 1.0)
     gammas = list(range(1, max_gamma + 1))
     ideal = [theory.speedup(alpha, g, c) for g in gammas]
@@ -142,6 +171,9 @@ def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | 
         figure.add_scatter(x=[gamma_used], y=[measured], mode="markers", name=f"measured {measured:.2f}×{mean}",
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
+    if tree_budget:
+        figure.add_annotation(x=gamma_used, y=theory.speedup(alpha, max(round(gamma_used), 1), c), ax=45, ay=-40,
+                              text=f"tree: budget {tree_budget} nodes", showarrow=True, arrowhead=2)
     below = dict(orientation="h", yanchor="top", y=-0.28, x=0)  # up to five entries: above, they ran into the title
     figure.update_layout(**{**LAYOUT, "legend": below, "height": 400, "margin": {**LAYOUT["margin"], "b": 120}},
                          title=f"Speedup against γ (α = {alpha:.2f}, c = {c:.3f})",
@@ -150,28 +182,35 @@ def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | 
 
 
 def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: int,
-                            draft_lengths: list[int] | None = None) -> go.Figure:
+                            draft_lengths: list[int] | None = None, other: list[int] | None = None,
+                            names: tuple[str, str] = ("tree", "chain")) -> go.Figure:
     """Histogram of tokens produced per round against the capped geometric law the theory predicts.
 
-    draft_lengths: the tokens each round actually drafted (Round.drafted), one per round; the prediction is then
-    the sum of each round's own law (theory.tokens_per_round_counts), right for adaptive γ and for rounds cut short.
-    None means every round drafted γ.
+    draft_lengths: the tokens each round actually drafted (Round.drafted; a tree's depth), one per round; the
+    prediction is then the sum of each round's own law (theory.tokens_per_round_counts), right for adaptive γ and for
+    rounds cut short. None means every round drafted γ. other: a second run's tokens per round (a chain beside a
+    tree), drawn beside the first; names: the two runs' names in the legend.
     """
     rounds = max(len(tokens_per_round), 1)
     lengths = [gamma] * len(tokens_per_round) if draft_lengths is None else list(draft_lengths)
-    largest = max([gamma, *lengths]) + 1  # the most tokens a round can yield
-    counts = [0] * largest
-    for n in tokens_per_round:
-        if 1 <= n <= largest:
-            counts[n - 1] += 1
+    largest = max([gamma, *lengths, *[n - 1 for n in other or []]]) + 1  # the most tokens a round can yield
+    counts = [sum(1 for n in tokens_per_round if n == size) for size in range(1, largest + 1)]
     predicted = theory.tokens_per_round_counts(min(max(alpha, 0.0), 1.0), lengths)
     predicted += [0.0] * (largest - len(predicted))
     sizes = list(range(1, largest + 1))
     figure = base_figure()
-    figure.add_bar(x=sizes, y=counts, name="observed rounds", marker_color=GREEN)
+    title = f"Tokens per round ({rounds} rounds)"
+    if other is None:
+        figure.add_bar(x=sizes, y=counts, name="observed rounds", marker_color=GREEN)
+    else:
+        means = [sum(series) / max(len(series), 1) for series in (tokens_per_round, other)]
+        figure.add_bar(x=sizes, y=counts, name=f"{names[0]} ({len(tokens_per_round)} rounds)", marker_color=GREEN)
+        figure.add_bar(x=sizes, y=[sum(1 for n in other if n == size) for size in sizes], marker_color=GREY,
+                       name=f"{names[1]} ({len(other)} rounds)")
+        title = f"Tokens per round: {names[0]} {means[0]:.2f}, {names[1]} {means[1]:.2f}"
+        figure.update_layout(barmode="group")
     figure.add_scatter(x=sizes, y=predicted, mode="lines+markers", name="capped geometric (theory)", line_color=BLUE)
-    figure.update_layout(**LAYOUT, title=f"Tokens per round ({rounds} rounds)", xaxis=dict(title="tokens produced", dtick=1),
-                         yaxis=dict(title="rounds"))
+    figure.update_layout(**LAYOUT, title=title, xaxis=dict(title="tokens produced", dtick=1), yaxis=dict(title="rounds"))
     return figure
 
 
@@ -220,17 +259,22 @@ def plot_text(text: str) -> str:
 
 
 def run_figures(trace, metrics, position: int | None = None) -> list[go.Figure]:
-    """A run's four plots: α per position, p vs q (last round, at `position` or its last tested draft), the speedup
-    curve and the tokens-per-round histogram (the live tab and the exported page)."""
+    """A run's four plots: α per position (a tree run: acceptance by depth and by sibling rank), p vs q (last round,
+    at `position` or its last tested draft), the speedup curve (a tree run's node budget marked) and the
+    tokens-per-round histogram (the live tab and the exported page)."""
     from specviz.metrics import estimate_verify_cost, measured_gamma
+    from specviz.tree_metrics import node_budget, round_depth, summarize_tree
 
-    last = trace.rounds[-1]
+    last, tree = trace.rounds[-1], summarize_tree(trace)
+    acceptance = (acceptance_by_depth_and_rank_figure(tree.accepted_per_depth, tree.tested_per_depth,
+                                                      tree.accepted_per_rank, tree.tests_per_rank, tree.alpha)
+                  if tree.is_tree else alpha_per_position_figure(metrics.alpha_per_position, metrics.reached_per_position,
+                                                                 metrics.accepted_per_position, metrics.alpha))
     return [
-        alpha_per_position_figure(metrics.alpha_per_position, metrics.reached_per_position,
-                                  metrics.accepted_per_position, metrics.alpha),
+        acceptance,
         p_vs_q_figure(last, position or default_position(last)),
         speedup_figure(metrics.alpha, metrics.c, measured_gamma(trace), metrics.speedup_measured,
-                       estimate_verify_cost(trace)),
+                       estimate_verify_cost(trace), tree_budget=node_budget(trace)),
         tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, int(trace.config["gamma"]),
-                                [r.drafted for r in trace.rounds]),
+                                [round_depth(r) for r in trace.rounds]),  # a chain's draft length, a tree's depth
     ]

@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass
 import torch
 
 from specviz import theory
-from specviz.trace import ACCEPTED, REJECTED, Trace
+from specviz.trace import Trace
+from specviz.tree_metrics import depth_counts, round_depth
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,16 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
         "tokens per round", "generated tokens ÷ target calls (one per round)",
         "every round counts, plain steps (rounds that drafted nothing, such as round 1 for some drafters) included, "
         "so it is below the mean acceptance length when a round drafted nothing"),
+    "draft_nodes_per_round": Definition("draft nodes per round", "drafted nodes ÷ rounds",
+                                        "every node of each round's tree, tested or not; for a chain, its mean draft length"),
+    "alpha_tree": Definition("α (tree)", "accepted tokens ÷ depth levels tested", "a level is tested when the walk tried "
+                             "a child there and counts once however many siblings it tried; for a chain, α. The "
+                             "theoretical speedup reads each tree as a chain of its depth accepting with this α"),
+    "acceptance_by_depth": Definition("acceptance at depth d", "rounds that accepted a node at depth d ÷ rounds whose "
+                                      "walk tested a node there", "for a chain, α at position d"),
+    "acceptance_by_sibling_rank": Definition("acceptance of the r-th sibling", "r-th siblings accepted ÷ r-th siblings "
+                                             "tested", "the r-th child tried under one parent in a round, tried after the "
+                                             "r − 1 before it were rejected (Sequoia's acceptance vector)"),
     "draft_step": Definition(
         "draft step", "the median time of one draft forward over one token",
         "timed once per model pair and device, alternating with the target's one-token forwards (pipeline.calibrate); "
@@ -87,16 +98,17 @@ class Metrics:
     rounds: int
     generated_tokens: int
     drafted_tokens: int
-    tested_positions: int  # acceptance tests that ran (drafts after a rejection are never tested)
+    tested_positions: int  # depth levels tested: a chain's acceptance tests; a tree's tried siblings count once
     accepted_tokens: int
     drafting_rounds: int  # rounds that drafted at least one token (vLLM's num_drafts)
-    alpha: float  # "alpha": accepted / tested
+    alpha: float  # "alpha": accepted / tested ("alpha_tree" for a tree: accepted / levels tested)
     alpha_per_position: list[float | None]  # "alpha_per_position" (None where no round tested position i)
     reached_per_position: list[int]
     accepted_per_position: list[int]
     draft_acceptance_rate: float | None  # "draft_acceptance_rate": accepted / drafted (None: nothing drafted)
     mean_acceptance_length: float | None  # "mean_acceptance_length": 1 + accepted / drafting rounds
     tokens_per_round: float  # "tokens_per_round": generated / target calls
+    draft_nodes_per_round: float  # "draft_nodes_per_round": drafted tokens (tree nodes) / rounds
     target_calls: int  # target forward passes: one per round
     draft_ms_per_round: float
     verify_ms_per_round: float
@@ -115,18 +127,12 @@ class Metrics:
 
 
 def summarize(trace: Trace) -> Metrics:
-    gamma = int(trace.config["gamma"])
-    reached = [0] * gamma
-    accepted = [0] * gamma
-    for round_ in trace.rounds:
-        for token in round_.tokens:
-            if token.kind in (ACCEPTED, REJECTED):
-                reached[token.position - 1] += 1
-                accepted[token.position - 1] += token.kind == ACCEPTED
+    reached, accepted = depth_counts(trace.rounds, int(trace.config["gamma"]))  # per position (a tree's depth)
     tested, accepted_total = sum(reached), sum(accepted)
     alpha = accepted_total / tested if tested else 0.0
     rounds = max(len(trace.rounds), 1)
     draft_lengths = [round_.drafted for round_ in trace.rounds]  # k_r: fewer than γ with adaptive γ or near the end
+    depths = [round_depth(round_) for round_ in trace.rounds]  # the theory's k_r: a tree's levels (a chain's k_r)
     drafting_rounds = sum(1 for length in draft_lengths if length > 0)
     draft_ms = sum(round_.draft_ms for round_ in trace.rounds)
     verify_ms = sum(round_.verify_ms for round_ in trace.rounds)
@@ -152,6 +158,7 @@ def summarize(trace: Trace) -> Metrics:
         draft_acceptance_rate=accepted_total / sum(draft_lengths) if drafting_rounds else None,
         mean_acceptance_length=1 + accepted_total / drafting_rounds if drafting_rounds else None,
         tokens_per_round=generated / rounds,
+        draft_nodes_per_round=sum(draft_lengths) / rounds,
         target_calls=len(trace.rounds),
         draft_ms_per_round=draft_ms / rounds,
         verify_ms_per_round=verify_ms / rounds,
@@ -161,7 +168,7 @@ def summarize(trace: Trace) -> Metrics:
         c=c,
         c_basis=basis,
         tokens_per_s=1e3 * generated / trace.wall_ms if trace.wall_ms > 0 else 0.0,
-        speedup_theoretical=theory.speedup_over_rounds(alpha, draft_lengths, c) if draft_lengths else 0.0,
+        speedup_theoretical=theory.speedup_over_rounds(alpha, depths, c) if depths else 0.0,
         speedup_measured=speedup_measured,
         identical=identical,
     )

@@ -11,6 +11,7 @@ import html
 
 from specviz.metrics import C_BASES, DEFINITIONS, Metrics
 from specviz.trace import USER_STOP, Trace
+from specviz.tree_metrics import TreeMetrics, node_budget, summarize_tree
 
 
 def defined(key: str, label: str | None = None) -> str:
@@ -23,23 +24,45 @@ def _rate(value: float | None, digits: int) -> str:
     return "–" if value is None else f"{value:.{digits}f}"
 
 
-def acceptance_lines(metrics: Metrics) -> list[str]:
-    """α, the engines' two rates and tokens per round, each with the counts it divides."""
-    per_position = " · ".join("–" if a is None else f"{a:.2f}" for a in metrics.alpha_per_position)
+def _rates(values: list[float | None]) -> str:
+    return " · ".join("–" if a is None else f"{a:.2f}" for a in values)
+
+
+def acceptance_lines(metrics: Metrics, tree: TreeMetrics | None = None) -> list[str]:
+    """α, the engines' two rates and tokens per round, each with the counts it divides; `tree` (a tree run's
+    numbers) words α over depth levels and the drafts as nodes."""
     untested = metrics.drafted_tokens - metrics.tested_positions
     plain_steps = metrics.rounds - metrics.drafting_rounds
+    if tree is not None:  # the tree line (tree_line) gives acceptance by depth
+        alpha = (f"**{defined('alpha_tree')} = {metrics.alpha:.3f}** ({metrics.accepted_tokens} accepted / "
+                 f"{metrics.tested_positions} depth levels tested, {tree.sibling_tests} sibling tests)")
+        drafts = f"{metrics.drafted_tokens - metrics.accepted_tokens} nodes off the accepted path) · "
+    else:
+        alpha = (f"**{defined('alpha')} = {metrics.alpha:.3f}** ({metrics.accepted_tokens} accepted / "
+                 f"{metrics.tested_positions} tested) · {defined('alpha_per_position', 'per position')} "
+                 f"{_rates(metrics.alpha_per_position)}")
+        drafts = f"{untested} drafted after a rejection, never tested) · " if untested else "every draft was tested) · "
     return [
-        f"**{defined('alpha')} = {metrics.alpha:.3f}** ({metrics.accepted_tokens} accepted / "
-        f"{metrics.tested_positions} tested) · {defined('alpha_per_position', 'per position')} {per_position}",
+        alpha,
         f"{defined('draft_acceptance_rate')} **{_rate(metrics.draft_acceptance_rate, 3)}** ({metrics.accepted_tokens} "
-        f"accepted / {metrics.drafted_tokens} drafted: "
-        + (f"{untested} drafted after a rejection, never tested) · " if untested else "every draft was tested) · ") +
+        f"accepted / {metrics.drafted_tokens} drafted: " + drafts +
         f"{defined('mean_acceptance_length')} **{_rate(metrics.mean_acceptance_length, 2)}** (1 + "
         f"{metrics.accepted_tokens} accepted / {metrics.drafting_rounds} drafting rounds)",
         f"**{metrics.tokens_per_round:.2f} {defined('tokens_per_round')}** ({metrics.generated_tokens} tokens / "
         f"{metrics.target_calls} target calls, " + (f"plain steps included: {plain_steps} of them drafted nothing)"
                                                     if plain_steps else "every one of them drafted)"),
     ]
+
+
+def tree_line(trace: Trace, tree: TreeMetrics) -> str:
+    """A tree run's own numbers: nodes drafted and path accepted per round, acceptance by depth and by sibling rank."""
+    budget = node_budget(trace)
+    return (f"**tree**: **{tree.draft_nodes_per_round:.2f} {defined('draft_nodes_per_round')}** ({tree.drafted_nodes} "
+            f"nodes / {tree.rounds} rounds" + (f", budget {budget}" if budget else "") + f"), accepted path "
+            f"{tree.accepted_path_per_round:.2f} per round · {defined('acceptance_by_depth', 'acceptance by depth')} "
+            f"{_rates(tree.acceptance_by_depth)} · {defined('acceptance_by_sibling_rank', 'by sibling rank')} "
+            f"{_rates(tree.acceptance_by_sibling_rank)} ("
+            + " · ".join(f"{a}/{t}" for a, t in zip(tree.accepted_per_rank, tree.tests_per_rank)) + ")")
 
 
 def speedup_line(trace: Trace, metrics: Metrics) -> str:
@@ -53,14 +76,15 @@ def speedup_line(trace: Trace, metrics: Metrics) -> str:
 
 
 def stats_markdown(trace: Trace, metrics: Metrics) -> str:
+    tree = summarize_tree(trace)
     lines = [
-        *acceptance_lines(metrics),
+        *acceptance_lines(metrics, tree if tree.is_tree else None),
         f"{defined('c')} = {metrics.c:.3f} = {defined('draft_step')} {metrics.draft_step_ms:.1f} ms / "
         f"{defined('target_step')} {metrics.target_step_ms:.1f} ms ({C_BASES[metrics.c_basis]}) · this run, each round: "
         f"draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms, of which "
         f"{metrics.overhead_ms_per_round:.1f} ms {defined('overhead')} · {metrics.tokens_per_s:.1f} {defined('tokens_per_s')}",
         speedup_line(trace, metrics),
-        _engine_terms(metrics),
+        _engine_terms(metrics, tree if tree.is_tree else None),
         f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
         + _stop_text(trace),
     ]
@@ -68,11 +92,18 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         lengths = [round_.drafted for round_ in trace.rounds]
         lines.insert(5, f"adaptive γ ≤ {trace.config['gamma']}: {sum(lengths) / len(lengths):.2f} drafts per round on average, "
                         f"{lengths.count(0)} of {len(lengths)} rounds were plain steps (drafting would not have paid)")
+    if tree.is_tree:
+        lines.insert(3, tree_line(trace, tree))
     return "\n\n".join(lines)
 
 
-def _engine_terms(metrics: Metrics) -> str:
-    """The same counts in llama.cpp's and vLLM's names (counters.py), for comparing with a server."""
+def _engine_terms(metrics: Metrics, tree: TreeMetrics | None = None) -> str:
+    """The same counts in llama.cpp's and vLLM's names (counters.py), for comparing with a server; a tree run in
+    llama.cpp's speculative example's (its server drafts chains only)."""
+    if tree is not None:
+        return (f"as engines count it: llama.cpp's speculative example `n_drafted` = {tree.draft_levels} (depth levels), "
+                f"`n_accept` = {tree.accepted_tokens} · vLLM `num_draft_tokens` = {tree.drafted_nodes} (every node), "
+                f"`num_drafts` = {metrics.drafting_rounds}, `num_accepted_tokens_per_pos` = {metrics.accepted_per_position}")
     return (f"as engines count it: llama.cpp `draft_n` = {metrics.drafted_tokens}, `draft_n_accepted` = "
             f"{metrics.accepted_tokens} · vLLM `num_drafts` = {metrics.drafting_rounds}, "
             f"`num_accepted_tokens_per_pos` = {metrics.accepted_per_position}")

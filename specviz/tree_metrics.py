@@ -1,0 +1,157 @@
+"""Trace -> the numbers of token-tree rounds (issue 34): nodes drafted per round, acceptance by depth and by sibling
+rank, and α over the depth levels tested. Each number is defined once, in metrics.DEFINITIONS.
+
+A round's walk (tree_verify.py) starts at the committed text. At each depth it tests the children of the node it
+accepted last, one sibling after another, until one is accepted (the walk goes a level deeper) or all are rejected
+(a correction ends the round); an accepted node without children ends it with a bonus. Round.tokens lists those
+tests in that order. A chain is the tree with one child per node, and then every number here equals its chain
+counterpart: acceptance by depth is α at position i, the tree α is α, and the first sibling's acceptance is α.
+
+Worked example, one round of 5 nodes, parents [-1, -1, 0, 0, 2] (nodes 0, 1 at depth 1; 2, 3 under node 0):
+the walk accepts node 0 (1st sibling, depth 1), rejects node 2 (1st sibling, depth 2), accepts node 3 (2nd sibling,
+depth 2), which has no child: bonus. 5 nodes drafted, path 2, levels tested 2 (α = 2/2), by depth [1/1, 1/1],
+by sibling rank [1/2, 1/1].
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from specviz.trace import ACCEPTED, REJECTED, Round, Token, Trace
+
+
+@dataclass
+class TreeMetrics:
+    """A run's token-tree numbers; each is defined in metrics.DEFINITIONS under the key named in its comment."""
+
+    rounds: int
+    drafted_nodes: int  # Σ Round.drafted: every node of every tree (vLLM's num_draft_tokens)
+    draft_nodes_per_round: float  # "draft_nodes_per_round": drafted nodes / rounds
+    draft_levels: int  # Σ each round's tree depth: one batched draft forward per level
+    accepted_tokens: int  # Σ accepted path lengths (Round.accepted)
+    accepted_path_per_round: float  # accepted_tokens / rounds
+    levels_tested: int  # Σ over rounds of the depths at which the walk tested at least one node
+    alpha: float  # "alpha_tree": accepted_tokens / levels_tested
+    sibling_tests: int  # acceptance tests that ran: every sibling tried counts
+    tested_per_depth: list[int]  # rounds whose walk tested a node at depth d = 1, 2, ..
+    accepted_per_depth: list[int]  # rounds that accepted a node at depth d
+    acceptance_by_depth: list[float | None]  # "acceptance_by_depth" (None where no round tested depth d)
+    tests_per_rank: list[int]  # tests of an r-th sibling, r = 1, 2, ..
+    accepted_per_rank: list[int]
+    acceptance_by_sibling_rank: list[float | None]  # "acceptance_by_sibling_rank"
+    is_tree: bool  # some round drafted a node with a sibling (else every round was a chain)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def node_depths(round_: Round) -> list[int]:
+    """The depth of each drafted node (1 for a child of the committed text); a round recorded without parents (a
+    hand-built chain) is read as the chain [1, 2, .., drafted].
+
+    >>> node_depths(Round(0, 5, 2, [], 0.0, 0.0, 0, draft_parents=[-1, -1, 0, 0, 2]))
+    [1, 1, 2, 2, 3]
+    """
+    if len(round_.draft_parents) != round_.drafted:
+        return list(range(1, round_.drafted + 1))
+    depths: list[int] = []
+    for parent in round_.draft_parents:  # a parent always comes before its children
+        depths.append(1 if parent < 0 else depths[parent] + 1)
+    return depths
+
+
+def round_depth(round_: Round) -> int:
+    """The levels a round drafted: its deepest node's depth (a chain's draft length; 0 for a plain step)."""
+    return max(node_depths(round_), default=0)
+
+
+def ranked_tests(round_: Round) -> list[tuple[Token, int]]:
+    """Each tested node with its sibling rank: r when it was the r-th child tried under its parent this round.
+    Siblings share their parent and their depth; keying on both keeps a chain recorded without parents at rank 1."""
+    tried: dict[tuple[int, int], int] = {}
+    ranked = []
+    for token in round_.tokens:
+        if token.kind in (ACCEPTED, REJECTED):
+            key = (token.position, token.parent)
+            tried[key] = tried.get(key, 0) + 1
+            ranked.append((token, tried[key]))
+    return ranked
+
+
+def depth_counts(rounds: list[Round], levels: int = 0) -> tuple[list[int], list[int]]:
+    """(rounds that tested a node at depth d, rounds that accepted one there) for d = 1..max(levels, deepest test).
+    A depth counts once per round however many siblings were tried there; in a chain that is one test per depth."""
+    tested: list[int] = [0] * levels
+    accepted: list[int] = [0] * levels
+    for round_ in rounds:
+        depths: dict[int, bool] = {}  # depth tested -> whether a node there was accepted
+        for token in round_.tokens:
+            if token.kind in (ACCEPTED, REJECTED):
+                depths[token.position] = depths.get(token.position, False) or token.kind == ACCEPTED
+        for depth, was_accepted in depths.items():
+            if depth > len(tested):
+                tested += [0] * (depth - len(tested))
+                accepted += [0] * (depth - len(accepted))
+            tested[depth - 1] += 1
+            accepted[depth - 1] += was_accepted
+    return tested, accepted
+
+
+def rank_counts(rounds: list[Round]) -> tuple[list[int], list[int]]:
+    """(tests of an r-th sibling, of which accepted) for r = 1, 2, ..: Sequoia's acceptance vector, counted."""
+    tests: list[int] = []
+    accepted: list[int] = []
+    for round_ in rounds:
+        for token, rank in ranked_tests(round_):
+            if rank > len(tests):
+                tests += [0] * (rank - len(tests))
+                accepted += [0] * (rank - len(accepted))
+            tests[rank - 1] += 1
+            accepted[rank - 1] += token.kind == ACCEPTED
+    return tests, accepted
+
+
+def is_tree_run(trace: Trace) -> bool:
+    """Whether some round of the run drafted a tree (a node with a sibling), not only chains."""
+    return any(round_.is_tree for round_ in trace.rounds)
+
+
+def node_budget(trace: Trace) -> int | None:
+    """The node budget a tree run drafted with: DecodeConfig.tree_budget, which the engine records as it chose it
+    (engine.resolved_config fills a budget of 0). None for a run that drafted no tree (or did not record it)."""
+    if not trace.config.get("tree") or not is_tree_run(trace):
+        return None
+    return int(trace.config.get("tree_budget") or 0) or None
+
+
+def _ratios(numerators: list[int], denominators: list[int]) -> list[float | None]:
+    return [n / d if d else None for n, d in zip(numerators, denominators)]
+
+
+def summarize_tree(trace: Trace) -> TreeMetrics:
+    """The run's tree numbers (a chain run gets its chain values: see the module docstring)."""
+    rounds = trace.rounds
+    count = max(len(rounds), 1)
+    tested_depth, accepted_depth = depth_counts(rounds, int(trace.config.get("gamma", 0)))
+    tests_rank, accepted_rank = rank_counts(rounds)
+    drafted = sum(round_.drafted for round_ in rounds)
+    accepted = sum(accepted_depth)  # = Σ Round.accepted: the path accepts one node per level it passes
+    levels = sum(tested_depth)
+    return TreeMetrics(
+        rounds=len(rounds),
+        drafted_nodes=drafted,
+        draft_nodes_per_round=drafted / count,
+        draft_levels=sum(round_depth(round_) for round_ in rounds),
+        accepted_tokens=accepted,
+        accepted_path_per_round=accepted / count,
+        levels_tested=levels,
+        alpha=accepted / levels if levels else 0.0,
+        sibling_tests=sum(tests_rank),
+        tested_per_depth=tested_depth,
+        accepted_per_depth=accepted_depth,
+        acceptance_by_depth=_ratios(accepted_depth, tested_depth),
+        tests_per_rank=tests_rank,
+        accepted_per_rank=accepted_rank,
+        acceptance_by_sibling_rank=_ratios(accepted_rank, tests_rank),
+        is_tree=is_tree_run(trace),
+    )
