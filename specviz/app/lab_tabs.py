@@ -13,6 +13,7 @@ from specviz.app.lossless_tab import lossless_tab
 from specviz.app.rules_tab import follow_run, rules_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.simulated_tab import simulated_tab
+from specviz.app.tree_theory_tab import tree_theory_section, tree_theory_views
 from specviz.app.you_draft_tab import you_draft_tab
 from specviz.counters import vocabulary_markdown
 from specviz.labs import calculator, calculator_figures, execution_trace_figures, glossary, oracle_gamma, oracle_gamma_figures
@@ -130,9 +131,11 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
     """The lab tabs, to be called inside `with gr.Blocks()`, after the live tab. Initial views load with the page."""
     with gr.Tab("Theory") as theory:
         _, theory_inputs, theory_outputs = theory_tab(trace_state)
+        tree_inputs, tree_outputs = tree_theory_section(trace_state)
     # Redrawn when the tab is opened, so the last live run's point shows (a change listener on the trace state
     # would make Gradio hash the whole trace on every streamed update).
     theory.select(theory_views, theory_inputs, theory_outputs)
+    theory.select(tree_theory_views, tree_inputs, tree_outputs)
     with gr.Tab("Sampling lab"):
         sampling_inputs, sampling_outputs = sampling_tab()
     with gr.Tab("Verification rules") as rules:
@@ -155,5 +158,6 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
                     "A run's stats panel and `generate --json` (`engine_counters`) give these counts, to set beside "
                     "your server's.\n\n" + vocabulary_markdown())
     demo.load(theory_views, theory_inputs, theory_outputs)
+    demo.load(tree_theory_views, tree_inputs, tree_outputs)
     demo.load(overlap_view, sampling_inputs, sampling_outputs)
     demo.load(bandwidth_view, bandwidth_inputs, bandwidth_outputs)
