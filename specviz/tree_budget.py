@@ -57,7 +57,7 @@ def expected_path(shape: TreeShape, accept: list[float]) -> tuple[float, int, in
     for _ in range(shape.depth):
         new = []
         for path in sorted(frontier, reverse=True)[: shape.expand if levels else 1]:
-            for rank in range(1, shape.branch + 1):
+            for rank in range(1, shape.children(levels) + 1):
                 if nodes >= shape.budget:
                     break
                 probability = path * chosen_probability(rank, accept)

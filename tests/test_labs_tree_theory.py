@@ -39,12 +39,11 @@ def test_more_siblings_never_lower_the_expected_path(depth, accept):
 @pytest.mark.parametrize("accept", [[0.75, 0.4], [0.6, 0.3], [0.95, 0.9]])
 @pytest.mark.parametrize("gamma", [2, 4, 8])
 def test_past_the_chain_a_larger_budget_never_lowers_the_expected_tokens(gamma, accept):
-    """From γ + 1 nodes up, shape_for's trees only grow. The step from the chain to γ + 1 may fall: those trees spend
-    nodes on siblings near the root and stop short of depth γ (the section's text says so)."""
-    tokens = [tree_theory.tokens_per_round(gamma, budget, accept)[0] for budget in range(gamma + 1, 4 * gamma + 1)]
+    """From the chain's γ nodes up, shape_for's trees only grow: the main line always reaches depth γ and every extra
+    node is a sibling or a child added to the tree before."""
+    tokens = [tree_theory.tokens_per_round(gamma, budget, accept)[0] for budget in range(gamma, 4 * gamma + 1)]
+    assert tokens[0] == pytest.approx(theory.expected_tokens(accept[0], gamma))
     assert all(later >= earlier - 1e-12 for earlier, later in zip(tokens, tokens[1:]))
-    if gamma == 4 and accept == [0.75, 0.4]:
-        assert tokens[0] < theory.expected_tokens(0.75, 4)  # the fall the text points at
 
 
 def test_the_chains_rate_is_the_verify_cost_aware_speedup():
@@ -140,6 +139,6 @@ def test_the_view_says_why_the_chain_was_kept():
     steep = {**VIEW_ARGUMENTS, "k0": 1, "slope": 1.0}  # every node costs a whole target forward
     text, _, _ = tree_theory_views(*steep.values())
     assert "the chain of γ: no tree is faster" in text
-    close = {**VIEW_ARGUMENTS, "k0": 7, "slope": 0.2}  # n = 6 costs v(7) = 1 like the chain, one level less of c
+    close = {**VIEW_ARGUMENTS, "a_first": 0.9, "a_later": 0.3, "k0": 7, "slope": 0.2}  # a sure draft: siblings add little
     text, _, _ = tree_theory_views(*close.values())
     assert "the fastest tree (n = 6) is only 1.4% faster, under the 3% margin" in text

@@ -30,12 +30,17 @@ class TreeShape:
     expand: int  # nodes expanded per level: the frontier's most probable paths, read in one batched forward
     budget: int  # the most nodes drafted in all
     ends: tuple[int, ...] = ()  # tokens nothing is drafted after (EOS): such a node is never expanded
+    wide: int | None = None  # levels (from the top) whose expanded nodes get `branch` children; one child below them
 
     def __post_init__(self):
         for name in ("depth", "branch", "expand", "budget"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"a tree's {name} must be a whole number of at least 1, got {value!r}")
+
+    def children(self, level: int) -> int:
+        """Children drawn under each expanded node of `level` (0: the root)."""
+        return self.branch if self.wide is None or level < self.wide else 1
 
     def within(self, depth: int) -> TreeShape:
         """This shape at most `depth` deep (a round near max_new_tokens may emit only so many tokens)."""
@@ -77,7 +82,7 @@ def grow(model, root_logits: torch.Tensor, shape: TreeShape, standardize, genera
     for level in range(shape.depth):
         new: list[tuple[int, float]] = []
         for node, logits, score in frontier:
-            count = min(shape.branch, shape.budget - len(tree.tokens))
+            count = min(shape.children(level), shape.budget - len(tree.tokens))
             if count <= 0:
                 break
             draft_probs = standardize(logits)[0]  # [V]
@@ -132,17 +137,20 @@ FLAT_SLACK = 0.10  # a tree may verify as many nodes as cost at most this much m
 
 
 def shape_for(gamma: int, budget: int, ends=()) -> TreeShape | None:
-    """The tree a budget of nodes buys at depth γ: BRANCH children under the likeliest max(1, budget // (BRANCH·γ))
-    nodes of each level, filled level by level until the budget is spent. None when the budget is no more than a
-    chain's γ nodes: then a chain it is.
+    """The tree a budget of nodes buys at depth γ, the main line always reaching γ: below 2γ nodes, a second child
+    under the likeliest node of each of the first budget − γ levels (alternatives where they pay most, near the
+    root); from 2γ, BRANCH children under the likeliest max(1, budget // (BRANCH·γ)) nodes of every level, filled
+    level by level until the budget is spent. None when the budget is no more than a chain's γ nodes.
 
-    >>> shape_for(4, 8)
-    TreeShape(depth=4, branch=2, expand=1, budget=8, ends=())
-    >>> shape_for(4, 4) is None
-    True
+    >>> shape_for(4, 6)
+    TreeShape(depth=4, branch=2, expand=1, budget=6, ends=(), wide=2)
+    >>> shape_for(4, 8).wide is None, shape_for(4, 4) is None
+    (True, True)
     """
     if budget <= gamma:
         return None
+    if budget < BRANCH * gamma:
+        return TreeShape(depth=gamma, branch=BRANCH, expand=1, budget=budget, ends=tuple(ends), wide=budget - gamma)
     return TreeShape(depth=gamma, branch=BRANCH, expand=max(1, budget // (BRANCH * gamma)), budget=budget,
                      ends=tuple(ends))
 

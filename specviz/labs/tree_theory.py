@@ -40,11 +40,11 @@ is accepted with probability a_r once the earlier ones were rejected, so child r
 probability a_r · Π_(s < r) (1 − a_s), and a node is on the accepted path with the product of those along its path.
 The expected accepted path is the sum of that over the nodes; a round yields it plus one (the correction or bonus).
 A chain is the tree with one child per node: Σ_(i=0..γ) a_1^i = (1 − a_1^(γ+1))/(1 − a_1) = E, so a_1 plays α's
-part. The trees drawn below are the ones specviz drafts (`shape_for`): two children under the likeliest node(s) of
-each level, filled level by level until the budget is spent; the plots run from the chain's γ nodes to the 4γ that
-`best_shape` considers. So a budget a little over γ buys siblings near the root
-but stops short of depth γ, and can expect *fewer* tokens than the chain: move the budget slider through γ + 1 to
-see it.
+part. The trees drawn below are the ones specviz drafts (`shape_for`): the main line always reaches depth γ; a
+budget a little over γ adds a second child under the likeliest node of each of the first levels (the alternatives
+pay most near the root, where every later token depends on them), and from 2γ nodes each level gets two children
+under its likeliest node(s), filled level by level until the budget is spent. The plots run from the chain's γ nodes
+to the 4γ that `best_shape` considers.
 
 **The exact rule: recursive rejection sampling** (SpecInfer; Jeon et al. 2024). At a node whose target
 distribution is P, try the children in turn. A child x drawn from q is accepted with probability min(1, P(x)/q(x)),
