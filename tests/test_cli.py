@@ -13,6 +13,7 @@ import pytest
 
 from specviz.cli import build_parser, config_from_args, main
 from specviz.cli_output import format_round
+from specviz.config import QUANTIZED_DRAFTER, DrafterSpec
 from specviz.trace import Round, Token
 
 
@@ -100,14 +101,14 @@ def test_the_offline_target_drafts_with_lookup_then_its_4bit_copy_on_a_cpu_unles
     parser = build_parser()
     monkeypatch.setenv("SPECVIZ_DEVICE", "cpu")  # on a GPU machine the default device would be CUDA
     config = config_from_args(parser.parse_args(["generate", "--prompt", "hi"]))
-    assert config.draft == "ngram+int4" and config.lookup_first and config.drafting_model == "int4"
+    assert config.draft == "ngram+int4" and config.drafter == DrafterSpec(QUANTIZED_DRAFTER, lookup_first=True)
     assert config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--preset", "offline"])).draft == "ngram+int4"
     monkeypatch.setenv("SPECVIZ_DEVICE", "meta")  # off the CPU there is no 4-bit kernel: the distilled draft instead
     assert config_from_args(parser.parse_args(["generate", "--prompt", "hi"])).draft == "ngram+distilled"
     monkeypatch.setenv("SPECVIZ_DEVICE", "cpu")
     assert config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--draft", "ngram"])).draft == "ngram"
     other = config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--target", "some/model"]))
-    assert other.draft == "ngram" and not other.lookup_first  # the shipped draft only fits the offline target
+    assert other.draft == "ngram" and not other.drafter.lookup_first  # the shipped draft only fits the offline target
 
 
 def test_format_round_uses_markers_and_shows_whitespace():

@@ -9,7 +9,8 @@ from specviz.distill import train as distill
 from specviz.distill import unrolled
 from specviz.distill.prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from specviz.drafters import distilled
-from specviz.pipeline import build_pipeline, distilled_draft, eos_ids
+from specviz.drafters.weights import distilled_draft
+from specviz.pipeline import build_pipeline, eos_ids
 from specviz.trace import ACCEPTED, REJECTED
 from tests.decoding import greedy_acceptance
 

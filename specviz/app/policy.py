@@ -23,12 +23,12 @@ from pathlib import Path
 
 from specviz.config import (
     BUILT_IN_DRAFTERS,
-    LOOKUP_FIRST,
     MAX_GAMMA,
     MAX_NEW_TOKENS,
     MAX_PROMPT_CHARS,
     OFFLINE_MODEL,
     DecodeConfig,
+    DrafterSpec,
     check_prompt,
 )
 from specviz.models import split_gguf
@@ -57,8 +57,9 @@ class Policy:
             raise ValueError(f"max new tokens is capped at {self.max_new_tokens} here, got {config.max_new_tokens}")
         if config.gamma > self.max_gamma:
             raise ValueError(f"γ is capped at {self.max_gamma} here, got {config.gamma}")
-        for role, model_id in (("target", config.target), ("draft", config.draft_model_id)):
-            self.check_model(role, model_id)
+        self.check_model("target", config.target)
+        if config.drafter.model is not None:  # a built-in drafter loads no model of its own
+            self.check_model("draft", config.drafter.model)
 
     def check_model(self, role: str, model_id: str) -> None:
         if model_id == OFFLINE_MODEL or model_id in SPLIT_MODELS or model_id in BUILT_IN_DRAFTERS:  # offline, by name
@@ -127,9 +128,9 @@ def current_policy() -> Policy:
 def offered_models() -> set[str]:
     """The preset pairs' models that this server can load by name: hub ids, and the offline models whose files are
     installed (drafters such as "ngram+int4" are no models, and a split model without its parts loads nothing)."""
-    models = {model.removeprefix(LOOKUP_FIRST) for pair in PRESETS.values() for model in pair}
+    models = {target for target, _ in PRESETS.values()} | {DrafterSpec.parse(draft).model for _, draft in PRESETS.values()}
     return {model for model in models
-            if model not in BUILT_IN_DRAFTERS and (model not in SPLIT_MODELS or split_gguf.available(SPLIT_MODELS[model]))}
+            if model is not None and (model not in SPLIT_MODELS or split_gguf.available(SPLIT_MODELS[model]))}
 
 
 def _env_int(name: str, default: int, ceiling: int) -> int:

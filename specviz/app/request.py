@@ -17,17 +17,17 @@ from dataclasses import dataclass
 from specviz.app.policy import Policy
 from specviz.config import (
     DISTILLED_DRAFTER,
-    LOOKUP_FIRST,
     NGRAM_DRAFTER,
     OFFLINE_MODEL,
     QUANTIZED_DRAFTER,
-    QUANTIZED_MODEL,
     DecodeConfig,
+    DrafterSpec,
     check_field,
     check_flag,
     check_prompt,
     check_system_prompt,
 )
+from specviz.drafters import registry
 from specviz.models import presets, split_gguf
 
 OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
@@ -51,6 +51,8 @@ MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values
     "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": "Qwen2.5-1.5B ← 0.5B · hub",
     CUSTOM_PAIR: "Custom: any target and draft",
 }
+# What the drafter help adds to the registry's line on a pair's built-in drafter (registry.describe).
+APP_NOTES = {QUANTIZED_DRAFTER: "agrees ~98%, fastest; few rejections", DISTILLED_DRAFTER: "more rejections to look at"}
 DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
 DRAFTERS = [LOOKUP_THEN_DRAFT, PROMPT_LOOKUP, DRAFT_MODEL]
 NUMBERS = ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed")  # checked by config.check_field
@@ -100,9 +102,10 @@ class RunRequest:
             return NGRAM_DRAFTER
         pair_draft = PAIRS.get(self.pair, (None, None))[1]
         draft_id = presets.device_draft(pair_draft) if pair_draft else (self.draft or "").strip()
-        if self.drafter == LOOKUP_THEN_DRAFT and draft_id and draft_id != NGRAM_DRAFTER:
-            draft_id = LOOKUP_FIRST + draft_id.removeprefix(LOOKUP_FIRST)
-        return draft_id
+        spec = _spec(draft_id)
+        if self.drafter == LOOKUP_THEN_DRAFT and spec is not None and spec.kind != NGRAM_DRAFTER:
+            return str(spec.with_lookup())
+        return draft_id  # as it is, or a name to_config refuses in DecodeConfig.validate's words
 
     def draft_stop(self) -> float:
         """The draft stop asked for; left out (an API caller), the pair's preset (presets.PRESET_SETTINGS)."""
@@ -121,7 +124,8 @@ class RunRequest:
         draft_id = self.draft_id()
         if not target_id or not draft_id:
             raise ValueError("Give both a target and a draft model id (or choose prompt lookup).")
-        missing = split_gguf.first_missing((target_id, draft_id.removeprefix(LOOKUP_FIRST).removeprefix(QUANTIZED_MODEL)))
+        spec = _spec(draft_id)
+        missing = split_gguf.first_missing((target_id, spec.model if spec else None))
         if missing is not None:  # a split offline model whose parts are not installed
             raise ValueError(split_gguf.not_installed(missing) + ".")
         try:
@@ -192,7 +196,7 @@ def pair_help(pair: str, policy: Policy | None = None) -> str:
     target, draft = PAIRS[pair]
     models = f"{target.removeprefix('offline:')} drafted for by {draft.removeprefix('offline:')}"
     if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
-        models = f"{target.removeprefix('offline:')} drafted for by its {DRAFT_DESCRIPTIONS[draft]}"
+        models = f"{target.removeprefix('offline:')} drafted for by {registry.describe(draft)}"
     settings, preset = pair_settings(pair, policy), presets.preset_settings(_preset_name(pair))
     if preset:
         capped = f" (γ capped at {settings['gamma']} on this server)" if settings["gamma"] < preset["gamma"] else ""
@@ -203,30 +207,31 @@ def pair_help(pair: str, policy: Policy | None = None) -> str:
     return models + (f". Not installed: {split_gguf.INSTALL_COMMAND}" if missing is not None else "") + "."
 
 
-DRAFT_DESCRIPTIONS = {DISTILLED_DRAFTER: "distilled draft (a small head shipped in assets/)",
-                      QUANTIZED_DRAFTER: "own 4-bit copy"}
-
-
 def drafter_help(pair: str) -> str:
     """The drafter choices' help for this pair: what "draft model" is here, what lookup does."""
     draft = PAIRS.get(pair, (None, None))[1]
-    if draft == QUANTIZED_DRAFTER:
-        model = "the target's own 4-bit copy (agrees ~98%, fastest on a CPU; few rejections)"
-    elif draft == DISTILLED_DRAFTER:
-        model = "the small head distilled from the target (assets/; more rejections to look at)"
+    if draft in APP_NOTES:  # a built-in drafter: what the registry says it is, and what the page shows of it
+        model = f"{registry.describe(draft)} ({APP_NOTES[draft]})"
     elif draft is None:
         model = "the draft named below"
     else:
         model = draft.removeprefix("offline:") + (" (on a CPU, its 4-bit copy)" if draft in presets.INT4_ON_CPU else "")
-    return (f"Draft model: {model}. Prompt lookup: copies the tokens that followed the last few tokens' earlier "
-            "match in the text, no model. Lookup, else draft model: copies where it matches and copying has paid "
-            "off, drafts elsewhere")
+    return (f"Draft model: {model}. Prompt lookup: {registry.describe(NGRAM_DRAFTER)}. Lookup, else draft model: "
+            f"{registry.LOOKUP_FIRST_DESCRIPTION}")
 
 
 def default_pair() -> str:
     """The offline pair whose draft is the offline default on this machine (presets.offline_drafter)."""
-    drafter = presets.offline_drafter().removeprefix(LOOKUP_FIRST)
+    drafter = str(DrafterSpec.parse(presets.offline_drafter()).without_lookup())
     return next(name for name, (target, draft) in PAIRS.items() if target == OFFLINE_MODEL and draft == drafter)
+
+
+def _spec(draft_id: str) -> DrafterSpec | None:
+    """The draft name parsed, or None where it names no drafter (DecodeConfig.validate then says why)."""
+    try:
+        return DrafterSpec.parse(draft_id)
+    except ValueError:
+        return None
 
 
 def _sentence(error: Exception) -> str:

@@ -10,7 +10,7 @@ from specviz.app import worker
 from specviz.app.callbacks import load_pipeline, quiet_refusals, refused
 from specviz.app.fields import run_field
 from specviz.app.policy import current_policy
-from specviz.config import LOOKUP_FIRST, DecodeConfig, check_prompt
+from specviz.config import DecodeConfig, DrafterSpec, check_prompt
 from specviz.labs import you_draft
 from specviz.models.presets import offline_drafter
 from specviz.pipeline import encode_prompt
@@ -24,7 +24,8 @@ INTRO = ("Be the draft model. Pick the token you think comes next (or type a few
 
 
 def _pipeline():
-    return load_pipeline(DecodeConfig(draft=offline_drafter().removeprefix(LOOKUP_FIRST), chat=True, system_prompt=""))
+    draft = DrafterSpec.parse(offline_drafter()).without_lookup()  # the model: every proposal is the student's
+    return load_pipeline(DecodeConfig(draft=str(draft), chat=True, system_prompt=""))
 
 
 def start(prompt, temperature):

@@ -28,18 +28,13 @@ from pathlib import Path
 
 from specviz import engine
 from specviz.bench import hf_baselines
-from specviz.config import (
-    BUILT_IN_DRAFTERS,
-    LOOKUP_FIRST,
-    NGRAM_DRAFTER,
-    QUANTIZED_DRAFTER,
-    QUANTIZED_MODEL,
-    DecodeConfig,
-)
+from specviz.config import NGRAM_DRAFTER, QUANTIZED_DRAFT_MODEL, QUANTIZED_DRAFTER, DecodeConfig, DrafterSpec
+from specviz.drafters import registry
+from specviz.drafters.weights import int4_copy
 from specviz.metrics import summarize
 from specviz.models import loading as models
 from specviz.models import profiling
-from specviz.pipeline import build_pipeline, encode_prompt, int4_copy
+from specviz.pipeline import build_pipeline, encode_prompt
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
 METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup", "hf_assisted",
@@ -50,16 +45,16 @@ QUICK = dict(limit=1, max_new_tokens=32, temperatures=[0.0], repeats=1)
 @dataclass(frozen=True)
 class Method:
     kind: str  # one of METHODS
-    drafter: str | None = None  # NGRAM_DRAFTER or a draft model id, for the speculative kinds
+    drafter: str | None = None  # a draft name (config.DrafterSpec), for the speculative kinds
     gamma: int | None = None  # a fixed γ other than --gamma (a sweep of specviz), else None
 
     @property
     def label(self) -> str:
         if self.drafter is None:
             return self.kind
-        model = self.drafter.removeprefix(LOOKUP_FIRST)
-        prefix = LOOKUP_FIRST if model != self.drafter else ""
-        label = f"{self.kind}[{prefix}{model if model in BUILT_IN_DRAFTERS else Path(model).name}]"  # a folder by its name
+        spec = DrafterSpec.parse(self.drafter)
+        shown = spec.written(Path(spec.model).name or spec.model) if spec.model else str(spec)  # a folder by its name
+        label = f"{self.kind}[{shown}]"
         return label if self.gamma is None else f"{label} γ={self.gamma}"
 
 
@@ -104,9 +99,10 @@ def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = 
 
 
 def _assistant(draft: str) -> bool:
-    """Whether generate(assistant_model=…) can use this draft: a plain model or the target's int4 copy, not prompt
-    lookup, the distilled head or a lookup-first drafter."""
-    return draft == QUANTIZED_DRAFTER or (draft not in BUILT_IN_DRAFTERS and not draft.startswith(LOOKUP_FIRST))
+    """Whether generate(assistant_model=…) can use this draft: a draft model or a 4-bit copy (registry's `assistant`),
+    not prompt lookup, the distilled head or a lookup-first drafter."""
+    spec = DrafterSpec.parse(draft)
+    return registry.KINDS[spec.kind].assistant and not spec.lookup_first
 
 
 def peak_rss_mb() -> float:
@@ -129,14 +125,14 @@ class Runner:
             self.pipelines[draft] = build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
 
     def _assistant_model(self, draft: str) -> models.LoadedModel:
-        target = self.target
-        if draft == QUANTIZED_DRAFTER:  # the same copy the int4 drafter uses, as a model generate() can call
+        target, spec = self.target, DrafterSpec.parse(draft)
+        if spec.kind == QUANTIZED_DRAFTER:  # the same copy the int4 drafter uses, as a model generate() can call
             return models.LoadedModel(int4_copy(target), target.tokenizer, draft, target.device, target.dtype)
-        if draft.startswith(QUANTIZED_MODEL):  # the draft's 4-bit copy (the drafter's numbers and kernels, dense
+        if spec.kind == QUANTIZED_DRAFT_MODEL:  # the draft's 4-bit copy (the drafter's numbers and kernels, dense
             # prompt path included, as an HF model)
             from specviz.models.int4 import quantized_copy
 
-            fresh = models.load_fresh(draft.removeprefix(QUANTIZED_MODEL), target.device, target.dtype, choose_kernel=False)
+            fresh = models.load_fresh(spec.model, target.device, target.dtype, choose_kernel=False)
             return models.LoadedModel(quantized_copy(fresh.hf_model, dense_prompt=True), fresh.tokenizer, draft, target.device,
                                       target.dtype)
         return models.load_model(draft, target.device, target.dtype)

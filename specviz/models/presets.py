@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from specviz.config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL, QUANTIZED_MODEL
+from specviz.config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL, QUANTIZED_DRAFT_MODEL, DrafterSpec
 from specviz.models.loading import choose_device
 from specviz.models.split_gguf import QWEN_CODER_DRAFT, QWEN_CODER_TARGET
 
@@ -50,7 +50,7 @@ def device_draft(draft_id: str, device: torch.device | None = None) -> str:
     from specviz.models.int4 import available
 
     if draft_id in INT4_ON_CPU and available(device or choose_device()):
-        return QUANTIZED_MODEL + draft_id
+        return str(DrafterSpec(QUANTIZED_DRAFT_MODEL, draft_id))
     return draft_id
 
 

@@ -1,0 +1,123 @@
+"""Every kind of drafter a DrafterSpec can name: how it is written, what it is (one line for the app's menus and
+the CLI's --draft help) and how it is built for a loaded target.
+
+    built = build(config.drafter, target, config, eos_ids)   # -> Built(target_model, drafter, draft_model)
+
+A builder makes the per-run wrappers (the target's LanguageModel at the vocabulary both share, the drafter, and
+the draft model whose forwards the pipeline times); the weights behind them come from the WeightsCache
+(weights.py). Prompt lookup first is no kind: pipeline.build_pipeline wraps any drafter but prompt lookup in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from specviz.config import (
+    BUILT_IN_DRAFTERS,
+    DISTILLED_DRAFTER,
+    DRAFT_MODEL,
+    NGRAM_DRAFTER,
+    QUANTIZED_DRAFT_MODEL,
+    QUANTIZED_DRAFTER,
+    DecodeConfig,
+    DrafterSpec,
+)
+from specviz.drafters.base import Drafter
+from specviz.drafters.lookup import PromptLookupDrafter
+from specviz.drafters.model import DraftModelDrafter
+from specviz.drafters.weights import distilled_draft, int4_draft_step, int4_model_step
+from specviz.models import loading as models
+from specviz.models.cache import WEIGHTS, WeightsCache
+
+
+class Built(NamedTuple):
+    target_model: models.LanguageModel  # the target at the vocabulary it shares with the draft
+    drafter: Drafter
+    draft_model: models.LanguageModel | None  # the model the drafter runs, where the pipeline times it; else None
+
+
+Builder = Callable[[DrafterSpec, models.LoadedModel, DecodeConfig, list[int], WeightsCache], Built]
+
+
+@dataclass(frozen=True)
+class DrafterKind:
+    name: str  # DrafterSpec.kind
+    description: str  # what it is, in one line: the app's menus and the CLI's --draft help
+    build: Builder
+    assistant: bool  # transformers' generate(assistant_model=…) can run it too (the benchmark's hf_assisted)
+
+    @property
+    def written(self) -> str:
+        """How a draft name asks for it: 'int4:MODEL'."""
+        return str(DrafterSpec(self.name, None if self.name in BUILT_IN_DRAFTERS else "MODEL"))
+
+
+def _ngram(spec, target, config, eos_ids, cache) -> Built:
+    target_model = target.language_model(target.logits_width)
+    return Built(target_model, PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos_ids), None)
+
+
+def _distilled(spec, target, config, eos_ids, cache) -> Built:
+    from specviz.drafters.distilled import FeatureDrafter
+
+    target_model = target.language_model(target.logits_width, keep_features=True)  # the draft reads its states
+    return Built(target_model, FeatureDrafter(distilled_draft(target, cache), target_model, DISTILLED_DRAFTER), None)
+
+
+def _own_int4(spec, target, config, eos_ids, cache) -> Built:
+    target_model = target.language_model(target.logits_width)
+    step = int4_draft_step(target, cache)
+    draft_model = models.LanguageModel(step, target.logits_width, target.device, QUANTIZED_DRAFTER)
+    drafter = DraftModelDrafter(draft_model, target_model, config.draft_confidence)  # starts from the target's prompt cache
+    return Built(target_model, drafter, draft_model)
+
+
+def _int4_model(spec, target, config, eos_ids, cache) -> Built:
+    step, vocab = int4_model_step(spec.model, target, cache)
+    target_model = target.language_model(vocab)
+    draft_model = models.LanguageModel(step, vocab, target.device, str(spec.without_lookup()))
+    return Built(target_model, DraftModelDrafter(draft_model, confidence=config.draft_confidence), draft_model)
+
+
+def _model(spec, target, config, eos_ids, cache) -> Built:
+    draft = models.load_model(spec.model, target.device, target.dtype, cache=cache)
+    vocab = models.shared_vocab_size(target, draft)
+    target_model, draft_model = target.language_model(vocab), draft.language_model(vocab)
+    return Built(target_model, DraftModelDrafter(draft_model, confidence=config.draft_confidence), draft_model)
+
+
+KINDS = {kind.name: kind for kind in (
+    DrafterKind(NGRAM_DRAFTER, "copies the tokens that followed the last few tokens' earlier match in the text, no "
+                               "model", _ngram, assistant=False),  # prompt lookup
+    DrafterKind(DISTILLED_DRAFTER, "the small head distilled from the offline target, shipped in assets/", _distilled,
+                assistant=False),  # it reads the target's hidden states: generate() cannot drive it
+    DrafterKind(QUANTIZED_DRAFTER, "the target's own 4-bit copy, on a CPU", _own_int4, assistant=True),
+    DrafterKind(QUANTIZED_DRAFT_MODEL, "a draft model run as its 4-bit copy, on a CPU", _int4_model, assistant=True),
+    DrafterKind(DRAFT_MODEL, "a draft model with the target's tokenizer: hub id or folder", _model, assistant=True),
+)}
+# Prompt lookup first is no kind of its own: build_pipeline wraps any kind but prompt lookup in it.
+LOOKUP_FIRST_DESCRIPTION = "copies where prompt lookup matches and copying has paid off, drafts with the draft model elsewhere"
+
+
+def lookup_first_written() -> str:
+    """How a draft name puts prompt lookup first: 'ngram+DRAFT'."""
+    return str(DrafterSpec(DRAFT_MODEL, "DRAFT", lookup_first=True))
+
+
+def describe(spec: DrafterSpec | str) -> str:
+    """The one line that says what a drafter (or a kind, by name) is."""
+    return KINDS[spec if isinstance(spec, str) else spec.kind].description
+
+
+def help_text() -> str:
+    """Every way to name a drafter, one clause each: "'ngram': copies …; …; 'ngram+DRAFT': copies where …"."""
+    clauses = [f"'{kind.written}': {kind.description}" for kind in KINDS.values()]
+    return "; ".join([*clauses, f"'{lookup_first_written()}': {LOOKUP_FIRST_DESCRIPTION}"])
+
+
+def build(spec: DrafterSpec, target: models.LoadedModel, config: DecodeConfig, eos_ids: list[int],
+          cache: WeightsCache = WEIGHTS) -> Built:
+    """The target model, drafter and draft model of `spec`'s kind, without prompt lookup first."""
+    return KINDS[spec.kind].build(spec, target, config, eos_ids, cache)
