@@ -101,6 +101,10 @@ class DecodeConfig:
     # A draft model stops a round's draft after a token it drew with probability below this (0: never stops
     # early). Like transformers' assistant_confidence_threshold; it looks only at the draft, so it stays exact.
     draft_confidence: float = 0.0
+    # Token trees (drafters/tree.py): each round drafts a tree of up to tree_budget nodes, γ deep, and the target
+    # verifies every node in one forward. tree_budget 0: the budget this machine's measured v(k) affords.
+    tree: bool = False
+    tree_budget: int = 0
     max_new_tokens: int = 64  # stop after this many generated tokens
     temperature: float = 0.0  # 0 means greedy (both distributions one-hot)
     top_k: int = 0  # keep the k most likely tokens; 0 turns it off
@@ -127,6 +131,11 @@ class DecodeConfig:
         for name in NUMBER_FIELDS:
             check_field(name, getattr(self, name), exact=True)
         check_flag("adaptive", self.adaptive)
+        check_flag("tree", self.tree)
+        if self.tree and self.adaptive:
+            raise ValueError("a token tree drafts γ deep every round; adaptive γ chooses chain lengths: choose one")
+        if self.tree and self.lenience != 1:
+            raise ValueError("lenience bends the chain's test only; a token tree is verified exactly (lenience 1)")
         check_system_prompt(self.system_prompt)
         for name in ("target", "draft"):
             value = getattr(self, name)
@@ -210,6 +219,7 @@ NUMBER_FIELDS = {
     "ngram_size": FieldRange(1, 16, whole=True),
     "lenience": FieldRange(0, 1, whole=False, low_open=True, note="1 is exact"),
     "draft_confidence": FieldRange(0, 1, whole=False, note="0 never stops a draft early"),
+    "tree_budget": FieldRange(0, 4 * MAX_GAMMA, whole=True, note="0 means measured on this machine"),
 }
 
 
