@@ -24,7 +24,7 @@ from specviz.config import (
 from specviz.drafters import registry
 from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs
-from specviz.pipeline import build_pipeline, calibrate
+from specviz.pipeline import build_pipeline, calibrate, calibration_sizes
 from specviz.trace import Trace
 
 FORWARDED = {  # subcommands whose arguments belong to a tool: `python -m specviz bench --help` shows them
@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--seed", type=field("seed"), default=defaults.seed)
     gen.add_argument("--adaptive", action="store_true",
                      help="choose each round's draft length in [0, γ] from running acceptance and measured costs")
+    gen.add_argument("--tree", action="store_true",
+                     help="draft a token tree each round, γ deep, verified in one target forward with the node budget "
+                          "this machine affords (its measured v(k); a chain where no tree pays)")
+    gen.add_argument("--tree-budget", type=field("tree_budget"),
+                     help="draft token trees of at most this many nodes (implies --tree; 0: measured)")
     gen.add_argument("--ngram-size", type=field("ngram_size"), default=defaults.ngram_size, help="prompt lookup's longest n-gram")
     gen.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True, help="use the chat template")
     gen.add_argument("--system-prompt", help="the chat's system message ('' for none; default: the template's own)")
@@ -122,6 +127,7 @@ def config_from_args(args) -> DecodeConfig:
         target=target, draft=draft, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
         chat=args.chat, ngram_size=args.ngram_size, adaptive=args.adaptive, system_prompt=args.system_prompt,
+        tree=args.tree or args.tree_budget is not None, tree_budget=args.tree_budget or 0,
         **{name: settings[name] if getattr(args, name) is None else getattr(args, name)
            for name in ("gamma", "draft_confidence")},
     ).validate()
@@ -134,7 +140,7 @@ def generate(args) -> int:
     check_outputs(files={"--trace-out": args.trace_out, "--html-out": args.html_out})  # before any model loads
     config = config_from_args(args)
     pipeline = build_pipeline(config)
-    calibrate(pipeline, config.target, config.gamma + 1)  # c's target step and v(k), timed once per target
+    calibrate(pipeline, config.target, calibration_sizes(config))  # c's target step and v(k), timed once per target
     if args.baseline:
         engine.warm_up(pipeline, config)  # so the first-call costs of a fresh process tilt neither run
     colour = sys.stdout.isatty()

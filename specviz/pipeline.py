@@ -76,6 +76,14 @@ STEP_SAMPLES, STEP_WARM_UP = 16, 2  # c's steps: timed proposals (one target ste
 CALIBRATION_DRAFTS = 4  # drafts per timed proposal, each one draft forward over one token
 
 
+def calibration_sizes(config: DecodeConfig) -> int:
+    """How far v(k) is measured before a run: the γ + 1 tokens a chain verifies, or a tree's budget + 1 (2γ + 1 when
+    the budget is to be chosen: tree_budget.choose_budget reads v(k) that far)."""
+    if not config.tree:
+        return config.gamma + 1
+    return (config.tree_budget or 2 * config.gamma) + 1
+
+
 def calibrate(pipeline: Pipeline, target_id: str, max_k: int) -> list[float]:
     """Set (and return) pipeline.target_forward_ms: the median ms of one target forward over k = 1..max(max_k,
     MIN_CALIBRATED_K) new tokens, timed once per target, device and dtype, then read from the cache (a larger k

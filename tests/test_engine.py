@@ -79,16 +79,18 @@ def test_lookup_then_model_rounds_mix_and_the_output_follows_the_target_exactly(
 
 @pytest.mark.slow
 def test_negative_control_broken_rollback_is_caught(monkeypatch):
-    """If the target cache kept the rejected drafts after a rejection, the output would leave the target's law."""
+    """If the target cache kept the wrong entries after a rejection (off by one), the output would leave the target's
+    law."""
     vocab, length, runs = 3, 3, 2000
     config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, temperature=1.0)
     exact = _exact_sequence_probs(config, length, vocab)
     pipeline = fake_pipeline(vocab)
-    def keep_everything(model, path):  # the rejected drafts stay in the cache
-        model.tokens.extend(model.tree_tokens)
+    def keep_off_by_one(model, path):  # the kept entries are read one place late: a rejected draft stays in
+        late = [node + 1 for node in path] if len(model.tree_tokens) > len(path) else path
+        model.tokens.extend(model.tree_tokens[node] for node in late)
         model.tree_tokens, model.tree_parents = [], []
 
-    monkeypatch.setattr(type(pipeline.target), "keep_path", keep_everything)
+    monkeypatch.setattr(type(pipeline.target), "keep_path", keep_off_by_one)
     counts = dict.fromkeys(exact, 0)
     for seed in range(runs):
         pipeline.target.reset()

@@ -18,7 +18,7 @@ from specviz.app.callbacks import pipeline_error
 from specviz.app.views import LiveView
 from specviz.config import DecodeConfig
 from specviz.job import Cancelled, Job
-from specviz.pipeline import Pipeline, build_pipeline, calibrate
+from specviz.pipeline import Pipeline, build_pipeline, calibrate, calibration_sizes
 from specviz.trace import USER_STOP, Trace
 
 STATUS_INTERVAL_S = 0.25  # while loading (or a slow round), say what is happening this often
@@ -118,7 +118,7 @@ def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = ()):
 def _calibrated(config: DecodeConfig) -> Pipeline:
     """The pipeline, with its target's forward timed (once per target and device: c and v(k) on the page)."""
     pipeline = build_pipeline(config)
-    calibrate(pipeline, config.target, config.gamma + 1)
+    calibrate(pipeline, config.target, calibration_sizes(config))
     return pipeline
 
 
