@@ -58,6 +58,8 @@ class Pipeline:
 def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipeline:
     """Load (or reuse) the models named by config and check that they can work together."""
     spec = config.drafter
+    if config.tree:
+        registry.check_trees(spec)  # before any model loads
     missing = first_missing((config.target, spec.model))
     if missing is not None:  # refused before the other model's long first assembly and conversion
         raise models.ModelUnavailable(not_installed(missing))

@@ -55,7 +55,7 @@ MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values
 APP_NOTES = {QUANTIZED_DRAFTER: "agrees ~98%, fastest; few rejections", DISTILLED_DRAFTER: "more rejections to look at"}
 DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
 DRAFTERS = [LOOKUP_THEN_DRAFT, PROMPT_LOOKUP, DRAFT_MODEL]
-NUMBERS = ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed")  # checked by config.check_field
+NUMBERS = ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed", "tree_budget")  # config.check_field
 DEFAULT_GAMMA = 4  # γ for a pair without preset settings: short rows that read well
 EXAMPLES = [
     "Alan Turing theorized that computers would one day become",
@@ -86,6 +86,8 @@ class RunRequest:
     adaptive: bool = False  # each round drafts 0..γ tokens, chosen from running acceptance and measured costs
     system_prompt: str = ""  # the chat's system message: empty by default, so the model reads nothing hidden
     draft_confidence: float | None = None  # stop a draft after a token it gave less than this (None: the pair's preset)
+    tree: bool = False  # draft a token tree each round, verified in one target forward (exact)
+    tree_budget: int = 0  # the tree's most nodes; 0: what this machine's measured v(k) affords
 
     @staticmethod
     def field_names() -> list[str]:
@@ -130,7 +132,9 @@ class RunRequest:
             raise ValueError(split_gguf.not_installed(missing) + ".")
         try:
             config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, system_prompt=self.system_prompt,
-                                  draft_confidence=self.draft_stop(), **numbers).validate()
+                                  draft_confidence=self.draft_stop(), tree=self.tree, **numbers).validate()
+            if config.tree:
+                registry.check_trees(config.drafter)
             policy.check(config, self.prompt)
         except ValueError as error:
             raise ValueError(_sentence(error)) from None
@@ -153,6 +157,7 @@ class RunRequest:
         numbers = {name: check_field(name, getattr(self, name), *limits.get(name, (None, None))) for name in NUMBERS}
         check_flag("compare", self.compare)
         check_flag("adaptive", self.adaptive)
+        check_flag("tree", self.tree)
         return numbers
 
 
@@ -160,7 +165,7 @@ def field_limits(policy: Policy) -> dict[str, tuple[float, float]]:
     """The live tab's range for a numeric field where it is narrower than DecodeConfig's: the sliders' ends,
     narrowed by the hosted caps. ui.py draws the sliders from it; to_config holds every request to it."""
     return {"gamma": (1, min(16, policy.max_gamma)), "max_new_tokens": (1, min(512, policy.max_new_tokens)),
-            "temperature": (0, 2), "top_p": (0.05, 1)}
+            "temperature": (0, 2), "top_p": (0.05, 1), "tree_budget": (0, 64)}
 
 
 def pair_choices() -> list[tuple[str, str]]:

@@ -47,6 +47,7 @@ class DrafterKind:
     description: str  # what it is, in one line: the app's menus and the CLI's --draft help
     build: Builder
     assistant: bool  # transformers' generate(assistant_model=…) can run it too (the benchmark's hf_assisted)
+    trees: bool = True  # it drafts token trees (a draft model grows them; drafters/tree.py), not only chains
 
     @property
     def written(self) -> str:
@@ -90,9 +91,9 @@ def _model(spec, target, config, eos_ids, cache) -> Built:
 
 KINDS = {kind.name: kind for kind in (
     DrafterKind(NGRAM_DRAFTER, "copies the tokens that followed the last few tokens' earlier match in the text, no "
-                               "model", _ngram, assistant=False),  # prompt lookup
+                               "model", _ngram, assistant=False, trees=False),  # prompt lookup
     DrafterKind(DISTILLED_DRAFTER, "the small head distilled from the offline target, shipped in assets/", _distilled,
-                assistant=False),  # it reads the target's hidden states: generate() cannot drive it
+                assistant=False, trees=False),  # it reads the target's hidden states of one path
     DrafterKind(QUANTIZED_DRAFTER, "the target's own 4-bit copy, on a CPU", _own_int4, assistant=True),
     DrafterKind(QUANTIZED_DRAFT_MODEL, "a draft model run as its 4-bit copy, on a CPU", _int4_model, assistant=True),
     DrafterKind(DRAFT_MODEL, "a draft model with the target's tokenizer: hub id or folder", _model, assistant=True),
@@ -115,6 +116,13 @@ def help_text() -> str:
     """Every way to name a drafter, one clause each: "'ngram': copies …; …; 'ngram+DRAFT': copies where …"."""
     clauses = [f"'{kind.written}': {kind.description}" for kind in KINDS.values()]
     return "; ".join([*clauses, f"'{lookup_first_written()}': {LOOKUP_FIRST_DESCRIPTION}"])
+
+
+def check_trees(spec: DrafterSpec) -> None:
+    """ValueError in words when a token tree is asked of a drafter that drafts chains only."""
+    if not KINDS[spec.kind].trees:
+        raise ValueError(f"{describe(spec).split(',')[0]} drafts one continuation: a token tree needs a draft model "
+                         f"(the {spec.kind!r} drafter drafts chains only)")
 
 
 def build(spec: DrafterSpec, target: models.LoadedModel, config: DecodeConfig, eos_ids: list[int],
