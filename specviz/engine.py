@@ -124,7 +124,7 @@ def tree_shape(pipeline: Pipeline, config: DecodeConfig) -> TreeShape | None:
         return None
     if not pipeline.drafter.drafts_trees:
         raise ValueError(f"the {config.draft!r} drafter drafts chains only: a token tree needs a draft model")
-    return shape_for(config.gamma, config.tree_budget, pipeline.eos_ids)
+    return shape_for(config.gamma, config.tree_budget, pipeline.eos_ids, config.draft_confidence)
 
 
 def resolved_config(pipeline: Pipeline, config: DecodeConfig) -> DecodeConfig:

@@ -107,7 +107,7 @@ def best_shape(gamma: int, costs: TreeCosts, accept: list[float], ends=()) -> Ch
     return Choice(shape_for(gamma, shape.budget, ends), tokens, milliseconds, chain[3], chain[4])
 
 
-PRIOR_RUNS = 1  # choose_budget uses the acceptance of the pair's most recent tree run
+MIN_TREE_ROUNDS = 4  # a run whose acceptance by sibling rank choose_budget may use: engine.warm_up's have fewer
 
 
 def sibling_acceptance(trace) -> list[float]:
@@ -133,7 +133,7 @@ def _acceptance_key(pipeline):
 def remember_acceptance(pipeline, trace) -> None:
     """Keep this run's acceptance by sibling rank for the pair's next tree run (choose_budget); per process."""
     rates = sibling_acceptance(trace)
-    if rates:
+    if sum(round_.is_tree for round_ in trace.rounds) >= MIN_TREE_ROUNDS and rates:  # not a warm-up's few rounds
         pipeline.cache.get(_acceptance_key(pipeline), dict)["by_rank"] = rates
 
 

@@ -138,3 +138,14 @@ def test_a_tree_needs_a_drafter_that_drafts_trees():
         engine.run_speculative(fake_pipeline(4, drafter="ngram"), PROMPT, config)
     with pytest.raises(ValueError, match="adaptive γ"):
         DecodeConfig(tree=True, adaptive=True).validate()
+
+
+def test_the_draft_stop_ends_a_tree_s_unsure_paths_and_keeps_it_exact():
+    """DecodeConfig.draft_confidence: a node the draft gave less than it is not expanded (its siblings stay)."""
+    pipeline = fake_pipeline(vocab_size=5)
+    common = dict(gamma=5, max_new_tokens=40, chat=False, tree=True, tree_budget=20)
+    free = engine.run_speculative(pipeline, "abcab", DecodeConfig(**common))
+    stopped = engine.run_speculative(pipeline, "abcab", DecodeConfig(**common, draft_confidence=0.6))
+    assert stopped.token_ids == free.token_ids == engine.baseline_decode(pipeline, "abcab", DecodeConfig(**common)).token_ids
+    nodes = [sum(round_.drafted for round_ in trace.rounds) / len(trace.rounds) for trace in (free, stopped)]
+    assert nodes[1] < nodes[0]

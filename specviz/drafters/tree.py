@@ -31,6 +31,9 @@ class TreeShape:
     budget: int  # the most nodes drafted in all
     ends: tuple[int, ...] = ()  # tokens nothing is drafted after (EOS): such a node is never expanded
     wide: int | None = None  # levels (from the top) whose expanded nodes get `branch` children; one child below them
+    # A node the draft gave less than this (softmax of its logits) is not expanded, as a chain's draft stops after
+    # such a token (DecodeConfig.draft_confidence); the tree stops growing when no node is left to expand.
+    stop: float = 0.0
 
     def __post_init__(self):
         for name in ("depth", "branch", "expand", "budget"):
@@ -89,7 +92,8 @@ def grow(model, root_logits: torch.Tensor, shape: TreeShape, standardize, genera
             confidence = torch.softmax(logits[0].float(), dim=-1)  # the draft's own, untempered: ranks the paths
             children, rows = pick_children(logits, draft_probs, count, standardize.greedy, generator)
             for token, row in zip(children, rows):
-                new.append((len(tree.tokens), score * float(confidence[token])))
+                if float(confidence[token]) >= shape.stop:  # else the draft was unsure of it: its path ends here
+                    new.append((len(tree.tokens), score * float(confidence[token])))
                 tree.tokens.append(token)
                 tree.parents.append(node)
                 tree.probs.append(row)
@@ -136,23 +140,24 @@ BRANCH = 2  # children under each expanded node: the draft's choice and one alte
 FLAT_SLACK = 0.10  # a tree may verify as many nodes as cost at most this much more than the chain's γ + 1 tokens
 
 
-def shape_for(gamma: int, budget: int, ends=()) -> TreeShape | None:
+def shape_for(gamma: int, budget: int, ends=(), stop: float = 0.0) -> TreeShape | None:
     """The tree a budget of nodes buys at depth γ, the main line always reaching γ: below 2γ nodes, a second child
     under the likeliest node of each of the first budget − γ levels (alternatives where they pay most, near the
     root); from 2γ, BRANCH children under the likeliest max(1, budget // (BRANCH·γ)) nodes of every level, filled
     level by level until the budget is spent. None when the budget is no more than a chain's γ nodes.
 
     >>> shape_for(4, 6)
-    TreeShape(depth=4, branch=2, expand=1, budget=6, ends=(), wide=2)
+    TreeShape(depth=4, branch=2, expand=1, budget=6, ends=(), wide=2, stop=0.0)
     >>> shape_for(4, 8).wide is None, shape_for(4, 4) is None
     (True, True)
     """
     if budget <= gamma:
         return None
     if budget < BRANCH * gamma:
-        return TreeShape(depth=gamma, branch=BRANCH, expand=1, budget=budget, ends=tuple(ends), wide=budget - gamma)
+        return TreeShape(depth=gamma, branch=BRANCH, expand=1, budget=budget, ends=tuple(ends), wide=budget - gamma,
+                         stop=stop)
     return TreeShape(depth=gamma, branch=BRANCH, expand=max(1, budget // (BRANCH * gamma)), budget=budget,
-                     ends=tuple(ends))
+                     ends=tuple(ends), stop=stop)
 
 
 def measured_budget(gamma: int, verify_ms: list[float]) -> int:
