@@ -122,8 +122,13 @@ def test_speculative_output_follows_the_target_and_the_draft_does_not():
     assert list(figure.data[1].y) == [row["speculative"] for row in bars]
 
 
-def test_negative_control_a_target_that_never_rolls_back_is_caught(monkeypatch):
-    monkeypatch.setattr(SimulatedModel, "crop", lambda self, length: None)
+def test_negative_control_a_target_that_rolls_back_wrongly_is_caught(monkeypatch):
+    def keep_off_by_one(model, path):  # the kept entries are read one place late: a rejected draft stays in
+        late = [node + 1 for node in path] if len(model.tree_hashes) > len(path) else path
+        model.hashes.extend(model.tree_hashes[node] for node in late)
+        model.tree_parents, model.tree_hashes = [], []
+
+    monkeypatch.setattr(SimulatedModel, "keep_path", keep_off_by_one)
     rows = simulated.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=5)
     two_tokens = next(r for r in rows if r["event"] == "first two tokens" and r["sampler"] == "speculative (engine)")
     assert not two_tokens["follows_target"]

@@ -108,16 +108,19 @@ class SimulatedModel:
         self.device = torch.device("cpu")
         self.max_length = 1 << 20
         self.hashes = [world.root_hash]
+        self.tree_parents: list[int] = []  # token-tree entries after the committed tokens, as LanguageModel.feed_tree
+        self.tree_hashes: list[int] = []
         self.tokens_fed = self.forward_calls = 0
         self.forward_seconds = 0.0
         self._logits: dict[int, torch.Tensor] = {}
 
     @property
     def cached_length(self) -> int:
-        return len(self.hashes) - 1
+        return len(self.hashes) - 1 + len(self.tree_hashes)
 
     def reset(self) -> None:
         self.hashes = [self.world.root_hash]
+        self.tree_parents, self.tree_hashes = [], []
 
     def logits_at(self, prefix_hash: int) -> torch.Tensor:
         """log q [V] (log p for the target), NEVER where there is no mass; softmax gives the probabilities back."""
@@ -135,7 +138,23 @@ class SimulatedModel:
         self.forward_calls += 1
         return torch.stack([self.logits_at(h) for h in self.hashes[-logits_to_keep:]])  # [keep, V]
 
+    def feed_tree(self, token_ids: torch.Tensor, parents: list[int], logits_to_keep: int | None = None,
+                  sync: bool = True) -> torch.Tensor:
+        """Append token-tree entries, each after its parent's path (LanguageModel.feed_tree's contract)."""
+        for token, parent in zip(token_ids.view(-1).tolist(), parents):
+            self.tree_hashes.append(self.world.extend(self.tree_hashes[parent] if parent >= 0 else self.hashes[-1], token))
+            self.tree_parents.append(int(parent))
+        self.tokens_fed += token_ids.numel()
+        self.forward_calls += 1
+        return torch.stack([self.logits_at(h) for h in self.tree_hashes[-(logits_to_keep or len(parents)):]])
+
+    def keep_path(self, path: list[int]) -> None:
+        """Keep the tree entries of `path` as committed tokens, drop the rest."""
+        self.hashes.extend(self.tree_hashes[node] for node in path)
+        self.tree_parents, self.tree_hashes = [], []
+
     def crop(self, length: int) -> None:
+        self.tree_parents, self.tree_hashes = [], []
         del self.hashes[length + 1 :]
 
 
