@@ -57,8 +57,13 @@ def acceptance_lines(metrics: Metrics, tree: TreeMetrics | None = None) -> list[
 def tree_line(trace: Trace, tree: TreeMetrics) -> str:
     """A tree run's own numbers: nodes drafted and path accepted per round, acceptance by depth and by sibling rank."""
     budget = node_budget(trace)
+    said = f", budget {budget}" if budget else ""
+    # the draft model grows at most `budget` nodes; "lookup, else draft model" adds lookup's copy as one more branch
+    over = sum(round_.drafted > budget for round_ in trace.rounds) if budget else 0
+    if over:
+        said += f"; {over} of them drafted more: prompt lookup's copy joined the tree"
     return (f"**tree**: **{tree.draft_nodes_per_round:.2f} {defined('draft_nodes_per_round')}** ({tree.drafted_nodes} "
-            f"nodes / {tree.rounds} rounds" + (f", budget {budget}" if budget else "") + f"), accepted path "
+            f"nodes / {tree.rounds} rounds" + said + f"), accepted path "
             f"{tree.accepted_path_per_round:.2f} per round · {defined('acceptance_by_depth', 'acceptance by depth')} "
             f"{_rates(tree.acceptance_by_depth)} · {defined('acceptance_by_sibling_rank', 'by sibling rank')} "
             f"{_rates(tree.acceptance_by_sibling_rank)} ("
@@ -94,7 +99,20 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
                         f"{lengths.count(0)} of {len(lengths)} rounds were plain steps (drafting would not have paid)")
     if tree.is_tree:
         lines.insert(3, tree_line(trace, tree))
+    elif trace.config.get("tree") and any(round_.drafted for round_ in trace.rounds):
+        lines.insert(3, no_tree_line(trace))
     return "\n\n".join(lines)
+
+
+def no_tree_line(trace: Trace) -> str:
+    """Why a run with Token tree ticked drew chains: its budget (0 takes what this machine's measured v(k) affords)
+    bought no more than γ nodes, or no round's draft gave a node a sibling."""
+    budget, gamma = int(trace.config.get("tree_budget") or 0), int(trace.config["gamma"])
+    if budget and budget <= gamma:
+        return (f"**tree**: none drawn: a budget of {budget} nodes buys no more than the chain of γ = {gamma}, so every "
+                f"round drafted a chain (a Tree budget of 0 takes what this machine's measured verify cost affords; "
+                f"above γ, a tree)")
+    return "**tree**: none drawn: no round's draft gave a node a sibling, so every round drafted a chain"
 
 
 def _engine_terms(metrics: Metrics, tree: TreeMetrics | None = None) -> str:

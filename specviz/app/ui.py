@@ -151,11 +151,13 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, 
         top_p = gr.Slider(*limits["top_p"], value=initial.top_p, step=0.01, label="Top-p (1 = off)")
         seed = gr.Number(initial.seed, label="Seed", precision=0, minimum=0)
     compare = gr.Checkbox(initial.compare, label="Compare with plain decoding (measures the speedup)")
-    with gr.Row():
-        tree = gr.Checkbox(initial.tree, label="Token tree: draft several continuations, γ deep, all verified in one "
-                                               "target forward (exact)", elem_id="sv-tree")
-        tree_budget = gr.Slider(*limits["tree_budget"], value=initial.tree_budget, step=1,
-                                label="Tree budget: most nodes per round (0 = what this machine affords)")
+    # one above the other: side by side, each label wrapped over four lines or more
+    tree = gr.Checkbox(initial.tree, label="Token tree: draft several continuations, γ deep, all verified in one "
+                                           "target forward (exact)", elem_id="sv-tree",
+                       info="Needs a draft model (a pair's own draft or its 4-bit copy): prompt lookup and the "
+                            "distilled head draft one continuation")
+    tree_budget = gr.Slider(*limits["tree_budget"], value=initial.tree_budget, step=1,
+                            label="Tree budget: most nodes per round (0 = what this machine affords)")
     controls = {"pair": pair, "target": target, "draft": draft, "drafter": drafter, "prompt": prompt, "gamma": gamma,
                 "max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p,
                 "seed": seed, "compare": compare, "adaptive": adaptive, "system_prompt": system_prompt,
