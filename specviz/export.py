@@ -34,8 +34,9 @@ def run_html(trace: Trace) -> str:
         '<div class="sv-page-plot">' + figure.to_html(full_html=False, include_plotlyjs=index == 0, config=PLOT_CONFIG)
         + "</div>" for index, figure in enumerate(plots))
     title = f"specviz: {trace.target_name} ← {trace.draft_name}"
-    settings = ", ".join(f"{key} = {trace.config[key]}" for key in ("gamma", "temperature", "top_k", "top_p", "seed",
-                                                                    "max_new_tokens", "adaptive"))
+    shown = ("gamma", "temperature", "top_k", "top_p", "seed", "max_new_tokens", "adaptive",
+             *(("tree", "tree_budget") if trace.config.get("tree") else ()))  # a version-1 trace has no tree keys
+    settings = ", ".join(f"{key} = {trace.config[key]}" for key in shown)
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f"<title>{html.escape(title)}</title><style>{CSS.read_text(encoding='utf-8')}{PAGE_CSS}</style></head><body>"

@@ -121,8 +121,9 @@ def help_text() -> str:
 def check_trees(spec: DrafterSpec) -> None:
     """ValueError in words when a token tree is asked of a drafter that drafts chains only."""
     if not KINDS[spec.kind].trees:
-        raise ValueError(f"{describe(spec).split(',')[0]} drafts one continuation: a token tree needs a draft model "
-                         f"(the {spec.kind!r} drafter drafts chains only)")
+        what = {NGRAM_DRAFTER: "Prompt lookup", DISTILLED_DRAFTER: "The distilled head"}.get(spec.kind, "This drafter")
+        raise ValueError(f"{what} drafts one continuation: a token tree needs a draft model (the {spec.kind!r} drafter "
+                         "drafts chains only)")
 
 
 def build(spec: DrafterSpec, target: models.LoadedModel, config: DecodeConfig, eos_ids: list[int],

@@ -5,8 +5,9 @@ each row sees the committed text and its own ancestors; models/tree_attention.py
 - at T > 0, `branch` distinct children without replacement (sampling.draw_siblings): child i's q is the draft's
   distribution with children 1..i-1 removed and renormalised, exactly what it was drawn from;
 - at T = 0, the draft's top-`branch` tokens, each with a one-hot q on itself (the greedy case of the same rule).
-Which nodes are expanded is dynamic, as in EAGLE-2: the `expand` frontier nodes with the highest path
-probability under the draft (the product of softmax(logits) along the path). Every count is fixed before the
+Which nodes are expanded is dynamic, as in EAGLE-2: the `expand` frontier nodes with the highest path score, the
+product along the path of the draft's softmax at T = 0, of each child's chance by the order it is tried in at T > 0
+(tried_first_chance). Every count is fixed before the
 children it counts are drawn, and nothing is pruned after it is drawn, so the multi-draft rule stays exact
 (tree_verify.py): the shape may depend on a node's own value only through its descendants, never its siblings'.
 """
@@ -77,6 +78,27 @@ def pick_children(logits: torch.Tensor, draft_probs: torch.Tensor, count: int, g
     return tokens.tolist(), list(rows)
 
 
+RANK_PRIOR = (0.8, 0.3)  # sampled trees: the chance that the r-th child tried is accepted once those before it failed
+
+
+def tried_first_chance(rank: int) -> float:
+    """How a sampled child ranks for expansion: Sequoia's positional chance that the rank-th child tried is the
+    accepted one, a_r · Π_{s<r} (1 − a_s), with a = RANK_PRIOR (ranks past it use its last entry). At T > 0 the
+    order a child is tried in predicts its acceptance better than its q does: the first child is accepted with
+    probability Σ min(p, q) whichever token it is, so the deep path must hang under it, not under a likelier-looking
+    later sibling that is seldom tried. (At T = 0 the children are the draft's top tokens in order, and the draft's
+    own probability ranks them.)
+
+    >>> tried_first_chance(1), round(tried_first_chance(2), 2), round(tried_first_chance(3), 3)
+    (0.8, 0.06, 0.042)
+    """
+    rates = [RANK_PRIOR[min(index, len(RANK_PRIOR) - 1)] for index in range(rank)]
+    chance = rates[-1]
+    for rate in rates[:-1]:
+        chance *= 1 - rate
+    return chance
+
+
 def grow(model, root_logits: torch.Tensor, shape: TreeShape, standardize, generator: torch.Generator) -> GrownTree:
     """Grow a tree under the committed text, whose next-token logits [1, V] the model has just given. The model's
     cache holds the committed text; the expanded nodes are left in it as tree entries (keep_path settles them)."""
@@ -91,9 +113,10 @@ def grow(model, root_logits: torch.Tensor, shape: TreeShape, standardize, genera
             draft_probs = standardize(logits)[0]  # [V]
             confidence = torch.softmax(logits[0].float(), dim=-1)  # the draft's own, untempered: ranks the paths
             children, rows = pick_children(logits, draft_probs, count, standardize.greedy, generator)
-            for token, row in zip(children, rows):
+            for rank, (token, row) in enumerate(zip(children, rows), start=1):
                 if float(confidence[token]) >= shape.stop:  # else the draft was unsure of it: its path ends here
-                    new.append((len(tree.tokens), score * float(confidence[token])))
+                    chance = float(confidence[token]) if standardize.greedy else tried_first_chance(rank)
+                    new.append((len(tree.tokens), score * chance))
                 tree.tokens.append(token)
                 tree.parents.append(node)
                 tree.probs.append(row)
