@@ -6,6 +6,7 @@ from __future__ import annotations
 import torch
 
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, TopToken
+from specviz.tree_verify import tree_depths
 from specviz.verify import VerifyResult
 
 TOP_N = 10  # entries of p and q kept per position, enough to draw the p-vs-q bars
@@ -48,7 +49,7 @@ def record_round(index, drafted_ids, draft_probs, target_probs, uniforms, result
     path, tested, accept_probs, next_kind = _outcome(result, k)
     final_row = path[-1] + 1 if path else 0  # the target row the correction or bonus was drawn from
     rows = [parents[node] + 1 for node in tested]  # each tested node's target row: its parent's
-    depth = _depths(parents)
+    depth = tree_depths(parents)
     target_tops = dict(zip([*rows, final_row], texts.top(target_probs[[*rows, final_row]])))
     draft_tops = texts.top(draft_probs[tested]) if tested else []
     device = target_probs.device
@@ -95,13 +96,6 @@ def _outcome(result, k: int) -> tuple[list[int], list[int], list[float | None], 
         accept_probs = [result.accept_probs[node] if node in tested else None for node in range(k)]
         return list(range(accepted)), tested, accept_probs, result.next_kind
     return list(result.path), list(result.tested), list(result.accept_probs), result.next_kind
-
-
-def _depths(parents: list[int]) -> list[int]:
-    depth: list[int] = []
-    for parent in parents:
-        depth.append(1 if parent < 0 else depth[parent] + 1)
-    return depth
 
 
 def _add_untempered(tokens: list[Token], target_logits: torch.Tensor, draft_logits, texts: TokenTexts,

@@ -108,7 +108,7 @@ def test_misuse_is_refused_in_words():
         model.feed(torch.tensor([5]))
     with pytest.raises(ValueError, match="not a path"):
         model.keep_path([0, 1])  # siblings
-    with pytest.raises(ValueError, match="earlier entry"):
+    with pytest.raises(ValueError, match="an earlier node"):
         model.feed_tree(torch.tensor([5]), [7])
     with pytest.raises(ValueError, match="crop into a token tree"):
         model.crop(len(PREFIX) + 1)

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import torch
 
+from specviz.tree_verify import tree_depths
+
 
 def depths(parents: list[int]) -> list[int]:
-    """Depth of every entry: 1 for a child of the committed sequence. [-1, -1, 0, 2] -> [1, 1, 2, 3]."""
-    result: list[int] = []
-    for index, parent in enumerate(parents):
-        if not -1 <= parent < index:
-            raise ValueError(f"tree entry {index} has parent {parent}; a parent must be an earlier entry or -1")
-        result.append(1 if parent < 0 else result[parent] + 1)
-    return result
+    """Depth of every entry: 1 for a child of the committed sequence. [-1, -1, 0, 2] -> [1, 1, 2, 3]; ValueError for
+    a parent that is no earlier entry (tree_verify.tree_depths)."""
+    return tree_depths(parents)
 
 
 def is_chain(parents: list[int]) -> bool:
