@@ -199,7 +199,8 @@ STANDARDIZERS = {"T=1": Standardizer(1.0), "top-k 3": Standardizer(1.0, top_k=3)
                  "top-p .9": Standardizer(1.0, top_p=0.9)}
 
 
-@pytest.mark.parametrize("name", list(STANDARDIZERS))
+@pytest.mark.parametrize("name", ["T=1", pytest.param("top-k 3", marks=pytest.mark.slow),  # the full tier: 2.5 s each
+                                  pytest.param("top-p .9", marks=pytest.mark.slow)])
 def test_tree_rounds_without_replacement_follow_the_target(name):
     target, draft = _toy_tables(STANDARDIZERS[name])
     statistic, critical = _chi_square(target, _sequence_counts(target, draft, draw_siblings))
@@ -207,6 +208,7 @@ def test_tree_rounds_without_replacement_follow_the_target(name):
     assert statistic < critical
 
 
+@pytest.mark.slow
 def test_tree_rounds_with_iid_children_follow_the_target():
     target, draft = _toy_tables(STANDARDIZERS["T=1"])
     statistic, critical = _chi_square(target, _sequence_counts(target, draft, _iid))
