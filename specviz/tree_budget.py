@@ -110,20 +110,31 @@ def best_shape(gamma: int, costs: TreeCosts, accept: list[float], ends=()) -> Ch
 MIN_TREE_ROUNDS = 4  # a run whose acceptance by sibling rank choose_budget may use: engine.warm_up's have fewer
 
 
-def sibling_acceptance(trace) -> list[float]:
-    """Acceptance by sibling rank in a trace's tree rounds: a_r = accepted r-th siblings ÷ tested r-th siblings
-    (the r-th child tried under one parent in one round), for every rank tested."""
-    tested: dict[int, int] = {}
-    accepted: dict[int, int] = {}
-    for round_ in trace.rounds:
-        seen: dict[int, int] = {}  # parent -> children tried so far this round
+def rank_counts(rounds) -> tuple[list[int], list[int]]:
+    """(tests of an r-th sibling, of which accepted) for r = 1, 2, ..: Sequoia's acceptance vector, counted. A tested
+    node's rank is r when it was the r-th child tried under its parent in its round; siblings share their parent and
+    their depth, and keying on both keeps a chain recorded without parents at rank 1."""
+    tests: list[int] = []
+    accepted: list[int] = []
+    for round_ in rounds:
+        tried: dict[tuple[int, int], int] = {}
         for token in round_.tokens:
-            if token.node is None:
+            if token.kind not in ("accepted", "rejected"):
                 continue
-            rank = seen[token.parent] = seen.get(token.parent, 0) + 1
-            tested[rank] = tested.get(rank, 0) + 1
-            accepted[rank] = accepted.get(rank, 0) + (token.kind == "accepted")
-    return [accepted[rank] / tested[rank] for rank in sorted(tested) if rank == 1 or rank - 1 in tested]
+            key = (token.position, token.parent)
+            rank = tried[key] = tried.get(key, 0) + 1
+            if rank > len(tests):
+                tests.append(0)
+                accepted.append(0)
+            tests[rank - 1] += 1
+            accepted[rank - 1] += token.kind == "accepted"
+    return tests, accepted
+
+
+def sibling_acceptance(trace) -> list[float]:
+    """Acceptance by sibling rank: a_r = accepted r-th siblings ÷ tested r-th siblings, for every rank tested."""
+    tests, accepted = rank_counts(trace.rounds)
+    return [hit / tried for hit, tried in zip(accepted, tests)]
 
 
 def _acceptance_key(pipeline):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from specviz.trace import ACCEPTED, REJECTED, Round, Token, Trace
+from specviz.trace import ACCEPTED, REJECTED, Round, Trace
+from specviz.tree_budget import rank_counts
 
 
 @dataclass
@@ -65,19 +66,6 @@ def round_depth(round_: Round) -> int:
     return max(node_depths(round_), default=0)
 
 
-def ranked_tests(round_: Round) -> list[tuple[Token, int]]:
-    """Each tested node with its sibling rank: r when it was the r-th child tried under its parent this round.
-    Siblings share their parent and their depth; keying on both keeps a chain recorded without parents at rank 1."""
-    tried: dict[tuple[int, int], int] = {}
-    ranked = []
-    for token in round_.tokens:
-        if token.kind in (ACCEPTED, REJECTED):
-            key = (token.position, token.parent)
-            tried[key] = tried.get(key, 0) + 1
-            ranked.append((token, tried[key]))
-    return ranked
-
-
 def depth_counts(rounds: list[Round], levels: int = 0) -> tuple[list[int], list[int]]:
     """(rounds that tested a node at depth d, rounds that accepted one there) for d = 1..max(levels, deepest test).
     A depth counts once per round however many siblings were tried there; in a chain that is one test per depth."""
@@ -95,20 +83,6 @@ def depth_counts(rounds: list[Round], levels: int = 0) -> tuple[list[int], list[
             tested[depth - 1] += 1
             accepted[depth - 1] += was_accepted
     return tested, accepted
-
-
-def rank_counts(rounds: list[Round]) -> tuple[list[int], list[int]]:
-    """(tests of an r-th sibling, of which accepted) for r = 1, 2, ..: Sequoia's acceptance vector, counted."""
-    tests: list[int] = []
-    accepted: list[int] = []
-    for round_ in rounds:
-        for token, rank in ranked_tests(round_):
-            if rank > len(tests):
-                tests += [0] * (rank - len(tests))
-                accepted += [0] * (rank - len(accepted))
-            tests[rank - 1] += 1
-            accepted[rank - 1] += token.kind == ACCEPTED
-    return tests, accepted
 
 
 def is_tree_run(trace: Trace) -> bool:
