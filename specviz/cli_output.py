@@ -6,7 +6,7 @@ from dataclasses import asdict
 
 from specviz.counters import engine_counters
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
-from specviz.tree_metrics import summarize_tree
+from specviz.tree_metrics import summarize_tree, why_no_tree
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
 MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
@@ -29,9 +29,9 @@ def json_summary(trace, metrics, parting=None) -> dict:
                "wall_ms": trace.wall_ms, "forward_ms": trace.forward_ms, **metrics.to_dict(),
                "engine_counters": engine_counters(trace)}  # llama.cpp's and vLLM's names for the same counts
     tree = summarize_tree(trace)
-    if tree.is_tree:  # metrics.DEFINITIONS["acceptance_by_depth"] and ["acceptance_by_sibling_rank"]
+    if tree.is_tree or trace.config.get("tree"):  # metrics.DEFINITIONS["acceptance_by_depth"], [..._sibling_rank"]
         summary.update(acceptance_by_depth=tree.acceptance_by_depth,
-                       acceptance_by_sibling_rank=tree.acceptance_by_sibling_rank)
+                       acceptance_by_sibling_rank=tree.acceptance_by_sibling_rank, tree_drawn=tree.is_tree)
     if trace.baseline is not None:
         summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
     if parting is not None:
@@ -61,6 +61,8 @@ def print_summary(trace, metrics, parting=None) -> None:
     print(f"{metrics.generated_tokens} tokens in {metrics.rounds} target calls: {metrics.tokens_per_round:.2f} tokens per round")
     if tree.is_tree:
         print(tree_line(tree))
+    elif trace.config.get("tree") and any(round_.drafted for round_ in trace.rounds):
+        print(f"tree: {why_no_tree(trace)}")
     print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms per round, "
           f"of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards; "
           f"c = {metrics.c:.3f} ({metrics.c_basis}); {metrics.tokens_per_s:.1f} tokens/s")

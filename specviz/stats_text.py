@@ -11,7 +11,7 @@ import html
 
 from specviz.metrics import C_BASES, DEFINITIONS, Metrics
 from specviz.trace import USER_STOP, Trace
-from specviz.tree_metrics import TreeMetrics, node_budget, summarize_tree
+from specviz.tree_metrics import TreeMetrics, node_budget, summarize_tree, why_no_tree
 
 
 def defined(key: str, label: str | None = None) -> str:
@@ -105,14 +105,8 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
 
 
 def no_tree_line(trace: Trace) -> str:
-    """Why a run with Token tree ticked drew chains: its budget (0 takes what this machine's measured v(k) affords)
-    bought no more than γ nodes, or no round's draft gave a node a sibling."""
-    budget, gamma = int(trace.config.get("tree_budget") or 0), int(trace.config["gamma"])
-    if budget and budget <= gamma:
-        return (f"**tree**: none drawn: a budget of {budget} nodes buys no more than the chain of γ = {gamma}, so every "
-                f"round drafted a chain (a Tree budget of 0 takes what this machine's measured verify cost affords; "
-                f"above γ, a tree)")
-    return "**tree**: none drawn: no round's draft gave a node a sibling, so every round drafted a chain"
+    """The stats line for a run with Token tree ticked that drew only chains (tree_metrics.why_no_tree)."""
+    return f"**tree**: {why_no_tree(trace)}"
 
 
 def _engine_terms(metrics: Metrics, tree: TreeMetrics | None = None) -> str:

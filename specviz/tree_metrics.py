@@ -98,6 +98,17 @@ def node_budget(trace: Trace) -> int | None:
     return int(trace.config.get("tree_budget") or 0) or None
 
 
+def why_no_tree(trace: Trace) -> str:
+    """Why a run that asked for a tree (DecodeConfig.tree) drew only chains: its budget (0 takes what this machine's
+    measured v(k) affords) bought no more than γ nodes, or no round's draft gave a node a sibling."""
+    budget, gamma = int(trace.config.get("tree_budget") or 0), int(trace.config["gamma"])
+    if budget and budget <= gamma:
+        return (f"none drawn: a budget of {budget} nodes buys no more than the chain of γ = {gamma}, so every round "
+                f"drafted a chain (a tree budget of 0 takes what this machine's measured verify cost affords; above γ, "
+                f"a tree)")
+    return "none drawn: no round's draft gave a node a sibling, so every round drafted a chain"
+
+
 def _ratios(numerators: list[int], denominators: list[int]) -> list[float | None]:
     return [n / d if d else None for n, d in zip(numerators, denominators)]
 

@@ -36,7 +36,7 @@ def test_refusals_are_one_line(capsys):
 @pytest.mark.slow
 def test_a_greedy_tree_run_on_the_offline_target_is_the_target_s_own_text(offline_target, capsys):
     assert cli.main(["generate", "--prompt", "Write a Python function that checks whether a number is prime.",
-                     "--tree", "--max-new-tokens", "32", "--baseline", "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    assert summary["identical"] is True
-    assert summary["draft_nodes_per_round"] > 0 and "acceptance_by_sibling_rank" in summary
+                     "--tree", "--tree-budget", "12", "--max-new-tokens", "32", "--baseline", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)  # a set budget: a measured one follows this machine's load
+    assert summary["identical"] is True and summary["tree_drawn"] is True
+    assert summary["draft_nodes_per_round"] > 4 and "acceptance_by_sibling_rank" in summary

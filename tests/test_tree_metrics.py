@@ -1,6 +1,7 @@
 """tree_metrics.py and the tree numbers in metrics, figures, the CLI's output, the engine counters and the stats: exact
 values on a hand-built tree trace, invariants on seeded fake-engine tree runs, and chain runs unchanged (issue 34)."""
 
+import dataclasses
 import io
 import json
 from contextlib import redirect_stdout
@@ -187,6 +188,7 @@ def test_the_json_summary_and_the_terminal_name_the_tree_numbers(chain_runs, tre
         keys = list(summary)
         assert keys.index("draft_nodes_per_round") == keys.index("tokens_per_round") + 1
         assert ("acceptance_by_depth" in summary) == ("acceptance_by_sibling_rank" in summary) == is_tree
+        assert summary.get("tree_drawn", False) == is_tree
         printed = io.StringIO()
         with redirect_stdout(printed):
             print_summary(trace, metrics)
@@ -197,6 +199,18 @@ def test_the_json_summary_and_the_terminal_name_the_tree_numbers(chain_runs, tre
     assert tree_lines[0].startswith(f"tree: {tree.draft_nodes_per_round:.2f} nodes drafted per round, path "
                                     f"{tree.accepted_path_per_round:.2f} per round; acceptance by depth ")
     assert ", by sibling rank " in tree_lines[0]
+
+
+def test_a_tree_run_that_drew_only_chains_says_why_in_the_json_and_on_the_terminal(chain_runs):
+    trace = chain_runs[0]
+    asked = dataclasses.replace(trace, config={**trace.config, "tree": True, "tree_budget": trace.config["gamma"]})
+    metrics = summarize(asked)
+    summary = json_summary(asked, metrics)
+    assert summary["tree_drawn"] is False and summary["acceptance_by_sibling_rank"] == [metrics.alpha]
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        print_summary(asked, metrics)
+    assert f"tree: none drawn: a budget of {trace.config['gamma']} nodes buys no more than the chain" in printed.getvalue()
 
 
 def test_engine_counters_count_nodes_and_the_accepted_path(chain_runs):
