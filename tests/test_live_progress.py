@@ -144,6 +144,9 @@ def test_reset_during_the_decoding_leaves_the_page_cleared(slow_loading):
     later = list(outputs)
     assert cleared["trace"] is None and worker.call(lambda: "free") == "free"  # the trace state emptied, the model free
     assert [output for output in later if _trace(output) is not None] == []
+    last = _named(later[-1])  # the run's stream ends with the cleared page, after any update of it in flight
+    assert later and {name: last[name] for name in ("rows", "stats", "status")} == {"rows": cleared["rows"],
+                                                                                  "stats": "", "status": ""}
 
 
 def test_reset_during_a_step_brings_back_neither_its_round_nor_its_session(slow_loading):
@@ -162,3 +165,4 @@ def test_reset_during_a_step_brings_back_neither_its_round_nor_its_session(slow_
     outputs = list(live.step(session, slot, **vars(REQUEST)))
     assert slot.cleared is not None and worker.call(lambda: "free") == "free"
     assert all(not isinstance(output[-1], live.StepSession) for output in outputs)  # only status lines, if any
+    assert _named(outputs[-1])["session"] is None and _named(outputs[-1])["stats"] == ""  # ending on the cleared page

@@ -91,7 +91,8 @@ def run(slot: JobSlot | None = None, previous: Trace | None = None, **controls):
             future = worker.MODEL_THREAD.submit(engine.baseline_decode, pipeline, request.prompt, config, job=job)
             trace.baseline = yield from progress.waiting(future, job, started)
     except Cancelled:
-        if slot.was_cleared(job):  # Reset: the page was cleared; showing the stopped run would undo that
+        if slot.was_cleared(job):  # Reset: this stream's last word is the cleared page, after any update in flight
+            yield _cleared().values()
             return
         yield from _stopped(feed, trace, previous)
         return
@@ -166,9 +167,11 @@ def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
                                                     session.config, job=job)
                 session.trace.baseline = yield from progress.waiting(future, job, started, KEEP_SESSION)
     except Cancelled:
-        if session is None or slot.was_cleared(job):  # nothing to show, or Reset cleared the page (and the session)
-            if session is None and not slot.was_cleared(job):
-                yield (*LiveView(status=progress.stopped_early_line(None)).values(), *KEEP_SESSION)
+        if slot.was_cleared(job):  # Reset: this stream's last word is the cleared page (and no session)
+            yield (*_cleared().values(), None)
+            return
+        if session is None:  # stopped while loading: nothing to show
+            yield (*LiveView(status=progress.stopped_early_line(None)).values(), *KEEP_SESSION)
             return
         session.finished = True  # the engine's generator ended with the cancel: the next click starts afresh
         if session.trace is not None and not session.trace.stop_reason:
@@ -206,6 +209,12 @@ def reset(slot: JobSlot | None = None):
     """Clear the page and the session's state; the run in flight ends without showing anything more."""
     if slot is not None:
         slot.clear()
+    return (*_cleared().values(), None)  # and the Step session
+
+
+def _cleared() -> LiveView:
+    """The page after Reset: Reset's own answer, and the last update of the run or step it ended. That run's stream
+    ends with it, so an update of its rows already on its way cannot leave rows on the cleared page."""
     view = views(None)
     view.status, view.download = "", None
-    return (*view.values(), None)  # and the Step session
+    return view

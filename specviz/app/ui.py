@@ -202,13 +202,13 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
                                           preprocess=False, outputs=outputs, api_name="run", show_progress="hidden")
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)
     live.buttons["run"].click(lambda: None, None, step_state, queue=False)  # a Step after a Run starts afresh
-    step_event = live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state, job_state], inputs_kwargs=controls,
-                                            preprocess=False, outputs=[*outputs, step_state], api_name="step",
-                                            show_progress="hidden")
+    live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state, job_state], inputs_kwargs=controls,
+                               preprocess=False, outputs=[*outputs, step_state], api_name="step", show_progress="hidden")
     live.buttons["stop"].click(stop, [job_state], None, queue=False)
-    # Reset also cancels the events, so that an update already on its way (Gradio streams the rows as appended
-    # HTML) cannot land on the cleared page; at once (queue=False): a queued Reset could cancel the next Run
-    live.buttons["reset"].click(reset, [job_state], [*outputs, step_state], cancels=[run_event, step_event], queue=False)
+    # Reset clears at once (queue=False) and ends the session's job; that run's or step's own stream then ends with
+    # the cleared page too (live._cleared), after any update of its rows in flight. (A Gradio cancel here marked the
+    # outputs "Error" when the cancel overtook the cleared page.)
+    live.buttons["reset"].click(reset, [job_state], [*outputs, step_state], queue=False)
     live.upload.upload(quiet_refusals(import_trace), live.upload, [*outputs, step_state])
     live.export.click(export_page, trace_state, live.exported, api_name="export_page")
     sliders = [live.outputs["round_slider"], live.position_slider]
