@@ -98,6 +98,40 @@ def speedup_over_rounds(alpha: float, draft_lengths: Sequence[int], c: float = 0
     return float(tokens / (verifying + drafting))
 
 
+def expected_path(rates: Sequence[float], depth: int) -> float:
+    """Expected tokens from a round that drafted `depth` levels (a chain's k, a tree's depth) when the test at level i
+    passes with probability rates[i - 1] given that every level before it passed (a run's acceptance by position
+    or depth; levels beyond the list pass with probability 0): 1 + Σ_{j=1..depth} Π_{i≤j} rates[i - 1]. The
+    correction or bonus is the 1. Equal rates α give E(α, depth):
+
+    >>> round(expected_path([0.8] * 4, 4), 12) == expected_tokens(0.8, 4), expected_path([1.0, 0.5], 3)
+    (True, 2.5)
+    """
+    total, reach = 1.0, 1.0
+    for level in range(depth):
+        reach *= rates[level] if level < len(rates) else 0.0
+        total += reach
+    return float(total)
+
+
+def speedup_of_drafted_rounds(rates: Sequence[float], depths: Sequence[int], nodes: Sequence[int],
+                              verify_cost: VerifyCost | None = None, draft_steps: float = 0.0) -> float:
+    """The expected speedup of the rounds a run drafted, held to what each round drafted: round r drafted nodes[r]
+    tokens in depths[r] levels (a chain: both its k_r), accepted level by level with `rates`, and its verify forward
+    read nodes[r] + 1 tokens: Σ_r expected_path(rates, d_r) / (Σ_r v(n_r + 1) + draft_steps), draft_steps being the
+    drafting time in target steps. With equal rates α and chains it is `speedup_over_rounds`:
+
+    >>> a, b = speedup_of_drafted_rounds([0.5] * 3, [3, 3], [3, 3], draft_steps=0.12), speedup_over_rounds(0.5, [3, 3], 0.02)
+    >>> round(a, 12) == round(b, 12)
+    True
+    """
+    if not depths:
+        raise ValueError("the speedup of no rounds is undefined")
+    tokens = sum(expected_path(rates, depth) for depth in depths)
+    verifying = sum(1.0 if verify_cost is None else verify_cost_at(verify_cost, n + 1) for n in nodes)
+    return float(tokens / (verifying + draft_steps))
+
+
 def tokens_per_round_counts(alpha: float, draft_lengths: Sequence[int]) -> list[float]:
     """Expected number of rounds that yield n = 1..max(k_r)+1 tokens, for rounds that drafted k_1, k_2, ..: the sum
     of each round's capped geometric law (a round that drafted k yields at most k + 1 tokens).

@@ -116,3 +116,32 @@ def test_the_default_prompt_set_covers_chat_code_summarization_and_qa():
     prompts = bench.load_prompts(bench.DEFAULT_PROMPTS, None, None)
     assert {p["category"] for p in prompts} == {"chat", "code", "summarization", "qa"}
     assert len(bench.load_prompts(bench.DEFAULT_PROMPTS, ["qa"], 1)) == 1
+
+
+def test_the_tree_runs_beside_the_chain_with_its_nodes_depths_and_acceptance_by_depth(tmp_path, offline_target):
+    out, results = _run(tmp_path, "--categories", "code", "--methods", "plain", "specviz", "specviz_tree",
+                        "--draft", "int4", "--tree-budget", "8", "--max-new-tokens", "16")
+    rows = {r["method"]: r for r in results["rows"]}
+    assert list(rows) == ["plain", "specviz[ngram]", "specviz[int4]", "specviz_tree[int4]"]  # prompt lookup: chains only
+    tree, chain = rows["specviz_tree[int4]"], rows["specviz[int4]"]
+    assert tree["identical"] and chain["identical"] and tree["tree_budget"] == 8 and chain["tree_budget"] is None
+    assert len(tree["draft_depths"]) == tree["rounds"] and max(tree["draft_lengths"]) <= 8
+    assert any(n > d for n, d in zip(tree["draft_lengths"], tree["draft_depths"]))  # some round drafted siblings
+    assert chain["draft_depths"] == chain["draft_lengths"]  # a chain's depth is its length
+    assert sum(tree["accepted_per_depth"]) == tree["accepted"]
+    summary = next(s for s in results["summaries"] if s["category"] == "ALL" and s["method"] == "specviz_tree[int4]")
+    assert summary["mean_draft_length"] > summary["mean_depth"] and len(summary["acceptance_by_depth"]) >= 1
+    assert summary["speedup_theory"] > 0 and summary["speedup_theory_iid"] > 0
+    page = (out / "report.md").read_text()
+    assert "| nodes/round | depth |" in page and "## Acceptance by depth" in page and "specviz_tree[int4]" in page
+
+
+def test_the_theory_holds_each_round_to_what_it_drafted_with_the_acceptance_by_depth():
+    rows = [{"tested_per_depth": [4, 2], "accepted_per_depth": [2, 1]}, {"tested_per_depth": [4], "accepted_per_depth": [4]}]
+    assert report.acceptance_by_depth(rows) == [0.75, 0.5]
+    assert report.acceptance_by_depth([*rows, {"tested": 3}]) is None  # a row from before the counts: textbook α
+    # two rounds: a chain of 2 and a tree of 5 nodes, 2 deep; v(3) = 1.2, v(6) = 1.5; drafting 0.4 target steps
+    tokens = (1 + 0.75 + 0.75 * 0.5) * 2
+    predicted = theory.speedup_of_drafted_rounds([0.75, 0.5], [2, 2], [2, 5], {1: 1.0, 3: 1.2, 6: 1.5}, 0.4)
+    assert predicted == pytest.approx(tokens / (1.2 + 1.5 + 0.4))
+    assert theory.expected_path([0.75, 0.5], 1) == pytest.approx(1.75)  # a round 1 deep never reaches depth 2

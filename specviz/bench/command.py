@@ -36,6 +36,9 @@ def main(argv=None) -> int:
     parser.add_argument("--draft-confidence", type=float, default=0.0,
                         help="a draft model stops a draft after a token it gave less than this (specviz and "
                              "transformers' assisted generation alike; 0: never, and assisted keeps its own default)")
+    parser.add_argument("--tree-budget", type=int, default=0,
+                        help="specviz_tree's most nodes per round (0: what this machine's measured v(k) affords, chosen "
+                             "per run as the app and generate --tree do)")
     parser.add_argument("--skip", nargs="*", default=[], metavar="LABEL",
                         help="leave out these methods, by their label in the report (e.g. 'specviz_adaptive[ngram]')")
     parser.add_argument("--resume", action="store_true",
@@ -147,7 +150,8 @@ def _main(args) -> int:
     if not prompts:
         raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
     started = time.perf_counter()
-    runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens, draft_confidence=args.draft_confidence)
+    runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens, draft_confidence=args.draft_confidence,
+                    tree_budget=args.tree_budget, trees="specviz_tree" in args.methods)
     plan = [method for method in plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
             if method.label not in args.skip]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731

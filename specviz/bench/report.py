@@ -1,13 +1,18 @@
 """Benchmark rows -> results.json (per method and category), report.md (tables) and report.html (plotly).
 
-The theory a speculative method is held to is the verify-cost-aware one, applied to the rounds that ran:
+The theory a speculative method is held to is the verify-cost-aware one, applied to what the rounds drafted:
 
-    predicted speedup = Σ_rounds E(α, k_r) / (Σ_rounds v(k_r + 1) + drafting time / target step)
+    predicted speedup = Σ_rounds E_r / (Σ_rounds v(n_r + 1) + drafting time / target step)
+    E_r = 1 + Σ_{j=1..d_r} Π_{i≤j} a_i            (theory.expected_path)
 
-with α and v(k) measured, k_r the draft length of round r (prompt lookup and adaptive γ draft fewer than γ in
-some rounds; a round with k_r = 0 is one plain step), and the drafting time measured. For a draft model the
-last term is Σ k_r c; prompt lookup spends its (tiny) proposal time in every round, even one that keeps none. The
-physical limit of a method is one single-token target forward per round: tokens/s = tokens per round / target step.
+Round r drafted n_r tokens in d_r levels (a chain: n_r = d_r = k_r, fewer than γ where the draft stop, prompt
+lookup or adaptive γ cut it; a tree: its nodes and depth), and a_i is the group's acceptance at position (depth)
+i among the rounds that tested it. v(k) and the drafting time are measured; prompt lookup spends its (tiny)
+proposal time in every round. `speedup_theory_iid` is the textbook form with one α for every position,
+Σ E(α, d_r) / (...): a draft stop makes late positions likelier to pass than α says, and acceptance comes in
+streaks, so that form under-predicts (Jensen: the mean of α_r^j exceeds α^j). Rows written before the
+per-position counts existed get the textbook form. The physical limit of a method is one single-token target
+forward per round: tokens/s = tokens per round / target step.
 """
 
 from __future__ import annotations
@@ -44,14 +49,19 @@ def _summarize(temperature, category, method, group, verify_costs) -> dict:
         tested = sum(r["tested"] for r in speculative)
         alpha = sum(r["accepted"] for r in speculative) / tested if tested else 0.0
         c = statistics.mean(r["c"] for r in speculative)
-        lengths = [k for r in speculative for k in r["draft_lengths"]]
+        lengths = [k for r in speculative for k in r["draft_lengths"]]  # nodes per round (a chain: k_r)
+        depths = [d for r in speculative for d in r.get("draft_depths", r["draft_lengths"])]
         tokens = sum(r["tokens"] for r in speculative)
         rounds = sum(r["rounds"] for r in speculative)
         step_ms = _median([r["target_step_ms"] for r in speculative])
         draft_steps = sum(r["draft_ms"] for r in speculative) / step_ms if step_ms else rounds * c * statistics.mean(lengths)
-        predicted = predicted_speedup(alpha, lengths, verify_costs, draft_steps)
+        iid = predicted_speedup(alpha, lengths, verify_costs, draft_steps)
+        rates = acceptance_by_depth(speculative)
+        predicted = (theory.speedup_of_drafted_rounds([a or 0.0 for a in rates], depths, lengths, verify_costs, draft_steps)
+                     if rates is not None and depths else iid)
         summary.update(alpha=alpha, c=c, tokens_per_round=tokens / rounds, mean_draft_length=statistics.mean(lengths),
-                       speedup_theory=predicted,
+                       mean_depth=statistics.mean(depths) if depths else 0.0, acceptance_by_depth=rates,
+                       speedup_theory=predicted, speedup_theory_iid=iid,
                        measured_over_theory=summary["speedup"] / predicted if summary["speedup"] and predicted else None)
         if step_ms:
             wall = sum(r["wall_ms"] for r in speculative)
@@ -63,6 +73,20 @@ def _summarize(temperature, category, method, group, verify_costs) -> dict:
                 "engine_rest": (wall - sum(r["verify_ms"] + r["draft_ms"] for r in speculative)) / tokens,
                 "measured": wall / tokens}
     return summary
+
+
+def acceptance_by_depth(rows: list[dict]) -> list[float | None] | None:
+    """The rows' acceptance at each position (a tree's depth): accepted there ÷ rounds that tested it, pooled over
+    the rows (tree_metrics.TreeMetrics' counts); None when a row predates those counts."""
+    if not all("tested_per_depth" in r for r in rows):
+        return None
+    size = max((len(r["tested_per_depth"]) for r in rows), default=0)
+    tested, accepted = [0] * size, [0] * size
+    for r in rows:
+        for depth, (t, a) in enumerate(zip(r["tested_per_depth"], r["accepted_per_depth"])):
+            tested[depth] += t
+            accepted[depth] += a
+    return [a / t if t else None for t, a in zip(tested, accepted)]
 
 
 def predicted_speedup(alpha: float, draft_lengths: list[int], verify_costs: dict[int, float],
@@ -145,19 +169,20 @@ def markdown(results: dict) -> str:
             lines.append(f"- **{key}**: " + "; ".join(shown))
         else:
             lines.append(f"- **{key}**: {entry}")
-    header = ("| category | method | prompts | tok/s | speedup | α | tok/round | mean k | c | theory | measured/theory "
-              "| identical | of limit |")
+    header = ("| category | method | prompts | tok/s | speedup | α | tok/round | nodes/round | depth | c | theory "
+              "| measured/theory | identical | of limit |")
     for temperature in sorted({s["temperature"] for s in results["summaries"]}):
-        lines += ["", f"## T = {temperature:g}", "", header, "|" + "---|" * 13]
+        lines += ["", f"## T = {temperature:g}", "", header, "|" + "---|" * 14]
         for s in sorted((s for s in results["summaries"] if s["temperature"] == temperature),
                         key=lambda s: (s["category"] == ALL, s["category"])):
             of_limit = s["tokens_per_s"] / s["limit_tokens_per_s"] if s.get("limit_tokens_per_s") else None
             lines.append(
                 f"| {s['category']} | {s['method']} | {s['prompts']} | {s['tokens_per_s']:.1f} "
                 f"| {_fmt(s['speedup'], '.2f', 'x')} | {_fmt(s.get('alpha'), '.2f')} | {_fmt(s.get('tokens_per_round'), '.2f')} "
-                f"| {_fmt(s.get('mean_draft_length'), '.2f')} | {_fmt(s.get('c'), '.4f')} "
+                f"| {_fmt(s.get('mean_draft_length'), '.2f')} | {_fmt(s.get('mean_depth'), '.2f')} | {_fmt(s.get('c'), '.4f')} "
                 f"| {_fmt(s.get('speedup_theory'), '.2f', 'x')} | {_fmt(s.get('measured_over_theory'), '.2f')} "
                 f"| {s['identical'] or '–'} | {_fmt(of_limit, '.0%')} |")
+    lines += _depth_table(results["summaries"])
     gaps = [s for s in results["summaries"] if s["category"] == ALL and "ms_per_token" in s]
     if gaps:
         lines += ["", "## Where a token's time goes (ms per token, all prompts)", "",
@@ -168,6 +193,21 @@ def markdown(results: dict) -> str:
             lines.append(f"| {s['temperature']:g} | {s['method']} | {g['limit']:.1f} | {g['verify_beyond_one_step']:.1f} "
                          f"| {g['drafting']:.2f} | {g['engine_rest']:.2f} | {g['measured']:.1f} |")
     return "\n".join(lines) + "\n"
+
+
+def _depth_table(summaries: list[dict], shown: int = 8) -> list[str]:
+    """α by depth (position) per method over all prompts: what the theory's E_r is built from."""
+    rows = [s for s in summaries if s["category"] == ALL and s.get("acceptance_by_depth")]
+    if not rows:
+        return []
+    lines = ["", "## Acceptance by depth (a chain's by position), all prompts", "",
+             "| T | method | " + " | ".join(f"d{d}" for d in range(1, shown + 1)) + " | theory (i.i.d. α) |",
+             "|---|---|" + "---|" * (shown + 1)]
+    for s in rows:
+        rates = (s["acceptance_by_depth"] + [None] * shown)[:shown]
+        lines.append(f"| {s['temperature']:g} | {s['method']} | " + " | ".join(_fmt(a, '.2f') for a in rates)
+                     + f" | {_fmt(s.get('speedup_theory_iid'), '.2f', 'x')} |")
+    return lines
 
 
 def html(results: dict) -> str:

@@ -11,6 +11,8 @@ results.json, report.md and report.html (see bench_report).
 Methods (`--methods`, all by default; those needing a draft model run only with `--draft MODEL`):
 - plain: specviz's autoregressive decoding;            hf_generate: transformers' generate();
 - specviz: speculative decoding at fixed γ;             specviz_adaptive: with adaptive γ (at most γ);
+- specviz_tree: token trees, γ deep, of --tree-budget nodes (0: what this machine's measured v(k) affords), for
+  each draft that drafts trees (a draft model: registry's `trees`);
 - hf_prompt_lookup: generate(prompt_lookup_num_tokens=γ); hf_assisted: generate(assistant_model=…) at specviz's γ and draft stop;
   hf_assisted_defaults: the same at transformers' defaults (20 tokens, stop below 0.4).
 specviz and specviz_adaptive run once per drafter: prompt lookup ("ngram") and each --draft model.
@@ -34,10 +36,11 @@ from specviz.drafters.weights import int4_copy
 from specviz.metrics import summarize
 from specviz.models import loading as models
 from specviz.models import profiling
-from specviz.pipeline import build_pipeline, encode_prompt
+from specviz.pipeline import build_pipeline, calibrate, calibration_sizes, encode_prompt
+from specviz.tree_metrics import node_budget, round_depth, summarize_tree
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
-METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "hf_prompt_lookup", "hf_assisted",
+METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "specviz_tree", "hf_prompt_lookup", "hf_assisted",
            "hf_assisted_defaults")
 QUICK = dict(limit=1, max_new_tokens=32, temperatures=[0.0], repeats=1)
 
@@ -93,6 +96,8 @@ def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = 
                 plan.append(Method(kind, drafter))
                 if kind == "specviz":
                     plan += [Method(kind, drafter, gamma) for gamma in extra_gammas]
+        elif kind == "specviz_tree":
+            plan += [Method(kind, draft) for draft in drafts if _drafts_trees(draft)]
         elif kind in ("hf_assisted", "hf_assisted_defaults"):  # not the distilled draft: generate() cannot drive it
             plan += [Method(kind, draft) for draft in drafts if _assistant(draft)]
     return plan
@@ -105,6 +110,11 @@ def _assistant(draft: str) -> bool:
     return registry.KINDS[spec.kind].assistant and not spec.lookup_first
 
 
+def _drafts_trees(draft: str) -> bool:
+    """Whether this draft drafts token trees: a draft model (registry's `trees`), with or without lookup first."""
+    return registry.KINDS[DrafterSpec.parse(draft).kind].trees
+
+
 def peak_rss_mb() -> float:
     """This process's peak resident memory so far (Linux reports kilobytes, macOS bytes)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -115,14 +125,17 @@ class Runner:
     """Loads the models once and runs any method on any prompt, timed alike (device synchronised)."""
 
     def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3,
-                 draft_confidence: float = 0.0):
+                 draft_confidence: float = 0.0, tree_budget: int = 0, trees: bool = False):
         self.target = models.load_model(target)
         self.assistants = {draft: self._assistant_model(draft) for draft in drafts if _assistant(draft)}
         self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size,
-                                 draft_confidence=draft_confidence).validate()
+                                 draft_confidence=draft_confidence, tree_budget=tree_budget).validate()
         self.pipelines = {NGRAM_DRAFTER: build_pipeline(self.base)}
         for draft in drafts:
             self.pipelines[draft] = build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
+            if trees and _drafts_trees(draft):  # the tree's budget and shape read v(k) and the draft step (as the app)
+                tree_config = DecodeConfig(**{**self.base.to_dict(), "draft": draft, "tree": True})
+                calibrate(self.pipelines[draft], target, calibration_sizes(tree_config))
 
     def _assistant_model(self, draft: str) -> models.LoadedModel:
         target, spec = self.target, DrafterSpec.parse(draft)
@@ -140,6 +153,7 @@ class Runner:
     def config(self, method: Method, temperature: float, max_new_tokens: int | None = None) -> DecodeConfig:
         return DecodeConfig(**{**self.base.to_dict(), "draft": method.drafter or NGRAM_DRAFTER, "temperature": temperature,
                                "gamma": method.gamma or self.base.gamma, "adaptive": method.kind == "specviz_adaptive",
+                               "tree": method.kind == "specviz_tree",
                                "max_new_tokens": max_new_tokens or self.base.max_new_tokens}).validate()
 
     def run(self, method: Method, prompt: str, temperature: float, max_new_tokens: int | None = None) -> dict:
@@ -220,9 +234,12 @@ def _prompt_rows(item: dict, temperature: float, runs: dict) -> list[dict]:
 
 
 def _speculative_figures(trace, plain_step_ms: float | None) -> dict:
-    """α, tokens per round, c, and the rounds' draft lengths, from the trace (c against plain's own step)."""
-    metrics = summarize(trace)
+    """α, tokens per round, c, the rounds' draft lengths (nodes) and depths, and the tests and acceptances per
+    position (a tree's depth), from the trace (c against plain's own step)."""
+    metrics, tree = summarize(trace), summarize_tree(trace)
     return {"alpha": metrics.alpha, "tested": metrics.tested_positions, "accepted": metrics.accepted_tokens,
+            "tested_per_depth": tree.tested_per_depth, "accepted_per_depth": tree.accepted_per_depth,
+            "draft_depths": [round_depth(round_) for round_ in trace.rounds], "tree_budget": node_budget(trace),
             "rounds": metrics.rounds, "tokens_per_round": metrics.tokens_per_round,
             "c": metrics.draft_step_ms / plain_step_ms if plain_step_ms else metrics.c,
             "draft_lengths": [round_.drafted for round_ in trace.rounds], "forward_ms": trace.forward_ms,
