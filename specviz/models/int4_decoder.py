@@ -96,6 +96,12 @@ class DecoderOutput:
     past_key_values: KVBuffer
 
 
+@dataclass
+class HiddenOutput:  # what get_decoder's step returns, as a transformers decoder's output names it
+    last_hidden_state: torch.Tensor  # [1, t, H], after the final norm
+    past_key_values: KVBuffer
+
+
 class Int4Decoder:
     """A Llama (or Qwen2) causal LM's decode step on 4-bit stacked projections and an int8 head (the int4 draft's numbers)."""
 
@@ -132,6 +138,25 @@ class Int4Decoder:
                  attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None, **_) -> DecoderOutput:
         """Feed input_ids [1, t] after the cached tokens; return the logits of the last logits_to_keep positions.
         A token tree passes its bool attention_mask [1, 1, t, cached + t] and position_ids [1, t] (tree_attention)."""
+        hidden, cache = self._layers(input_ids, past_key_values, attention_mask, position_ids)  # [1, t, H]
+        return DecoderOutput(self.head(self.norm(hidden[:, -logits_to_keep:])), cache)
+
+    def get_decoder(self):
+        """The step without its head, called as a transformers decoder is (LanguageModel runs a head subset after
+        it): (input_ids=, past_key_values=, attention_mask=, position_ids=) -> .last_hidden_state [1, t, H], after
+        the final norm, and .past_key_values."""
+        def decode(input_ids, past_key_values=None, attention_mask=None, position_ids=None, **_) -> HiddenOutput:
+            hidden, cache = self._layers(input_ids, past_key_values, attention_mask, position_ids)
+            return HiddenOutput(self.norm(hidden), cache)
+        return decode
+
+    def get_output_embeddings(self) -> Int8RowLinear:
+        return self.head
+
+    def _layers(self, input_ids: torch.Tensor, past_key_values, attention_mask: torch.Tensor | None,
+                position_ids: torch.Tensor | None) -> tuple[torch.Tensor, KVBuffer]:
+        """Every decoder layer over input_ids [1, t] after the cached tokens: hidden states [1, t, H] before the final
+        norm, and the cache that now holds them."""
         from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
         cache = past_key_values
@@ -163,4 +188,4 @@ class Int4Decoder:
             gate, up = gate_up(mlp_norm(hidden)).split([self.intermediate, self.intermediate], -1)
             hidden = hidden + down(torch.nn.functional.silu(gate) * up)
         cache.length = end
-        return DecoderOutput(self.head(self.norm(hidden[:, -logits_to_keep:])), cache)
+        return hidden, cache

@@ -11,6 +11,7 @@ import time
 import torch
 
 from specviz import job
+from specviz.models.head_subset import HeadSubset
 from specviz.models.tree_attention import depths, is_chain, keep_entries, tree_mask, tree_positions
 
 
@@ -46,6 +47,17 @@ class LanguageModel:
         self.features: torch.Tensor | None = None  # [cached_length, H] when keep_features
         # Parents of the token-tree entries after the committed tokens (feed_tree; tree_attention), [] without a tree
         self.tree_parents: list[int] = []
+        self.head_subset: HeadSubset | None = None  # a draft's head scored over some rows only (limit_vocabulary)
+
+    def limit_vocabulary(self, ids: list[int]) -> None:
+        """From now on score only the head rows `ids` (logits -inf elsewhere; models/head_subset.py): a draft model's
+        FR-Spec head. The rows are copied into this per-run wrapper; the model's own modules are left alone, since
+        the WeightsCache shares them with every pipeline (a draft model may be another run's target)."""
+        self.head_subset = HeadSubset(self.hf_model.get_output_embeddings(), ids)
+
+    def full_vocabulary(self) -> None:
+        """Score every row of the head again."""
+        self.head_subset = None
 
     def reset(self) -> None:
         from transformers import DynamicCache
@@ -112,8 +124,12 @@ class LanguageModel:
         with torch.inference_mode():
             if self.keep_features:
                 logits = self._feed_keeping_features(input_ids, logits_to_keep)
+            elif self.head_subset is not None and type(self)._forward is LanguageModel._forward:
+                logits = self._forward_in_halves(input_ids, logits_to_keep, attention_mask, position_ids)
             else:  # [1, logits_to_keep, V']
                 logits = self._forward(input_ids, logits_to_keep, attention_mask, position_ids)
+                if self.head_subset is not None:  # a forward of a subclass's own (a static cache's CUDA graphs):
+                    logits = self.head_subset.mask(logits)  # the subset's q, at the full head's cost
         if sync:
             synchronize(self.device)  # so forward_seconds is device time, not kernel-launch time
         self.forward_seconds += time.perf_counter() - started
@@ -137,7 +153,21 @@ class LanguageModel:
         output = self.hf_model.get_decoder()(input_ids=input_ids, past_key_values=self.cache, use_cache=True)
         self.cache, hidden = output.past_key_values, output.last_hidden_state  # hidden: [1, k, H]
         self.features = hidden[0] if self.features is None else torch.cat([self.features, hidden[0]])
-        return self.hf_model.get_output_embeddings()(hidden[:, -logits_to_keep:])  # [1, logits_to_keep, V]
+        return self._head()(hidden[:, -logits_to_keep:])  # [1, logits_to_keep, V]
+
+    def _forward_in_halves(self, input_ids: torch.Tensor, logits_to_keep: int,
+                           attention_mask: torch.Tensor | None = None, position_ids: torch.Tensor | None = None):
+        """_forward as the decoder, then the head subset over the last positions only: logits [1, logits_to_keep, V'].
+        (A model whose causal-LM forward rescales its logits after the head is scored without that step: still
+        exact, since q is whatever the draft sampled from.)"""
+        tree = {} if attention_mask is None else {"attention_mask": attention_mask, "position_ids": position_ids}
+        output = self.hf_model.get_decoder()(input_ids=input_ids, past_key_values=self.cache, use_cache=True, **tree)
+        self.cache = output.past_key_values
+        return self.head_subset(output.last_hidden_state[:, -logits_to_keep:])  # hidden [1, logits_to_keep, H]
+
+    def _head(self):
+        """The head logits are scored with: the subset's (limit_vocabulary), else the model's own."""
+        return self.head_subset if self.head_subset is not None else self.hf_model.get_output_embeddings()
 
     def crop(self, length: int) -> None:
         """Roll the cache back to its first `length` tokens (transformers 5 takes a negative count to remove)."""
