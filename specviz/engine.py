@@ -133,7 +133,7 @@ def resolved_config(pipeline: Pipeline, config: DecodeConfig) -> DecodeConfig:
     so that the trace records the budget the run used and replays with it."""
     if not config.tree or config.tree_budget:
         return config
-    return dataclasses.replace(config, tree_budget=choose_budget(pipeline, config.gamma))
+    return dataclasses.replace(config, tree_budget=choose_budget(pipeline, config))
 
 
 def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Trace, list[int]]:

@@ -137,24 +137,27 @@ def sibling_acceptance(trace) -> list[float]:
     return [hit / tried for hit, tried in zip(accepted, tests)]
 
 
-def _acceptance_key(pipeline):
-    return ("tree-acceptance", pipeline.target.name, pipeline.drafter.name, str(pipeline.device))
+def _acceptance_key(pipeline, config: dict):
+    """Per pair, device and sampling settings: a second sibling's acceptance at T = 0 (the draft's runner-up is the
+    target's argmax) says nothing of it at T = 1."""
+    sampling = tuple(config.get(name) for name in ("temperature", "top_k", "top_p"))
+    return ("tree-acceptance", pipeline.target.name, pipeline.drafter.name, str(pipeline.device), sampling)
 
 
 def remember_acceptance(pipeline, trace) -> None:
     """Keep this run's acceptance by sibling rank for the pair's next tree run (choose_budget); per process."""
     rates = sibling_acceptance(trace)
     if sum(round_.is_tree for round_ in trace.rounds) >= MIN_TREE_ROUNDS and rates:  # not a warm-up's few rounds
-        pipeline.cache.get(_acceptance_key(pipeline), dict)["by_rank"] = rates
+        pipeline.cache.get(_acceptance_key(pipeline, trace.config), dict)["by_rank"] = rates
 
 
-def choose_budget(pipeline, gamma: int) -> int:
-    """The node budget for a run whose config left it at 0: with the pair's acceptance by sibling rank from an earlier
-    tree run, the best_shape on this machine's v(k) (pipeline.target_forward_ms) and draft step; without it, the
-    most nodes whose verify costs at most FLAT_SLACK more than a chain's (drafters/tree.measured_budget). A chain's
-    γ when v(k) was not measured far enough to tell."""
-    verify_ms, step = pipeline.target_forward_ms, pipeline.draft_step_ms
-    remembered = pipeline.cache.get(_acceptance_key(pipeline), dict).get("by_rank")
+def choose_budget(pipeline, config) -> int:
+    """The node budget for a run whose config (DecodeConfig) left it at 0: with the pair's acceptance by sibling rank
+    from an earlier tree run at the same sampling settings, the best_shape on this machine's v(k)
+    (pipeline.target_forward_ms) and draft step; without it, the most nodes whose verify costs at most FLAT_SLACK
+    more than a chain's (drafters/tree.measured_budget). A chain's γ when v(k) was not measured far enough to tell."""
+    verify_ms, step, gamma = pipeline.target_forward_ms, pipeline.draft_step_ms, config.gamma
+    remembered = pipeline.cache.get(_acceptance_key(pipeline, config.to_dict()), dict).get("by_rank")
     if not remembered or len(verify_ms) <= gamma or not step:
         return measured_budget(gamma, verify_ms)
     # One draft forward over a few frontier rows is taken to cost one row's (memory-bound on a CPU); see docs.

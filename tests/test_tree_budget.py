@@ -1,6 +1,8 @@
 """Choosing a tree's budget from measured costs and acceptance (tree_budget.py): Sequoia's f(T) under the positional
 model, the chain as its branch-1 case, and the budget a run records so that it replays."""
 
+import dataclasses
+
 import pytest
 
 from specviz import engine
@@ -65,9 +67,11 @@ def test_a_run_records_the_budget_it_chose_and_replays_with_it():
     pipeline = fake_pipeline(4)
     pipeline.target_forward_ms, pipeline.draft_step_ms = FLAT_THEN_STEEP, 10.0
     config = DecodeConfig(gamma=3, max_new_tokens=16, chat=False, temperature=1.0, seed=4, tree=True)
-    assert choose_budget(pipeline, 3) == measured_budget(3, FLAT_THEN_STEEP)  # no earlier tree run on this pair
+    assert choose_budget(pipeline, config) == measured_budget(3, FLAT_THEN_STEEP)  # no earlier tree run on this pair
     trace = engine.run_speculative(pipeline, "ab", config)
     assert trace.config["tree_budget"] == measured_budget(3, FLAT_THEN_STEEP)
     assert first_difference(trace, fake_pipeline(4)) is None  # the replay's pipeline measured nothing
     again = engine.run_speculative(pipeline, "ab", config)  # now with this run's acceptance by sibling rank
-    assert again.config["tree_budget"] == choose_budget(pipeline, 3) >= 3
+    assert again.config["tree_budget"] == choose_budget(pipeline, config) >= 3
+    greedy = dataclasses.replace(config, temperature=0.0)  # acceptance at T = 1 says nothing of T = 0
+    assert choose_budget(pipeline, greedy) == measured_budget(3, FLAT_THEN_STEEP)
