@@ -16,6 +16,8 @@ QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (models/int4.py): any 
 QUANTIZED_DRAFT_MODEL = "int4-model"  # a draft model run through the 4-bit CPU kernels, written QUANTIZED_MODEL + its id
 DRAFT_MODEL = "model"  # a draft model of the target's tokenizer, written as its hub id or folder
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)  # the kinds that name no model
+# The kinds that run no draft model of their own, so draft_window and draft_vocab do not apply: how a refusal names them
+MODEL_FREE_DRAFTERS = {NGRAM_DRAFTER: "prompt lookup", DISTILLED_DRAFTER: "the distilled head"}
 DRAFTER_KINDS = (*BUILT_IN_DRAFTERS, QUANTIZED_DRAFT_MODEL, DRAFT_MODEL)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where it matches and its record is the better, else that draft
 QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (models/int4.py)
@@ -105,6 +107,11 @@ class DecodeConfig:
     # verifies every node in one forward. tree_budget 0: the budget this machine's measured v(k) affords.
     tree: bool = False
     tree_budget: int = 0
+    # A draft model reads only draft_window prompt tokens (the first 4 and the latest; the int4 twin ignores it) and
+    # scores only draft_vocab head rows (the lowest ids, the prompt's, EOS); 0: all. Exact either way, since q is what
+    # the draft drew from (drafters/model.py, models/head_subset.py).
+    draft_window: int = 0
+    draft_vocab: int = 0
     max_new_tokens: int = 64  # stop after this many generated tokens
     temperature: float = 0.0  # 0 means greedy (both distributions one-hot)
     top_k: int = 0  # keep the k most likely tokens; 0 turns it off
@@ -143,7 +150,11 @@ class DecodeConfig:
                 raise ValueError(f"{name} model must be a non-empty id or path")
         if self.target in BUILT_IN_DRAFTERS or self.target.startswith(LOOKUP_FIRST):
             raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
-        _ = self.drafter  # parses the draft name, or refuses it with one sentence
+        spec = self.drafter  # parses the draft name, or refuses it with one sentence
+        for name, what in (("draft_window", "prompt a draft model reads"), ("draft_vocab", "tokens a draft model scores")):
+            if getattr(self, name) and spec.kind in MODEL_FREE_DRAFTERS:
+                raise ValueError(f"{name} limits the {what}, and {MODEL_FREE_DRAFTERS[spec.kind]} runs none: set it to 0 "
+                                 "or choose a draft model")
         return self
 
     def to_dict(self) -> dict:
@@ -220,6 +231,8 @@ NUMBER_FIELDS = {
     "lenience": FieldRange(0, 1, whole=False, low_open=True, note="1 is exact"),
     "draft_confidence": FieldRange(0, 1, whole=False, note="0 never stops a draft early"),
     "tree_budget": FieldRange(0, 4 * MAX_GAMMA, whole=True, note="0 means measured on this machine"),
+    "draft_window": FieldRange(0, 65536, whole=True, note="0 reads the whole prompt"),
+    "draft_vocab": FieldRange(0, 1_000_000, whole=True, note="0 scores every token"),
 }
 
 

@@ -18,6 +18,7 @@ from specviz.config import (
     BUILT_IN_DRAFTERS,
     DISTILLED_DRAFTER,
     DRAFT_MODEL,
+    MODEL_FREE_DRAFTERS,
     NGRAM_DRAFTER,
     QUANTIZED_DRAFT_MODEL,
     QUANTIZED_DRAFTER,
@@ -54,6 +55,12 @@ class DrafterKind:
         """How a draft name asks for it: 'int4:MODEL'."""
         return str(DrafterSpec(self.name, None if self.name in BUILT_IN_DRAFTERS else "MODEL"))
 
+    @property
+    def runs_model(self) -> bool:
+        """It drafts with a causal LM of its own, which draft_window and draft_vocab shape (DecodeConfig.validate
+        refuses them for the others, config.MODEL_FREE_DRAFTERS: the config may not import the registry)."""
+        return self.name not in MODEL_FREE_DRAFTERS
+
 
 def _ngram(spec, target, config, eos_ids, cache) -> Built:
     target_model = target.language_model(target.logits_width)
@@ -67,11 +74,16 @@ def _distilled(spec, target, config, eos_ids, cache) -> Built:
     return Built(target_model, FeatureDrafter(distilled_draft(target, cache), target_model, DISTILLED_DRAFTER), None)
 
 
+def _drafter(draft_model, config, eos_ids, twin=None) -> DraftModelDrafter:
+    """A draft model's drafter with the run's draft settings: its confidence stop, prompt window and head subset."""
+    return DraftModelDrafter(draft_model, twin, config.draft_confidence, config.draft_window, config.draft_vocab, eos_ids)
+
+
 def _own_int4(spec, target, config, eos_ids, cache) -> Built:
     target_model = target.language_model(target.logits_width)
     step = int4_draft_step(target, cache)
     draft_model = models.LanguageModel(step, target.logits_width, target.device, QUANTIZED_DRAFTER)
-    drafter = DraftModelDrafter(draft_model, target_model, config.draft_confidence)  # starts from the target's prompt cache
+    drafter = _drafter(draft_model, config, eos_ids, twin=target_model)  # starts from the target's prompt cache
     return Built(target_model, drafter, draft_model)
 
 
@@ -79,14 +91,14 @@ def _int4_model(spec, target, config, eos_ids, cache) -> Built:
     step, vocab = int4_model_step(spec.model, target, cache)
     target_model = target.language_model(vocab)
     draft_model = models.LanguageModel(step, vocab, target.device, str(spec.without_lookup()))
-    return Built(target_model, DraftModelDrafter(draft_model, confidence=config.draft_confidence), draft_model)
+    return Built(target_model, _drafter(draft_model, config, eos_ids), draft_model)
 
 
 def _model(spec, target, config, eos_ids, cache) -> Built:
     draft = models.load_model(spec.model, target.device, target.dtype, cache=cache)
     vocab = models.shared_vocab_size(target, draft)
     target_model, draft_model = target.language_model(vocab), draft.language_model(vocab)
-    return Built(target_model, DraftModelDrafter(draft_model, confidence=config.draft_confidence), draft_model)
+    return Built(target_model, _drafter(draft_model, config, eos_ids), draft_model)
 
 
 KINDS = {kind.name: kind for kind in (
