@@ -83,13 +83,16 @@ def _pipeline(window: int, frequent: int) -> Pipeline:
     return Pipeline(target, drafter, FakeTokenizer(6), [], torch.device("cpu"), torch.float32, draft, cache=WeightsCache())
 
 
-def test_with_a_window_and_a_subset_greedy_output_equals_the_targets_on_the_fakes():
+@pytest.mark.parametrize("tree", [False, True])
+def test_with_a_window_and_a_subset_greedy_output_equals_the_targets_on_the_fakes(tree):
     prompt = "abcabcabcabcab"  # 14 tokens: the draft reads 6 of them
-    config = DecodeConfig(draft="draft", gamma=4, max_new_tokens=40, chat=False, draft_window=6, draft_vocab=1)
+    config = DecodeConfig(draft="draft", gamma=4, max_new_tokens=40, chat=False, draft_window=6, draft_vocab=1,
+                          **(dict(tree=True, tree_budget=8) if tree else {}))
     pipeline = _pipeline(6, 1)
     trace = engine.run_speculative(pipeline, prompt, config)
     assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
     assert pipeline.drafter.view == (4, 12)
+    assert not tree or any(round_.is_tree for round_ in trace.rounds)
 
 
 def test_a_sampled_run_with_a_window_and_a_subset_replays_and_its_config_round_trips():

@@ -105,6 +105,20 @@ def test_a_limited_draft_model_gives_the_full_models_logits_on_its_rows_and_zero
     torch.testing.assert_close(limited.feed(torch.tensor([9])), full.feed(torch.tensor([9])))
 
 
+def test_a_model_whose_forward_cannot_be_split_masks_its_full_logits_to_the_subset():
+    from specviz.models.static_cache import StaticCacheModel
+
+    hf_model = tiny_qwen2()
+    full = LanguageModel(hf_model, 320, torch.device("cpu"))
+    static = StaticCacheModel(hf_model, 320, torch.device("cpu"), max_length=64)  # eager: its own forward
+    static.reset()
+    static.limit_vocabulary(IDS)
+    ids = torch.randint(0, 320, (9,), generator=torch.Generator().manual_seed(2))
+    expected, got = full.feed(ids, logits_to_keep=2), static.feed(ids, logits_to_keep=2)  # [2, V] each
+    torch.testing.assert_close(got[:, IDS], expected[:, IDS], rtol=1e-4, atol=1e-4)
+    assert torch.isneginf(got[:, _outside(IDS, 320)]).all()
+
+
 def test_a_limited_drafter_draws_only_subset_tokens_with_q_zero_elsewhere_and_takes_the_subsets_argmax():
     vocab, sequence = 12, [5, 6, 5]
     subset = [0, 1, 5, 6, 11]  # the 2 lowest ids, the prompt's and the EOS id
