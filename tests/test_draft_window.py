@@ -59,9 +59,11 @@ def test_the_window_is_fixed_at_the_first_proposal_after_begin():
     assert model.tokens[:6] == PROMPT[:6]  # shorter than the window: read whole
 
 
-def test_a_twin_ignores_the_window():
-    twin = FakeLanguageModel(40, salt=1)
-    assert DraftModelDrafter(FakeLanguageModel(40, salt=7), twin=twin, window=8).window == 0
+def test_a_twin_ignores_the_window_and_each_setting_names_a_drafter_of_its_own():
+    draft, twin = FakeLanguageModel(40, salt=7, name="draft"), FakeLanguageModel(40, salt=1)
+    assert DraftModelDrafter(draft, twin=twin, window=8).window == 0
+    names = [DraftModelDrafter(draft, window=window, frequent=frequent).name for window, frequent in ((0, 0), (8, 0), (8, 16))]
+    assert names == ["draft", "draft (draft_window 8)", "draft (draft_window 8, draft_vocab 16)"]  # c is timed per name
 
 
 def test_a_real_draft_model_with_a_window_drafts_from_the_shorter_context():
