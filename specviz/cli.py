@@ -70,12 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--draft-confidence", type=field("draft_confidence"),
                      help="a draft model stops a round's draft after a token it gave less than this probability (0 "
                           "never; default 0, or the preset's); exact either way")
-    gen.add_argument("--draft-window", type=field("draft_window"), default=0, metavar="N",
-                     help="a draft model reads only N prompt tokens, the first 4 and the latest (0: all; the int4 "
-                          "draft copies the target's prompt cache and ignores it); the output stays exact")
-    gen.add_argument("--draft-vocab", type=field("draft_vocab"), default=0, metavar="N",
+    gen.add_argument("--draft-window", type=field("draft_window"), metavar="N",
+                     help="a draft model reads only N prompt tokens, the first 4 and the latest (0: all, the default "
+                          "unless the preset's; the int4 draft copies the target's prompt cache and ignores it); the "
+                          "output stays exact")
+    gen.add_argument("--draft-vocab", type=field("draft_vocab"), metavar="N",
                      help="a draft model's head scores only the N lowest token ids (a BPE tokenizer's most frequent), "
-                          "the prompt's and EOS (0: all); the output stays exact")
+                          "the prompt's and EOS (0: all, the default unless the preset's); the output stays exact")
     gen.add_argument("--max-new-tokens", type=field("max_new_tokens"), default=defaults.max_new_tokens)
     gen.add_argument("--temperature", type=field("temperature"), default=defaults.temperature, help="0 means greedy")
     gen.add_argument("--top-k", type=field("top_k"), default=defaults.top_k, help="0 turns it off")
@@ -134,9 +135,8 @@ def config_from_args(args) -> DecodeConfig:
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
         chat=args.chat, ngram_size=args.ngram_size, adaptive=args.adaptive, system_prompt=args.system_prompt,
         tree=args.tree or args.tree_budget is not None, tree_budget=args.tree_budget or 0,
-        draft_window=args.draft_window, draft_vocab=args.draft_vocab,
         **{name: settings[name] if getattr(args, name) is None else getattr(args, name)
-           for name in ("gamma", "draft_confidence")},
+           for name in ("gamma", "draft_confidence", "draft_window", "draft_vocab")},
     ).validate()
 
 

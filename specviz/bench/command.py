@@ -39,6 +39,11 @@ def main(argv=None) -> int:
     parser.add_argument("--tree-budget", type=int, default=0,
                         help="specviz_tree's most nodes per round (0: what this machine's measured v(k) affords, chosen "
                              "per run as the app and generate --tree do)")
+    parser.add_argument("--draft-window", type=int, default=0, metavar="N",
+                        help="specviz's draft models read only N prompt tokens (DecodeConfig.draft_window; 0: all)")
+    parser.add_argument("--draft-vocab", type=int, default=0, metavar="N",
+                        help="specviz's draft models score only N token ids (DecodeConfig.draft_vocab; 0: all); "
+                             "transformers' assisted generation has neither lever")
     parser.add_argument("--skip", nargs="*", default=[], metavar="LABEL",
                         help="leave out these methods, by their label in the report (e.g. 'specviz_adaptive[ngram]')")
     parser.add_argument("--resume", action="store_true",
@@ -151,7 +156,8 @@ def _main(args) -> int:
         raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
     started = time.perf_counter()
     runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens, draft_confidence=args.draft_confidence,
-                    tree_budget=args.tree_budget, trees="specviz_tree" in args.methods)
+                    tree_budget=args.tree_budget, trees="specviz_tree" in args.methods, draft_window=args.draft_window,
+                    draft_vocab=args.draft_vocab)
     plan = [method for method in plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
             if method.label not in args.skip]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731

@@ -125,17 +125,24 @@ class Runner:
     """Loads the models once and runs any method on any prompt, timed alike (device synchronised)."""
 
     def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3,
-                 draft_confidence: float = 0.0, tree_budget: int = 0, trees: bool = False):
+                 draft_confidence: float = 0.0, tree_budget: int = 0, trees: bool = False, draft_window: int = 0,
+                 draft_vocab: int = 0):
         self.target = models.load_model(target)
         self.assistants = {draft: self._assistant_model(draft) for draft in drafts if _assistant(draft)}
         self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size,
                                  draft_confidence=draft_confidence, tree_budget=tree_budget).validate()
+        self.levers = dict(draft_window=draft_window, draft_vocab=draft_vocab)  # for specviz's draft models only
         self.pipelines = {NGRAM_DRAFTER: build_pipeline(self.base)}
         for draft in drafts:
-            self.pipelines[draft] = build_pipeline(DecodeConfig(**{**self.base.to_dict(), "draft": draft}))
+            self.pipelines[draft] = build_pipeline(DecodeConfig(**self._settings(draft)))
             if trees and _drafts_trees(draft):  # the tree's budget and shape read v(k) and the draft step (as the app)
-                tree_config = DecodeConfig(**{**self.base.to_dict(), "draft": draft, "tree": True})
+                tree_config = DecodeConfig(**{**self._settings(draft), "tree": True})
                 calibrate(self.pipelines[draft], target, calibration_sizes(tree_config))
+
+    def _settings(self, draft: str) -> dict:
+        """The base settings with this drafter, and the draft-model levers where it runs a draft model."""
+        runs_model = registry.KINDS[DrafterSpec.parse(draft).kind].runs_model
+        return {**self.base.to_dict(), "draft": draft, **(self.levers if runs_model else {})}
 
     def _assistant_model(self, draft: str) -> models.LoadedModel:
         target, spec = self.target, DrafterSpec.parse(draft)
@@ -151,7 +158,7 @@ class Runner:
         return models.load_model(draft, target.device, target.dtype)
 
     def config(self, method: Method, temperature: float, max_new_tokens: int | None = None) -> DecodeConfig:
-        return DecodeConfig(**{**self.base.to_dict(), "draft": method.drafter or NGRAM_DRAFTER, "temperature": temperature,
+        return DecodeConfig(**{**self._settings(method.drafter or NGRAM_DRAFTER), "temperature": temperature,
                                "gamma": method.gamma or self.base.gamma, "adaptive": method.kind == "specviz_adaptive",
                                "tree": method.kind == "specviz_tree",
                                "max_new_tokens": max_new_tokens or self.base.max_new_tokens}).validate()
