@@ -161,7 +161,10 @@ def _main(args) -> int:
     plan = [method for method in plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
             if method.label not in args.skip]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    verify_costs = runner.verify_costs(prompts[0]["prompt"], max([args.gamma, *args.also_gammas]) + 1)
+    widest = max([args.gamma, *args.also_gammas]) + 1  # a chain verifies γ + 1 tokens, a tree its nodes + 1
+    if "specviz_tree" in args.methods:
+        widest = max(widest, (args.tree_budget or 2 * args.gamma) + 1)
+    verify_costs = runner.verify_costs(prompts[0]["prompt"], widest)
     log(f"v(k) for k = 1..{len(verify_costs)}: " + ", ".join(f"{v:.2f}" for v in verify_costs.values()))
     rows_file = Path(args.out) / "rows.jsonl"
     done = _earlier_rows(rows_file, args, plan) if args.resume else []
