@@ -1,0 +1,80 @@
+"""A draft model from another family: it reads and writes its own tokens, and proposes the target's (issue 35).
+
+Each round:
+1. **Align the context.** The committed target tokens are decoded to text and that text is tokenized the draft's
+   way. The draft's cache keeps the longest prefix of those draft tokens it already holds (after a rejection, or
+   where the text's tokenization merged differently from the tokens the draft drafted) and reads the rest.
+2. **Draft x_1..x_k in the target's vocabulary.** The draft's next-token logits [V_D] become logits over the
+   target's vocabulary [V_T] through the bridge (vocab_bridge.py): each shared token at its target id, -inf
+   elsewhere. Standardizing them (temperature, top-k, top-p) gives q_i over the target's vocabulary, renormalized
+   over the shared tokens, and x_i is drawn from q_i. The draft then reads x_i's own draft token.
+3. The target verifies x_1..x_k with q_1..q_k by the usual rule, unchanged.
+
+It is exact for the same reason every draft is: x_i was drawn from exactly q_i, the distribution the rule is given.
+A draft whose probability falls on tokens the target does not have only loses acceptance, never exactness. The
+naïve alternative, which draws from the shared tokens but reports the draft's un-renormalized probabilities as q,
+gives the rule the wrong q and the output leaves p (tests/test_cross_vocab.py's negative control).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from specviz.drafters.base import BY_MODEL, Draft, common_prefix_length, empty_draft
+from specviz.drafters.vocab_bridge import VocabBridge
+from specviz.models.loading import LanguageModel
+from specviz.sampling import sample
+
+
+class CrossVocabDrafter:
+    """A causal LM with a tokenizer of its own, drafting chains of target tokens through a VocabBridge."""
+
+    costless = False
+    forward_seconds = 0.0  # its forwards are the draft model's, which the pipeline times
+    drafts_trees = False
+
+    def __init__(self, model: LanguageModel, bridge: VocabBridge, target_tokenizer, draft_tokenizer,
+                 confidence: float = 0.0):
+        self.model, self.bridge, self.confidence = model, bridge.to(model.device), confidence
+        self.target_tokenizer, self.draft_tokenizer = target_tokenizer, draft_tokenizer
+        self.draft_of = bridge.draft_of  # target id -> draft id, for the tokens both hold
+        self.name = f"{model.name} (across tokenizers)"
+        self.cached_ids: list[int] = []  # the draft tokens the model's cache holds
+        self.shared_mass: list[float] = []  # per drafted token: the draft's own probability mass on shared tokens
+
+    def begin(self) -> None:
+        self.model.reset()
+        self.cached_ids, self.shared_mass = [], []
+
+    def draft_context(self, sequence: list[int]) -> list[int]:
+        """1. The committed target tokens as the draft tokenizes their text (special tokens such as a chat
+        template's "<|im_start|>" become the draft's own where it has them)."""
+        text = self.target_tokenizer.decode(list(sequence), skip_special_tokens=False)
+        return list(self.draft_tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def propose(self, sequence, gamma, standardize, generator, tree=None) -> Draft:
+        if tree is not None:
+            raise ValueError("a draft from another tokenizer drafts chains only")
+        if gamma == 0:
+            return empty_draft(self.bridge.target_width, BY_MODEL)
+        seen = self.draft_context(sequence)
+        valid = min(common_prefix_length(self.cached_ids, seen), len(seen) - 1)  # re-read at least the last token
+        self.model.crop(valid)
+        new_ids = torch.tensor(seen[valid:], dtype=torch.long, device=self.model.device)
+        logits = self.model.feed(new_ids)  # [1, V_D]
+        tokens, probs, raw, fed = [], [], [], []
+        for step in range(gamma):  # 2. draft in the target's vocabulary, read back in the draft's
+            if step > 0:
+                fed.append(self.draft_of[int(tokens[-1])])
+                logits = self.model.feed(torch.tensor([fed[-1]], device=self.model.device))
+            target_logits = self.bridge.target_logits(logits)  # [1, V_T]: -inf off the shared tokens
+            raw.append(target_logits)
+            draft_probs = standardize(target_logits)[0]  # [V_T], q_i: renormalized over the shared tokens
+            tokens.append(sample(draft_probs, generator).view(1))
+            probs.append(draft_probs)
+            own = torch.softmax(logits[0].float(), dim=-1)  # [V_D], the draft's untempered distribution
+            self.shared_mass.append(float(self.bridge.shared_mass(own)))
+            if self.confidence > 0 and float(own[self.draft_of[int(tokens[-1])]]) < self.confidence:
+                break
+        self.cached_ids = seen + fed
+        return Draft(torch.cat(tokens), torch.stack(probs), len(tokens), raw, caught_up=len(new_ids), source=BY_MODEL)

@@ -1,0 +1,162 @@
+"""Drafting across tokenizers (drafters/vocab_bridge.py, drafters/cross_vocab.py): the bridge joins tokens that spell
+the same bytes; whole sequences drafted by a model of another vocabulary follow the target exactly (χ²), greedy runs
+equal greedy decoding, and the naïve q (the draft's probabilities, not renormalized over the shared tokens) fails."""
+
+import itertools
+
+import pytest
+import torch
+
+from specviz import engine
+from specviz.config import DecodeConfig
+from specviz.drafters.cross_vocab import CrossVocabDrafter
+from specviz.drafters.vocab_bridge import SPECIAL, VocabBridge, byte_level_bytes, sentencepiece_bytes, token_keys
+from specviz.models.cache import WeightsCache
+from specviz.pipeline import Pipeline
+from specviz.sampling import Standardizer
+from tests.fakes import FakeLanguageModel
+from tests.test_tree_engine import _fit
+
+TARGET_PIECES = ["a", "b", "c", "ab", "ca"]  # shared with the draft: a, b, c; the target's own: ab, ca
+DRAFT_PIECES = ["b", "c", "a", "bc", "abc", "ba"]  # the draft's own: bc, abc, ba
+PROMPT = "ab"
+
+
+class ToyTokenizer:
+    """Greedy longest-match tokenization over a list of pieces (written as byte-level BPE writes ASCII)."""
+
+    chat_template = None
+    eos_token_id = None
+    all_special_tokens: list[str] = []
+    added_tokens_encoder: dict[str, int] = {}
+
+    def __init__(self, pieces: list[str]):
+        self.pieces = pieces
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def __call__(self, text, add_special_tokens=True):
+        ids = []
+        while text:
+            piece = max((p for p in self.pieces if text.startswith(p)), key=len)
+            ids.append(self.pieces.index(piece))
+            text = text[len(piece):]
+        return {"input_ids": ids}
+
+    def decode(self, ids, skip_special_tokens=False):
+        return "".join(self.pieces[i] for i in ids)
+
+    def convert_ids_to_tokens(self, ids):
+        return [self.pieces[i] for i in ids]
+
+
+class NaiveDrafter(CrossVocabDrafter):
+    """The negative control: draws from the shared tokens, renormalized, but tells the rule the draft's own
+    probability of each token (over its whole vocabulary), as a mapping that forgets to renormalize would."""
+
+    def propose(self, sequence, gamma, standardize, generator, tree=None):
+        draft = super().propose(sequence, gamma, standardize, generator, tree)
+        own = [torch.softmax(logits, dim=-1) for logits in self._own_logits(sequence, draft)]
+        probs = torch.zeros_like(draft.probs)
+        for row, distribution in enumerate(own):
+            probs[row, self.bridge.target_ids] = distribution[0, self.bridge.draft_ids]
+        draft.probs = probs
+        return draft
+
+    def _own_logits(self, sequence, draft):
+        model = FakeLanguageModel(len(DRAFT_PIECES), salt=7, sharpness=1.0)
+        context = tuple(self.draft_context(sequence))
+        fed = [self.draft_of[t] for t in draft.tokens.tolist()]
+        return [model.logits_after(context + tuple(fed[:row])).view(1, -1) for row in range(len(fed))]
+
+
+def _pipeline(drafter_class=CrossVocabDrafter, confidence=0.0) -> Pipeline:
+    target_tokenizer, draft_tokenizer = ToyTokenizer(TARGET_PIECES), ToyTokenizer(DRAFT_PIECES)
+    target = FakeLanguageModel(len(TARGET_PIECES), salt=1, name="target")
+    draft = FakeLanguageModel(len(DRAFT_PIECES), salt=7, sharpness=1.0, name="draft")
+    bridge = VocabBridge.between(draft_tokenizer, target_tokenizer, len(DRAFT_PIECES), len(TARGET_PIECES))
+    drafter = drafter_class(draft, bridge, target_tokenizer, draft_tokenizer, confidence)
+    return Pipeline(target, drafter, target_tokenizer, [], torch.device("cpu"), torch.float32, draft, cache=WeightsCache())
+
+
+def _exact(config: DecodeConfig) -> dict:
+    """P(sequence of target tokens) under the target alone, enumerated."""
+    target, standardize = FakeLanguageModel(len(TARGET_PIECES), salt=1), Standardizer(config.temperature)
+    prompt = ToyTokenizer(TARGET_PIECES)(PROMPT)["input_ids"]
+    probs = {}
+    for sequence in itertools.product(range(len(TARGET_PIECES)), repeat=config.max_new_tokens):
+        p = 1.0
+        for step in range(config.max_new_tokens):
+            p *= float(standardize(target.logits_after(tuple(prompt + list(sequence[:step]))).view(1, -1))[0][sequence[step]])
+        probs[sequence] = p
+    return probs
+
+
+def _counts(config: DecodeConfig, runs: int, drafter_class=CrossVocabDrafter) -> dict:
+    pipeline, counts = _pipeline(drafter_class), dict.fromkeys(_exact(config), 0)
+    for seed in range(runs):
+        trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
+        counts[tuple(trace.token_ids)] += 1
+    return counts
+
+
+def test_tokens_are_joined_by_the_bytes_they_spell():
+    assert byte_level_bytes("Ġthe") == b" the" and byte_level_bytes("ĊĠ") == b"\n " and byte_level_bytes("日") is None
+    assert sentencepiece_bytes("▁the") == b" the" and sentencepiece_bytes("<0xE6>") == b"\xe6"
+    bridge = VocabBridge.between(ToyTokenizer(DRAFT_PIECES), ToyTokenizer(TARGET_PIECES), 6, 5)
+    assert dict(zip(bridge.draft_ids.tolist(), bridge.target_ids.tolist())) == {0: 1, 1: 2, 2: 0}  # b, c, a
+    assert token_keys(ToyTokenizer(TARGET_PIECES), 7)[5:] == [None, None]  # padding rows hold no token
+    logits = torch.tensor([[1.0, 2.0, 3.0, 9.0, 9.0, 9.0]])  # the draft likes its own bc, abc, ba best
+    mapped = bridge.target_logits(logits)
+    assert mapped[0, :3].tolist() == [3.0, 1.0, 2.0] and mapped[0, 3:].isinf().all()
+    q = torch.softmax(mapped, dim=-1)
+    assert q.sum() == pytest.approx(1.0) and float(bridge.shared_mass(torch.softmax(logits, -1))[0]) < 0.01
+
+
+def test_special_tokens_match_only_each_other():
+    class Special(ToyTokenizer):
+        all_special_tokens = ["<s>"]
+
+    target, draft = Special(["<s>", "a", "b"]), ToyTokenizer(["a", "<s>"])  # the draft's "<s>" is plain text
+    assert token_keys(target, 3)[0] == SPECIAL + b"<s>" and token_keys(draft, 2)[1] == b"<s>"
+    bridge = VocabBridge.between(draft, target, 2, 3)
+    assert bridge.target_ids.tolist() == [1]  # only "a"
+
+
+def test_cross_vocabulary_drafts_follow_the_target_exactly():
+    runs = 600  # 125 sequences of 3 tokens: 600 runs gave p = 0.25, TV 0.09 (the noise of so few runs per cell)
+    config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0)
+    p_value, distance = _fit(_exact(config), _counts(config, runs), runs)
+    assert p_value > 0.001 and distance < 0.15
+
+
+def test_the_unrenormalized_q_leaves_the_target_s_distribution():
+    runs = 600  # p = 6e-16 and TV 0.23 in 600 runs
+    config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0)
+    p_value, _ = _fit(_exact(config), _counts(config, runs, NaiveDrafter), runs)
+    assert p_value < 1e-6
+
+
+def test_greedy_cross_vocabulary_runs_equal_greedy_decoding():
+    for length in (3, 6, 9):
+        config = DecodeConfig(gamma=3, max_new_tokens=length, chat=False)
+        pipeline = _pipeline()
+        trace = engine.run_speculative(pipeline, PROMPT, config)
+        plain = engine.baseline_decode(_pipeline(), PROMPT, config)
+        assert trace.token_ids == plain.token_ids
+        assert any(round_.accepted for round_ in trace.rounds) or length == 3
+
+
+def test_the_draft_reads_the_text_in_its_own_tokens_and_rolls_back_through_it():
+    pipeline = _pipeline()
+    drafter = pipeline.drafter
+    target_ids = ToyTokenizer(TARGET_PIECES)("abcab")["input_ids"]  # ab, ca, b
+    assert drafter.draft_context(target_ids) == ToyTokenizer(DRAFT_PIECES)("abcab")["input_ids"]  # abc, a, b
+    drafter.begin()
+    draft = drafter.propose(target_ids, 3, Standardizer(1.0), torch.Generator().manual_seed(0))
+    assert set(draft.tokens.tolist()) <= {0, 1, 2} and torch.allclose(draft.probs.sum(-1), torch.ones(len(draft.tokens)))
+    assert draft.probs[:, 3:].abs().sum() == 0  # q is 0 on the target's own tokens
+    assert drafter.model.cached_length == len(drafter.cached_ids) == 3 + len(draft.tokens) - 1
+    shorter = drafter.propose(target_ids[:2], 1, Standardizer(1.0), torch.Generator().manual_seed(0))  # "abca"
+    assert len(shorter.tokens) == 1 and drafter.cached_ids[:1] == [4]  # abc kept, the rest re-read
