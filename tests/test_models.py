@@ -45,14 +45,25 @@ def _word_level_tokenizer(words):
     return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
 
 
-def test_pair_with_different_vocabularies_is_refused_with_names_and_sizes(tmp_path, offline_target):
+def test_a_draft_of_another_vocabulary_drafts_the_tokens_both_share(tmp_path, offline_target):
+    from specviz.drafters.cross_vocab import CrossVocabDrafter
+
     target_dir = save_tiny_llama(tmp_path / "target", offline_target.tokenizer, 49152)
-    other = _word_level_tokenizer(["<unk>", "a", "b", "c"])
-    draft_dir = save_tiny_llama(tmp_path / "draft", other, 4)
+    draft_dir = save_tiny_llama(tmp_path / "draft", _word_level_tokenizer(["<unk>", "a", "b", "c"]), 4)
+    pipeline = build_pipeline(DecodeConfig(target=target_dir, draft=draft_dir))
+    assert isinstance(pipeline.drafter, CrossVocabDrafter) and len(pipeline.drafter.bridge) == 3  # a, b and c
+    assert pipeline.target.vocab_size == 49152 and pipeline.draft_model.vocab_size == 4
+
+
+def test_a_pair_that_shares_no_token_is_refused_with_names_and_sizes(tmp_path, offline_target):
+    target_dir = save_tiny_llama(tmp_path / "target", offline_target.tokenizer, 49152)
+    other = _word_level_tokenizer(["<unk>", "qqqqzzzzxxxx", "wwwwvvvvjjjj"])
+    draft_dir = save_tiny_llama(tmp_path / "draft", other, 3)
     with pytest.raises(models.IncompatibleModels) as error:
         build_pipeline(DecodeConfig(target=target_dir, draft=draft_dir))
     message = str(error.value)
-    assert target_dir in message and draft_dir in message and "49152" in message and "4 tokens" in message
+    assert target_dir in message and draft_dir in message and "49152" in message and "3 tokens" in message
+    assert "share no token" in message
 
 
 def test_unknown_hub_id_offline_is_one_clear_sentence(monkeypatch):

@@ -96,9 +96,35 @@ def _int4_model(spec, target, config, eos_ids, cache) -> Built:
 
 def _model(spec, target, config, eos_ids, cache) -> Built:
     draft = models.load_model(spec.model, target.device, target.dtype, cache=cache)
-    vocab = models.shared_vocab_size(target, draft)
+    try:
+        vocab = models.shared_vocab_size(target, draft)
+    except models.IncompatibleModels as mismatch:
+        return _across_tokenizers(draft, target, config, cache, mismatch)
     target_model, draft_model = target.language_model(vocab), draft.language_model(vocab)
     return Built(target_model, _drafter(draft_model, config, eos_ids), draft_model)
+
+
+def _across_tokenizers(draft, target, config, cache, mismatch) -> Built:
+    """A draft model of another tokenizer (issue 35): it drafts the tokens both vocabularies spell alike, through
+    a VocabBridge built once per pair. IncompatibleModels, naming both, where they share no token."""
+    from specviz.drafters.cross_vocab import CrossVocabDrafter
+    from specviz.drafters.vocab_bridge import VocabBridge
+
+    if config.draft_window or config.draft_vocab:
+        raise ValueError("draft_window and draft_vocab shape a draft of the target's own tokenizer; this draft "
+                         f"tokenizes differently ({mismatch}): set both to 0")
+
+    def bridge() -> VocabBridge:
+        try:
+            return VocabBridge.between(draft.tokenizer, target.tokenizer, draft.logits_width, target.logits_width)
+        except ValueError:
+            raise models.IncompatibleModels(f"{mismatch} They share no token either, so the draft could propose "
+                                            "nothing the target can read.") from None
+
+    joined = cache.get(("vocab-bridge", draft.model_id, target.model_id, str(target.device)), bridge)
+    target_model, draft_model = target.language_model(target.logits_width), draft.language_model(draft.logits_width)
+    drafter = CrossVocabDrafter(draft_model, joined, target.tokenizer, draft.tokenizer, config.draft_confidence)
+    return Built(target_model, drafter, draft_model)
 
 
 KINDS = {kind.name: kind for kind in (
@@ -108,7 +134,8 @@ KINDS = {kind.name: kind for kind in (
                 assistant=False, trees=False),  # it reads the target's hidden states of one path
     DrafterKind(QUANTIZED_DRAFTER, "the target's own 4-bit copy, on a CPU", _own_int4, assistant=True),
     DrafterKind(QUANTIZED_DRAFT_MODEL, "a draft model run as its 4-bit copy, on a CPU", _int4_model, assistant=True),
-    DrafterKind(DRAFT_MODEL, "a draft model with the target's tokenizer: hub id or folder", _model, assistant=True),
+    DrafterKind(DRAFT_MODEL, "a draft model, hub id or folder; one of another tokenizer drafts the tokens both "
+                             "vocabularies share", _model, assistant=True),
 )}
 # Prompt lookup first is no kind of its own: build_pipeline wraps any kind but prompt lookup in it.
 LOOKUP_FIRST_DESCRIPTION = "copies where prompt lookup matches and copying has paid off, drafts with the draft model elsewhere"
