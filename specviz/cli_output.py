@@ -7,6 +7,7 @@ from dataclasses import asdict
 from specviz.counters import engine_counters
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 from specviz.tree_metrics import summarize_tree, why_no_tree
+from specviz.vocab_metrics import shared_mass
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
 MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
@@ -32,6 +33,9 @@ def json_summary(trace, metrics, parting=None) -> dict:
     if tree.is_tree or trace.config.get("tree"):  # metrics.DEFINITIONS["acceptance_by_depth"], [..._sibling_rank"]
         summary.update(acceptance_by_depth=tree.acceptance_by_depth,
                        acceptance_by_sibling_rank=tree.acceptance_by_sibling_rank, tree_drawn=tree.is_tree)
+    across = shared_mass(trace)
+    if across is not None:  # metrics.DEFINITIONS["shared_mass"]: a draft of another tokenizer
+        summary["shared_mass"] = across.overall
     if trace.baseline is not None:
         summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
     if parting is not None:
@@ -63,6 +67,9 @@ def print_summary(trace, metrics, parting=None) -> None:
         print(tree_line(tree))
     elif trace.config.get("tree") and any(round_.drafted for round_ in trace.rounds):
         print(f"tree: {why_no_tree(trace)}")
+    if (across := shared_mass(trace)) is not None:
+        print(f"across tokenizers: the draft put {across.overall:.1%} of its probability on tokens both vocabularies "
+              f"hold (round means {across.lowest_round:.0%}-{across.highest_round:.0%}); it proposes only those")
     print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms per round, "
           f"of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards; "
           f"c = {metrics.c:.3f} ({metrics.c_basis}); {metrics.tokens_per_s:.1f} tokens/s")

@@ -1,8 +1,7 @@
 """Trace -> numbers: acceptance, tokens per round, cost ratio c, and measured against theoretical speedup; and the
 two statistics every check of the output's distribution uses (Pearson's χ² test and the total variation distance).
 
-DEFINITIONS says, once, what each number the page shows is and what it counts; the stats panel, the glossary,
-the engine vocabulary (counters.py) and Round anatomy quote it rather than re-wording it.
+Each number's definition is in definitions.DEFINITIONS (re-exported here); the views quote it.
 """
 
 from __future__ import annotations
@@ -15,80 +14,9 @@ from dataclasses import asdict, dataclass
 import torch
 
 from specviz import theory
+from specviz.definitions import DEFINITIONS, Definition  # noqa: F401  (quoted from metrics by the views)
 from specviz.trace import Trace
 from specviz.tree_metrics import depth_counts, round_depth
-
-
-@dataclass(frozen=True)
-class Definition:
-    """One number: the label the page gives it, its formula in words, and what it counts (or leaves out)."""
-
-    label: str
-    formula: str
-    counts: str
-
-    def sentence(self) -> str:
-        """'label = formula: counts' (the glossary's and the hover's text)."""
-        return f"{self.label} = {self.formula}: {self.counts}"
-
-
-DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here and nowhere else
-    "alpha": Definition(
-        "α", "accepted drafts ÷ tested drafts",
-        "the per-token acceptance probability of the theory's E = (1 − α^(γ+1)) ÷ (1 − α); a draft after its round's "
-        "first rejection is never tested, so it does not count"),
-    "alpha_per_position": Definition(
-        "α at position i", "drafts accepted at position i ÷ rounds that tested a draft there",
-        "a round tests position i only when every earlier draft was accepted; the theory assumes one α everywhere"),
-    "draft_acceptance_rate": Definition(
-        "draft acceptance rate", "accepted drafts ÷ drafted tokens (llama.cpp: draft_n_accepted ÷ draft_n)",
-        "every drafted token counts, tested or not, so it is below α whenever a rejection leaves drafts untested"),
-    "mean_acceptance_length": Definition(
-        "mean acceptance length", "1 + accepted drafts ÷ drafting rounds (vLLM)",
-        "tokens a round that drafted yields, its correction or bonus included; rounds that drafted nothing are "
-        "left out"),
-    "tokens_per_round": Definition(
-        "tokens per round", "generated tokens ÷ target calls (one per round)",
-        "every round counts, plain steps (rounds that drafted nothing, such as round 1 for some drafters) included, "
-        "so it is below the mean acceptance length when a round drafted nothing"),
-    "draft_nodes_per_round": Definition("draft nodes per round", "drafted nodes ÷ rounds",
-                                        "every node of each round's tree, tested or not; for a chain, its mean draft length"),
-    "alpha_tree": Definition("α (tree)", "accepted tokens ÷ depth levels tested", "a level is tested when the walk tried "
-                             "a child there and counts once however many siblings it tried; for a chain, α. The "
-                             "theoretical speedup reads each tree as a chain of its depth accepting with this α"),
-    "acceptance_by_depth": Definition("acceptance at depth d", "rounds that accepted a node at depth d ÷ rounds whose "
-                                      "walk tested a node there", "for a chain, α at position d"),
-    "acceptance_by_sibling_rank": Definition("acceptance of the r-th sibling", "r-th siblings accepted ÷ r-th siblings "
-                                             "tested", "the r-th child tried under one parent in a round, tried after the "
-                                             "r − 1 before it were rejected (Sequoia's acceptance vector)"),
-    "draft_step": Definition(
-        "draft step", "the median time of one draft forward over one token",
-        "timed once per model pair and device, alternating with the target's one-token forwards (pipeline.calibrate); "
-        "without that, the median over this run's rounds of drafting time ÷ draft forwards, rounds 1–2 left out"),
-    "target_step": Definition(
-        "target step", "the median time of one target forward over one token",
-        "timed once per model pair and device beside the draft step; without that, the plain run's median step, "
-        "else this run's median verify forward (over k + 1 tokens, so it overstates a step on a CPU)"),
-    "c": Definition(
-        "c", "draft step ÷ target step",
-        "what one drafted token costs in target steps (Leviathan et al.'s c); prompt lookup costs about 0"),
-    "speedup_theoretical": Definition(
-        "theoretical speedup", "Σ E(α, k) ÷ Σ (k·c + 1) over the rounds, E(α, k) = (1 − α^(k+1)) ÷ (1 − α)",
-        "what α and c predict, k being each round's drafts; it assumes a verify forward costs one target step and "
-        "that nothing but forwards takes time"),
-    "speedup_measured": Definition(
-        "measured speedup", "plain decoding's wall time per token ÷ this run's wall time per token",
-        "both decoded in this process, same prompt and settings (tick compare with plain decoding); every overhead "
-        "and a verify forward's real cost are in it"),
-    "rounds_against_plain": Definition(
-        "rounds against plain steps", "the tokens of the rounds shown × one target step ÷ the time those rounds took",
-        "Round anatomy's estimate from this run's timed rounds, round 1 (which encodes the prompt) left out"),
-    "tokens_per_s": Definition("tokens/s", "generated tokens ÷ this run's decoding wall time",
-                               "model loading, the plain run and drawing the views are not in it"),
-    "overhead": Definition(
-        "outside model forwards", "wall time − time inside model forwards, per round",
-        "sampling, acceptance tests, the residual draw and cache bookkeeping"),
-}
 
 
 @dataclass

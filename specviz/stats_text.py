@@ -12,6 +12,7 @@ import html
 from specviz.metrics import C_BASES, DEFINITIONS, Metrics
 from specviz.trace import USER_STOP, Trace
 from specviz.tree_metrics import TreeMetrics, node_budget, summarize_tree, why_no_tree
+from specviz.vocab_metrics import shared_mass
 
 
 def defined(key: str, label: str | None = None) -> str:
@@ -97,6 +98,11 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         lengths = [round_.drafted for round_ in trace.rounds]
         lines.insert(5, f"adaptive γ ≤ {trace.config['gamma']}: {sum(lengths) / len(lengths):.2f} drafts per round on average, "
                         f"{lengths.count(0)} of {len(lengths)} rounds were plain steps (drafting would not have paid)")
+    across = shared_mass(trace)
+    if across is not None:
+        lines.insert(3, f"**across tokenizers**: {defined('shared_mass')} {across.overall:.1%} over {across.drafted} "
+                        f"drafted tokens (round means {across.lowest_round:.0%}–{across.highest_round:.0%}): the draft "
+                        "proposes only tokens both vocabularies spell alike, its belief renormalized over them")
     if tree.is_tree:
         lines.insert(3, tree_line(trace, tree))
     elif trace.config.get("tree") and any(round_.drafted for round_ in trace.rounds):

@@ -63,6 +63,9 @@ class Round:
     # Parent of every drafted node (an index into draft_token_ids, -1 for a child of the committed text): the token
     # tree of the round. A chain is [-1, 0, 1, ..]; draft_token_ids[j]'s depth is 1 + its parent's.
     draft_parents: list[int] = field(default_factory=list)
+    # A draft of another tokenizer: per drafted token, the share of the draft's own distribution on the tokens both
+    # vocabularies hold (drafters/cross_vocab.py); empty for a draft of the target's tokenizer
+    shared_mass: list[float] = field(default_factory=list)
 
     @property
     def emitted(self) -> list[Token]:

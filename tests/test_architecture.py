@@ -118,8 +118,8 @@ LAYERS = (
     ("engine", ("specviz.engine", "specviz.adaptive", "specviz.tree_budget")),  # the rounds; the γ and tree policies
     ("recording", ("specviz.recording",)),
     ("trace", ("specviz.trace", "specviz.replay")),  # the plain data, and its JSON / replay branch
-    ("metrics/theory", ("specviz.metrics", "specviz.theory", "specviz.counters", "specviz.parting",
-                        "specviz.tree_metrics")),  # trace -> numbers
+    ("metrics/theory", ("specviz.metrics", "specviz.definitions", "specviz.theory", "specviz.counters",
+                        "specviz.parting", "specviz.tree_metrics", "specviz.vocab_metrics")),  # trace -> numbers
     ("figures/render", ("specviz.figures", "specviz.render", "specviz.render_tree", "specviz.stats_text",
                         "specviz.export", "specviz.cli_output")),  # numbers and traces -> figures, HTML, Markdown, terminal lines
     ("labs", ("specviz.labs",)),  # the app's teaching tabs: maths and figures, a few on the engine

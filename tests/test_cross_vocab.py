@@ -14,7 +14,7 @@ from specviz.drafters.vocab_bridge import SPECIAL, VocabBridge, byte_level_bytes
 from specviz.models.cache import WeightsCache
 from specviz.pipeline import Pipeline
 from specviz.sampling import Standardizer
-from tests.fakes import FakeLanguageModel
+from tests.fakes import FakeLanguageModel, fake_pipeline
 from tests.test_tree_engine import _fit
 
 TARGET_PIECES = ["a", "b", "c", "ab", "ca"]  # shared with the draft: a, b, c; the target's own: ab, ca
@@ -160,3 +160,26 @@ def test_the_draft_reads_the_text_in_its_own_tokens_and_rolls_back_through_it():
     assert drafter.model.cached_length == len(drafter.cached_ids) == 3 + len(draft.tokens) - 1
     shorter = drafter.propose(target_ids[:2], 1, Standardizer(1.0), torch.Generator().manual_seed(0))  # "abca"
     assert len(shorter.tokens) == 1 and drafter.cached_ids[:1] == [4]  # abc kept, the rest re-read
+
+
+def test_each_round_records_what_share_of_the_draft_s_belief_it_could_propose():
+    from specviz.cli_output import json_summary
+    from specviz.metrics import summarize
+    from specviz.stats_text import stats_markdown
+    from specviz.trace import Trace
+    from specviz.vocab_metrics import shared_mass
+
+    config = DecodeConfig(gamma=3, max_new_tokens=8, chat=False, temperature=1.0, seed=3)
+    trace = Trace.from_json(engine.run_speculative(_pipeline(), PROMPT, config).to_json())  # it survives JSON
+    drafting = [round_ for round_ in trace.rounds if round_.drafted]
+    assert drafting and all(len(round_.shared_mass) == round_.drafted for round_ in trace.rounds)
+    assert all(0 < mass < 1 for round_ in drafting for mass in round_.shared_mass)  # bc, abc and ba hold the rest
+    across = shared_mass(trace)
+    values = [mass for round_ in drafting for mass in round_.shared_mass]
+    assert across.overall == pytest.approx(sum(values) / len(values)) and across.drafted == len(values)
+    assert across.lowest_round <= across.overall <= across.highest_round
+    assert f"{across.overall:.1%} over {len(values)} drafted tokens" in stats_markdown(trace, summarize(trace))
+    assert json_summary(trace, summarize(trace))["shared_mass"] == pytest.approx(across.overall)
+    same_tokenizer = engine.run_speculative(fake_pipeline(3), "ab", config)
+    assert shared_mass(same_tokenizer) is None and "across tokenizers" not in stats_markdown(same_tokenizer,
+                                                                                          summarize(same_tokenizer))

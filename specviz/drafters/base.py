@@ -39,6 +39,9 @@ class Draft:
     # A token tree: the parent of every token (an earlier token's index, or -1 for a child of the sequence), each
     # drawn from its row of probs given its earlier siblings (drafters/tree.py). None: a chain, [-1, 0, 1, ..].
     parents: list[int] | None = field(default=None, kw_only=True)
+    # A draft of another tokenizer (cross_vocab.py): per token, the share of the draft's own distribution on the
+    # tokens both vocabularies hold, the only ones it may propose. None for a draft of the target's tokenizer.
+    shared_mass: list[float] | None = field(default=None, kw_only=True)
 
     @property
     def tree_parents(self) -> list[int]:

@@ -40,11 +40,10 @@ class CrossVocabDrafter:
         self.draft_of = bridge.draft_of  # target id -> draft id, for the tokens both hold
         self.name = f"{model.name} (across tokenizers)"
         self.cached_ids: list[int] = []  # the draft tokens the model's cache holds
-        self.shared_mass: list[float] = []  # per drafted token: the draft's own probability mass on shared tokens
 
     def begin(self) -> None:
         self.model.reset()
-        self.cached_ids, self.shared_mass = [], []
+        self.cached_ids = []
 
     def draft_context(self, sequence: list[int]) -> list[int]:
         """1. The committed target tokens as the draft tokenizes their text (special tokens such as a chat
@@ -62,7 +61,7 @@ class CrossVocabDrafter:
         self.model.crop(valid)
         new_ids = torch.tensor(seen[valid:], dtype=torch.long, device=self.model.device)
         logits = self.model.feed(new_ids)  # [1, V_D]
-        tokens, probs, raw, fed = [], [], [], []
+        tokens, probs, raw, fed, shared = [], [], [], [], []
         for step in range(gamma):  # 2. draft in the target's vocabulary, read back in the draft's
             if step > 0:
                 fed.append(self.draft_of[int(tokens[-1])])
@@ -73,8 +72,9 @@ class CrossVocabDrafter:
             tokens.append(sample(draft_probs, generator).view(1))
             probs.append(draft_probs)
             own = torch.softmax(logits[0].float(), dim=-1)  # [V_D], the draft's untempered distribution
-            self.shared_mass.append(float(self.bridge.shared_mass(own)))
+            shared.append(float(self.bridge.shared_mass(own)))  # what of the draft's belief it could propose
             if self.confidence > 0 and float(own[self.draft_of[int(tokens[-1])]]) < self.confidence:
                 break
         self.cached_ids = seen + fed
-        return Draft(torch.cat(tokens), torch.stack(probs), len(tokens), raw, caught_up=len(new_ids), source=BY_MODEL)
+        return Draft(torch.cat(tokens), torch.stack(probs), len(tokens), raw, caught_up=len(new_ids), source=BY_MODEL,
+                     shared_mass=shared)
