@@ -153,12 +153,16 @@ def remember_acceptance(pipeline, trace) -> None:
 
 def choose_budget(pipeline, config) -> int:
     """The node budget for a run whose config (DecodeConfig) left it at 0: with the pair's acceptance by sibling rank
-    from an earlier tree run at the same sampling settings, the best_shape on this machine's v(k)
-    (pipeline.target_forward_ms) and draft step; without it, the most nodes whose verify costs at most FLAT_SLACK
+    from an earlier tree run at the same sampling settings and no draft stop, the best_shape on this machine's v(k)
+    (pipeline.target_forward_ms) and draft step; otherwise the most nodes whose verify costs at most FLAT_SLACK
     more than a chain's (drafters/tree.measured_budget). A chain's γ when v(k) was not measured far enough to tell."""
     verify_ms, step, gamma = pipeline.target_forward_ms, pipeline.draft_step_ms, config.gamma
     remembered = pipeline.cache.get(_acceptance_key(pipeline, config.to_dict()), dict).get("by_rank")
-    if not remembered or len(verify_ms) <= gamma or not step:
+    # best_shape's model drafts every level to depth γ. A draft stop (DecodeConfig.draft_confidence) ends each
+    # round's draft where the draft is unsure, a depth the model cannot foresee: it then set a full γ-deep chain
+    # against γ-deep trees and chose the chain, while the flat-v(k) budget's trees gained 5-25% tokens/s on the
+    # Qwen pair's first three benchmark prompts (docs/results.md). With a stop, the flat-v(k) rule decides.
+    if not remembered or len(verify_ms) <= gamma or not step or config.draft_confidence > 0:
         return measured_budget(gamma, verify_ms)
     # One draft forward over a few frontier rows is taken to cost one row's (memory-bound on a CPU); see docs.
     choice = best_shape(gamma, TreeCosts(list(verify_ms), [step] * 4), remembered)

@@ -75,3 +75,5 @@ def test_a_run_records_the_budget_it_chose_and_replays_with_it():
     assert again.config["tree_budget"] == choose_budget(pipeline, config) >= 3
     greedy = dataclasses.replace(config, temperature=0.0)  # acceptance at T = 1 says nothing of T = 0
     assert choose_budget(pipeline, greedy) == measured_budget(3, FLAT_THEN_STEEP)
+    stopping = dataclasses.replace(config, draft_confidence=0.6)  # a draft stop: depths the model cannot foresee
+    assert choose_budget(pipeline, stopping) == measured_budget(3, FLAT_THEN_STEEP)
