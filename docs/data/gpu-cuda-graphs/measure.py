@@ -8,7 +8,9 @@ In this order, writing FILE.json after each step (so a run cut short keeps what 
    compilation and CUDA-graph recording stay out of the medians), then the draft's over 1..--draft-max-k;
 2. a short speculative run and a plain one, untimed (every forward size the timed runs use is compiled and recorded);
 3. speculative decoding with --baseline, timed, as `python -m specviz generate --baseline` runs it (greedy);
-4. with --hf: transformers' own generate() and assisted generation (same draft, γ, no stop), a short warm-up each.
+4. token trees (issue 34): the target's verify time for trees of --tree-sizes nodes (tree mask, position ids by
+   depth) beside the chain's v(k), and the same greedy run drafting trees of --tree-budget nodes γ deep;
+5. with --hf: transformers' own generate() and assisted generation (same draft, γ, no stop), a short warm-up each.
 Both models are driven through ONE pipeline, so each compiled graph is built once per process.
 """
 
@@ -33,6 +35,9 @@ def main() -> int:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--warm-tokens", type=int, default=24)
     parser.add_argument("--prompt", default="Write a story.")
+    parser.add_argument("--tree-sizes", type=int, nargs="*", default=[2, 4, 8, 16, 24, 32, 48, 64],
+                        help="time the target verifying token trees of these many nodes (tree mask; issue 34)")
+    parser.add_argument("--tree-budget", type=int, default=16, help="the tree run's node budget (0: no tree run)")
     parser.add_argument("--hf", action="store_true", help="also time transformers' generate() and assisted generation")
     args = parser.parse_args()
 
@@ -45,7 +50,7 @@ def main() -> int:
     from specviz.config import DecodeConfig
     from specviz.metrics import summarize
     from specviz.models import loading as models
-    from specviz.models.profiling import measure_verify_costs
+    from specviz.models.profiling import measure_tree_verify_costs, measure_verify_costs
     from specviz.pipeline import build_pipeline, calibrate, encode_prompt
 
     logging.set_verbosity_error()
@@ -102,6 +107,31 @@ def main() -> int:
     result["plain"] = {"tokens": len(plain.token_ids), "wall_ms": plain.wall_ms, "step_ms": plain.step_ms,
                        "tokens_per_s": 1e3 * len(plain.token_ids) / plain.wall_ms}
     save("generate", started)
+
+    if args.tree_sizes:
+        started = time.perf_counter()
+        ms = measure_tree_verify_costs(target, context, args.tree_sizes, args.repeats, args.warmup)
+        result["target_tree_ms"] = {k: round(v, 4) for k, v in ms.items()}
+        result["target_tree_v"] = {k: round(v / result["target_ms"][1], 4) for k, v in ms.items()}
+        save("tree_vk", started)
+    if args.tree_budget:
+        started = time.perf_counter()
+        tree_config = DecodeConfig(**{**config.to_dict(), "tree": True, "tree_budget": args.tree_budget}).validate()
+        engine.run_speculative(pipeline, args.prompt, DecodeConfig(**{**tree_config.to_dict(), "max_new_tokens":
+                                                                      args.warm_tokens}))  # warm-up
+        tree = engine.run_speculative(pipeline, args.prompt, tree_config)
+        tree_metrics = summarize(tree).to_dict()
+        result["tree"] = {key: tree_metrics.get(key) for key in (
+            "target_calls", "tokens_per_round", "alpha", "draft_nodes_per_round", "draft_ms_per_round",
+            "verify_ms_per_round", "overhead_ms_per_round", "c")}
+        result["tree"].update(wall_ms=tree.wall_ms, forward_ms=tree.forward_ms, tokens=len(tree.token_ids),
+                              tokens_per_s=1e3 * len(tree.token_ids) / tree.wall_ms,
+                              rounds_drawing_trees=sum(r.is_tree for r in tree.rounds),
+                              draft_forward_ms=sum(r.draft_forward_ms for r in tree.rounds),
+                              verify_forward_ms=sum(r.verify_forward_ms for r in tree.rounds),
+                              identical_to_plain=tree.token_ids == plain.token_ids,
+                              speedup_vs_plain=(1e3 * len(tree.token_ids) / tree.wall_ms) / result["plain"]["tokens_per_s"])
+        save("tree_generate", started)
 
     if args.hf:
         started = time.perf_counter()
