@@ -103,7 +103,8 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
                                   untempered=(target_logits, draft_logits) if config.greedy else None, parents=parents)
             round_.draft_ms, round_.verify_ms, round_.draft_forwards = timing.draft_ms, timing.verify_ms, timing.draft_forwards
             round_.next_uniform, round_.asked = next_uniform, asked
-            round_.shared_mass = list(draft.shared_mass[:k]) if draft is not None and draft.shared_mass else []
+            round_.shared_mass = list(draft.shared_mass) if draft is not None and draft.shared_mass else []
+            round_.draft_own_texts = list(draft.own_texts) if draft is not None and draft.own_texts else []
             round_.draft_forward_ms = (forwards_drafted - forwards_at_start) * 1e3
             round_.verify_forward_ms = (target.forward_seconds - target_at_start) * 1e3
             trace.rounds.append(round_)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 
+from specviz.render_align import align_groups
 from specviz.render_tree import Column, Turn, hidden_tooltip, tree_columns, turn_lines, untested_tooltip
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
 
@@ -69,6 +70,8 @@ def token_html(token: Token, round_index: int, turn: Turn | None = None) -> str:
 def round_html(round_: Round) -> str:
     if round_.is_tree:
         return tree_round_html(round_)
+    if round_.draft_own_texts:
+        return aligned_round_html(round_)
     tokens = "".join(token_html(token, round_.index) for token in round_.tokens)
     untested = round_.draft_texts[len([t for t in round_.tokens if t.kind in (ACCEPTED, REJECTED)]):]
     skipped = "".join(f'<span class="sv-tok sv-untested" title="drafted, never tested">{visible_text(text)}</span>'
@@ -83,6 +86,27 @@ def tree_round_html(round_: Round) -> str:
              f'of the {round_.drafted} drafted nodes">{round_.index + 1} · path {round_.accepted} of '
              f'{round_.drafted} nodes</span>')
     return f'<div class="sv-row">{label}{"".join(_column_html(c, round_) for c in tree_columns(round_))}</div>'
+
+
+def aligned_round_html(round_: Round) -> str:
+    """A draft of another tokenizer: its own pieces (top) over the target tokens they became (bottom), joined where
+    they cover the same characters; the verdicts colour the target's tokens; then the correction or bonus."""
+    tested = [token for token in round_.tokens if token.kind in (ACCEPTED, REJECTED)]
+    chips = [token_html(tested[j], round_.index) if j < len(tested) else
+             f'<span class="sv-tok sv-untested" title="drafted, never tested">{visible_text(text)}</span>'
+             for j, text in enumerate(round_.draft_texts)]
+    groups = []
+    for group in align_groups(round_.draft_own_texts, round_.draft_texts):
+        own = "".join(f'<span class="sv-tok sv-own">{visible_text(round_.draft_own_texts[i])}</span>' for i in group.own)
+        target = "".join(chips[j] for j in group.target) or (
+            '<span class="sv-note" title="held back: these pieces could still merge with what the draft writes next, '
+            'so they become target tokens in a later round">held back</span>')
+        groups.append(f'<span class="sv-align"><span class="sv-align-own">{own}</span>'
+                      f'<span class="sv-align-target">{target}</span></span>')
+    after = "".join(token_html(token, round_.index) for token in round_.tokens if token.kind in (CORRECTED, BONUS))
+    label = f"{round_.index + 1} · {round_.accepted}/{round_.drafted}"
+    return (f'<div class="sv-row sv-aligned" title="top: the draft\'s own tokens; bottom: the target tokens they '
+            f'became"><span class="sv-label">{label}</span>{"".join(groups)}{after}{lone_token_note(round_)}</div>')
 
 
 def _column_html(column: Column, round_: Round) -> str:
@@ -127,7 +151,8 @@ def rows_html(trace: Trace | None, last: int | None = None) -> str:
     rounds = trace.rounds if last is None else trace.rounds[-last:]
     hidden = len(trace.rounds) - len(rounds)
     note = f'<div class="sv-more">… {hidden} earlier rounds</div>' if hidden else ""
-    return f'{LEGEND_HTML}{tree_hint_html(trace)}{templated_prompt_html(trace)}{note}{"".join(round_html(r) for r in rounds)}'
+    hints = f"{tree_hint_html(trace)}{cross_hint_html(trace)}{templated_prompt_html(trace)}"
+    return f'{LEGEND_HTML}{hints}{note}{"".join(round_html(r) for r in rounds)}'
 
 
 def tree_hint_html(trace: Trace) -> str:
@@ -137,6 +162,15 @@ def tree_hint_html(trace: Trace) -> str:
     return ('<div class="sv-hint sv-tree-hint">tree rounds: the accepted path runs along the row; rejected siblings '
             'hang under the depth they were tried at (untried ones greyed); “+n”: the drafted nodes below one, never '
             'tested</div>')
+
+
+def cross_hint_html(trace: Trace) -> str:
+    """How to read a round drafted in another tokenizer (from the first round that has one)."""
+    if not any(round_.draft_own_texts for round_ in trace.rounds):
+        return ""
+    return ('<div class="sv-hint sv-cross-hint">a draft of another tokenizer: in each round its own tokens (grey, '
+            'top) are joined to the target tokens they became (bottom) where both cover the same characters; the '
+            'verdicts apply to the target\'s tokens</div>')
 
 
 def templated_prompt_html(trace: Trace) -> str:

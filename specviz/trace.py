@@ -66,6 +66,9 @@ class Round:
     # A draft of another tokenizer: per drafted token, the share of the draft's own distribution on the tokens both
     # vocabularies hold (drafters/cross_vocab.py); empty for a draft of the target's tokenizer
     shared_mass: list[float] = field(default_factory=list)
+    # ... and the draft's own tokens this round, as it wrote them (their texts in its own tokenization): what the
+    # target tokens of draft_texts were re-tokenized from; the views align the two by the characters they cover
+    draft_own_texts: list[str] = field(default_factory=list)
 
     @property
     def emitted(self) -> list[Token]:

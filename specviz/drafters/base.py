@@ -42,6 +42,8 @@ class Draft:
     # A draft of another tokenizer (cross_vocab.py): per token, the share of the draft's own distribution on the
     # tokens both vocabularies hold, the only ones it may propose. None for a draft of the target's tokenizer.
     shared_mass: list[float] | None = field(default=None, kw_only=True)
+    # ... and the draft's own tokens as it wrote them (their text, in its own tokenization), for the aligned view
+    own_texts: list[str] | None = field(default=None, kw_only=True)
 
     @property
     def tree_parents(self) -> list[int]:

@@ -10,6 +10,12 @@ Each round:
    over the shared tokens, and x_i is drawn from q_i. The draft then reads x_i's own draft token.
 3. The target verifies x_1..x_k with q_1..q_k by the usual rule, unchanged.
 
+At temperature 0 step 2 is free of the shared tokens (transformers' universal assisted generation): the draft
+writes its own greedy tokens d_1..d_m over its whole vocabulary, their text is re-tokenized the target's way
+(retokenize.py: a window of committed tokens fixes the start, a held-back last piece the end), and the target tokens
+that text became are x_1..x_k, each with a one-hot q. Any proposal is exact at temperature 0: the rule then accepts
+x_i exactly when it is the target's own argmax, and corrects to that argmax otherwise.
+
 It is exact for the same reason every draft is: x_i was drawn from exactly q_i, the distribution the rule is given.
 A draft whose probability falls on tokens the target does not have only loses acceptance, never exactness. The
 naïve alternative, which draws from the shared tokens but reports the draft's un-renormalized probabilities as q,
@@ -20,10 +26,13 @@ from __future__ import annotations
 
 import torch
 
+from specviz.drafters import retokenize
 from specviz.drafters.base import BY_MODEL, Draft, common_prefix_length, empty_draft
 from specviz.drafters.vocab_bridge import VocabBridge
 from specviz.models.loading import LanguageModel
-from specviz.sampling import sample
+from specviz.sampling import one_hot, sample
+
+MORE_OWN_TOKENS = 2  # at temperature 0 the draft writes up to γ * this of its own tokens to fill γ target tokens
 
 
 class CrossVocabDrafter:
@@ -61,6 +70,8 @@ class CrossVocabDrafter:
         self.model.crop(valid)
         new_ids = torch.tensor(seen[valid:], dtype=torch.long, device=self.model.device)
         logits = self.model.feed(new_ids)  # [1, V_D]
+        if getattr(standardize, "greedy", False):
+            return self._propose_by_text(sequence, seen, logits, gamma, len(new_ids))
         tokens, probs, raw, fed, shared = [], [], [], [], []
         for step in range(gamma):  # 2. draft in the target's vocabulary, read back in the draft's
             if step > 0:
@@ -76,5 +87,41 @@ class CrossVocabDrafter:
             if self.confidence > 0 and float(own[self.draft_of[int(tokens[-1])]]) < self.confidence:
                 break
         self.cached_ids = seen + fed
+        own_texts = [self.draft_tokenizer.decode([self.draft_of[int(token)]]) for token in tokens]
         return Draft(torch.cat(tokens), torch.stack(probs), len(tokens), raw, caught_up=len(new_ids), source=BY_MODEL,
-                     shared_mass=shared)
+                     shared_mass=shared, own_texts=own_texts)
+
+    def _propose_by_text(self, sequence, seen, logits, gamma, caught_up) -> Draft:
+        """2, at temperature 0: the draft's own greedy tokens d_1.., until their text holds γ target tokens that no
+        later text can change (or the draft ends, stops or reaches γ * MORE_OWN_TOKENS); q one-hot on each."""
+        own, shared, proposed, ended = [], [], [], False
+        for step in range(gamma * MORE_OWN_TOKENS):
+            if step > 0:
+                logits = self.model.feed(torch.tensor([own[-1]], device=self.model.device))
+            distribution = torch.softmax(logits[0].float(), dim=-1)  # [V_D]
+            own.append(int(distribution.argmax()))
+            shared.append(float(self.bridge.shared_mass(distribution)))
+            ended = own[-1] == self.draft_tokenizer.eos_token_id
+            proposed = self._target_tokens(sequence, seen, own, ended)
+            unsure = self.confidence > 0 and float(distribution[own[-1]]) < self.confidence  # the draft stop
+            if ended or unsure or len(proposed) >= gamma:
+                break
+        self.cached_ids = seen + own[:-1]  # the last one was drawn, not yet read
+        proposed = proposed[:gamma]
+        probs = one_hot(torch.tensor(proposed, dtype=torch.long, device=self.model.device), self.bridge.target_width)
+        own_texts = [self.draft_tokenizer.decode([token], skip_special_tokens=False) for token in own]
+        return Draft(torch.tensor(proposed, dtype=torch.long, device=self.model.device), probs, len(own), None,
+                     caught_up=caught_up, source=BY_MODEL, shared_mass=shared, own_texts=own_texts)
+
+    def _target_tokens(self, sequence, seen, own, ended) -> list[int]:
+        """The target tokens the draft's text `own` has become so far: where the draft ended (its EOS), all of them
+        and the target's EOS; else those that the last own token's text (the lookahead) leaves unchanged."""
+        written = own[:-1] if ended else own
+        text = retokenize.own_text(self.draft_tokenizer, seen, written)
+        held = text if ended else retokenize.own_text(self.draft_tokenizer, seen, written[:-1])
+        if text is None or held is None:  # a decoder that rewrites across the boundary: propose nothing
+            return []
+        ids = retokenize.stable_continuation(self.target_tokenizer, sequence, held, text[len(held):])
+        if ended and self.target_tokenizer.eos_token_id is not None:
+            ids.append(self.target_tokenizer.eos_token_id)
+        return ids
