@@ -10,13 +10,21 @@
 transformers reads these three settings from the ASSISTANT's generation_config, not from generate()'s arguments
 (candidate_generator.AssistedCandidateGenerator), so run_hf sets them there before each call.
 
+A draft of another tokenizer (a vocabulary of another size, transformers' own test) also gets `tokenizer=` and
+`assistant_tokenizer=`: greedy, transformers re-tokenizes the draft's text (universal assisted generation); sampling,
+it drafts over the tokens both vocabularies hold (UniversalSpeculativeDecodingGenerator), and to do so it prunes the
+assistant's embeddings IN PLACE, once per pair of tokenizers. So sampled cross-tokenizer runs get a copy of the
+draft, made once (`_sampling_assistant`), and the draft specviz runs is never touched.
+
 Sampling inside `generate()` draws from torch's global generator, which specviz never seeds, so sampled
 transformers runs are timed but not replayable; greedy runs are compared token for token.
 """
 
 from __future__ import annotations
 
+import copy
 import time
+import weakref
 from dataclasses import dataclass
 
 import torch
@@ -28,6 +36,7 @@ METHODS = ("generate", "prompt_lookup", "assisted", "assisted_defaults")
 # transformers' defaults for an assistant (GenerationConfig._get_default_generation_params, transformers 5)
 TRANSFORMERS_ASSISTANT_DEFAULTS = dict(num_assistant_tokens=20, num_assistant_tokens_schedule="constant",
                                        assistant_confidence_threshold=0.4)
+_PRUNABLE_COPIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # draft hf_model -> its copy for sampling
 
 
 @dataclass(frozen=True)
@@ -55,7 +64,23 @@ def generation_kwargs(config: DecodeConfig, method: str, tokenizer, assistant: m
         if assistant is None:
             raise ValueError("assisted generation needs a draft model")
         kwargs.update(assistant_model=assistant.hf_model)
+        if across_tokenizers(tokenizer, assistant):
+            kwargs.update(tokenizer=tokenizer, assistant_tokenizer=assistant.tokenizer)
+            if not config.greedy:
+                kwargs.update(assistant_model=_sampling_assistant(assistant.hf_model))
     return kwargs
+
+
+def across_tokenizers(tokenizer, assistant: models.LoadedModel) -> bool:
+    """Whether the draft has a tokenizer of its own, as generate() decides it: vocabularies of different sizes."""
+    return len(tokenizer) != len(assistant.tokenizer) or tokenizer.get_vocab() != assistant.tokenizer.get_vocab()
+
+
+def _sampling_assistant(hf_model):
+    """The draft's copy that transformers may prune for cross-tokenizer sampling (made once per draft)."""
+    if hf_model not in _PRUNABLE_COPIES:
+        _PRUNABLE_COPIES[hf_model] = copy.deepcopy(hf_model)
+    return _PRUNABLE_COPIES[hf_model]
 
 
 def assistant_settings(config: DecodeConfig, method: str) -> dict:
@@ -72,7 +97,7 @@ def run_hf(loaded: models.LoadedModel, prompt_ids: list[int], config: DecodeConf
     kwargs = generation_kwargs(config, method, loaded.tokenizer, assistant)
     if method.startswith("assisted"):
         for name, value in assistant_settings(config, method).items():  # where transformers reads them
-            setattr(assistant.hf_model.generation_config, name, value)
+            setattr(kwargs["assistant_model"].generation_config, name, value)
     input_ids = torch.tensor([prompt_ids], dtype=torch.long, device=loaded.device)  # [1, n]
     with torch.inference_mode():
         models.synchronize(loaded.device)
