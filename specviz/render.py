@@ -105,8 +105,11 @@ def aligned_round_html(round_: Round) -> str:
                       f'<span class="sv-align-target">{target}</span></span>')
     after = "".join(token_html(token, round_.index) for token in round_.tokens if token.kind in (CORRECTED, BONUS))
     label = f"{round_.index + 1} · {round_.accepted}/{round_.drafted}"
-    return (f'<div class="sv-row sv-aligned" title="top: the draft\'s own tokens; bottom: the target tokens they '
-            f'became"><span class="sv-label">{label}</span>{"".join(groups)}{after}{lone_token_note(round_)}</div>')
+    shared = (f"; the draft's mass on tokens both vocabularies hold: {sum(round_.shared_mass) / len(round_.shared_mass):.1%}"
+              " (mean over its draft steps)" if round_.shared_mass else "")
+    title = html.escape(f"top: the draft's own tokens; bottom: the target tokens they became{shared}", quote=True)
+    return (f'<div class="sv-row sv-aligned" title="{title}"><span class="sv-label">{label}</span>{"".join(groups)}'
+            f'{after}{lone_token_note(round_)}</div>')
 
 
 def _column_html(column: Column, round_: Round) -> str:
