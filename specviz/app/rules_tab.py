@@ -6,6 +6,7 @@ import gradio as gr
 
 from specviz.app import worker
 from specviz.app.callbacks import load_pipeline, quiet_refusals, refused
+from specviz.app.cross_vocab_case import cross_vocab_case
 from specviz.app.fields import lab_field
 from specviz.config import DecodeConfig
 from specviz.labs import rejection, rules_on_run, verification_rules, verification_rules_figures
@@ -158,4 +159,5 @@ def rules_tab(trace_state: gr.State) -> tuple:
     at_position.click(quiet_refusals(position_view), [trace_state, source, round_number, position, lenience, top_k,
                                                       samples], [figure, table], api_name="rules_at_position")
     over_run.click(quiet_refusals(run_view), [trace_state, lenience, top_k], [figure, table], api_name="rules_over_run")
+    cross_vocab_case()  # an accordion: a draft with another tokenizer, verified with the renormalized and the naïve q
     return round_number, position
