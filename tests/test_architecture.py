@@ -120,7 +120,8 @@ LAYERS = (
     ("trace", ("specviz.trace", "specviz.replay")),  # the plain data, and its JSON / replay branch
     ("metrics/theory", ("specviz.metrics", "specviz.definitions", "specviz.theory", "specviz.counters",
                         "specviz.parting", "specviz.tree_metrics", "specviz.vocab_metrics")),  # trace -> numbers
-    ("figures/render", ("specviz.figures", "specviz.render", "specviz.render_tree", "specviz.stats_text",
+    ("figures/render", ("specviz.figures", "specviz.render", "specviz.render_tree", "specviz.render_align",
+                        "specviz.stats_text",
                         "specviz.export", "specviz.cli_output")),  # numbers and traces -> figures, HTML, Markdown, terminal lines
     ("labs", ("specviz.labs",)),  # the app's teaching tabs: maths and figures, a few on the engine
     ("app", ("specviz.app",)),

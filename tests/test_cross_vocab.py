@@ -139,13 +139,15 @@ def test_the_unrenormalized_q_leaves_the_target_s_distribution():
 
 
 def test_greedy_cross_vocabulary_runs_equal_greedy_decoding():
-    for length in (3, 6, 9):
+    accepted = 0
+    for length in (3, 6, 9, 12):
         config = DecodeConfig(gamma=3, max_new_tokens=length, chat=False)
         pipeline = _pipeline()
         trace = engine.run_speculative(pipeline, PROMPT, config)
         plain = engine.baseline_decode(_pipeline(), PROMPT, config)
         assert trace.token_ids == plain.token_ids
-        assert any(round_.accepted for round_ in trace.rounds) or length == 3
+        accepted += sum(round_.accepted for round_ in trace.rounds)
+    assert accepted > 0  # the runs tested real drafts, and some passed
 
 
 def test_the_draft_reads_the_text_in_its_own_tokens_and_rolls_back_through_it():
