@@ -73,3 +73,27 @@ def test_kwargs_follow_the_config_and_bad_methods_are_refused(offline_target, gr
         hf_baselines.generation_kwargs(greedy_config, "beam", offline_target.tokenizer)
     with pytest.raises(ValueError, match="draft model"):
         hf_baselines.generation_kwargs(greedy_config, "assisted", offline_target.tokenizer)
+
+
+def test_a_draft_of_another_tokenizer_runs_through_transformers_cross_tokenizer_generation(tmp_path, offline_target):
+    """The benchmark's peer for issue 35: generate(assistant_tokenizer=...). Greedy, it must equal plain generate();
+    sampling prunes the assistant's embeddings in place, so it gets a copy and the draft itself stays whole."""
+    from tests.conftest import save_tiny_llama
+    from tests.test_models import _word_level_tokenizer
+
+    draft_dir = save_tiny_llama(tmp_path / "draft", _word_level_tokenizer(["<unk>", "the", "cat", "sat", "mat"]), 5)
+    draft = models.load_model(draft_dir)
+    prompt_ids = encode_prompt(offline_target.tokenizer, PROMPT, False)
+    greedy = DecodeConfig(target=OFFLINE_MODEL, gamma=4, max_new_tokens=12, temperature=0).validate()
+    kwargs = hf_baselines.generation_kwargs(greedy, "assisted", offline_target.tokenizer, draft)
+    assert kwargs["assistant_tokenizer"] is draft.tokenizer and kwargs["assistant_model"] is draft.hf_model
+    plain = hf_baselines.run_hf(offline_target, prompt_ids, greedy, "generate")
+    assert hf_baselines.run_hf(offline_target, prompt_ids, greedy, "assisted", draft).token_ids == plain.token_ids
+    head = draft.hf_model.get_output_embeddings().weight.shape
+    sampled = DecodeConfig(target=OFFLINE_MODEL, gamma=4, max_new_tokens=12, temperature=1.0).validate()
+    assert hf_baselines.generation_kwargs(sampled, "assisted", offline_target.tokenizer, draft)["assistant_model"] \
+        is not draft.hf_model
+    assert len(hf_baselines.run_hf(offline_target, prompt_ids, sampled, "assisted", draft).token_ids) > 0
+    assert draft.hf_model.get_output_embeddings().weight.shape == head
+    same = hf_baselines.generation_kwargs(greedy, "assisted", offline_target.tokenizer, offline_target)
+    assert "assistant_tokenizer" not in same  # one tokenizer: transformers refuses the argument
