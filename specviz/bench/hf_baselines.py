@@ -13,8 +13,8 @@ transformers reads these three settings from the ASSISTANT's generation_config, 
 A draft of another tokenizer (a vocabulary of another size, transformers' own test) also gets `tokenizer=` and
 `assistant_tokenizer=`: greedy, transformers re-tokenizes the draft's text (universal assisted generation); sampling,
 it drafts over the tokens both vocabularies hold (UniversalSpeculativeDecodingGenerator), and to do so it prunes the
-assistant's embeddings IN PLACE, once per pair of tokenizers. So sampled cross-tokenizer runs get a copy of the
-draft, made once (`_sampling_assistant`), and the draft specviz runs is never touched.
+assistant's embeddings IN PLACE, once per pair of tokenizers. So sampled cross-tokenizer runs get a second copy of
+the draft, loaded once (`_sampling_assistant`), and the draft specviz runs is never touched.
 
 Sampling inside `generate()` draws from torch's global generator, which specviz never seeds, so sampled
 transformers runs are timed but not replayable; greedy runs are compared token for token.
@@ -22,7 +22,6 @@ transformers runs are timed but not replayable; greedy runs are compared token f
 
 from __future__ import annotations
 
-import copy
 import time
 import weakref
 from dataclasses import dataclass
@@ -67,7 +66,7 @@ def generation_kwargs(config: DecodeConfig, method: str, tokenizer, assistant: m
         if across_tokenizers(tokenizer, assistant):
             kwargs.update(tokenizer=tokenizer, assistant_tokenizer=assistant.tokenizer)
             if not config.greedy:
-                kwargs.update(assistant_model=_sampling_assistant(assistant.hf_model))
+                kwargs.update(assistant_model=_sampling_assistant(assistant))
     return kwargs
 
 
@@ -76,11 +75,12 @@ def across_tokenizers(tokenizer, assistant: models.LoadedModel) -> bool:
     return len(tokenizer) != len(assistant.tokenizer) or tokenizer.get_vocab() != assistant.tokenizer.get_vocab()
 
 
-def _sampling_assistant(hf_model):
-    """The draft's copy that transformers may prune for cross-tokenizer sampling (made once per draft)."""
-    if hf_model not in _PRUNABLE_COPIES:
-        _PRUNABLE_COPIES[hf_model] = copy.deepcopy(hf_model)
-    return _PRUNABLE_COPIES[hf_model]
+def _sampling_assistant(assistant: models.LoadedModel):
+    """The draft's copy that transformers may prune for cross-tokenizer sampling: loaded again, once per draft, with
+    the same linear kernels (a packed CPU kernel's weights cannot be deep-copied)."""
+    if assistant.hf_model not in _PRUNABLE_COPIES:
+        _PRUNABLE_COPIES[assistant.hf_model] = models.load_fresh(assistant.model_id, assistant.device, assistant.dtype).hf_model
+    return _PRUNABLE_COPIES[assistant.hf_model]
 
 
 def assistant_settings(config: DecodeConfig, method: str) -> dict:

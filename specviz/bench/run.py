@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specviz import engine
-from specviz.bench import hf_baselines
+from specviz.bench import hf_baselines, quality
 from specviz.config import NGRAM_DRAFTER, QUANTIZED_DRAFT_MODEL, QUANTIZED_DRAFTER, DecodeConfig, DrafterSpec
 from specviz.drafters import registry
 from specviz.drafters.weights import int4_copy
@@ -179,6 +179,11 @@ class Runner:
         run = hf_baselines.run_hf(self.target, prompt_ids, config, hf_method, self.assistants.get(method.drafter))
         return {"token_ids": run.token_ids, "wall_ms": run.wall_ms}
 
+    def target_nll(self, prompt: str, token_ids: list[int], temperature: float) -> float | None:
+        """The target's mean −log p per generated token of a run's text (quality.target_nll); None for no text."""
+        prompt_ids = encode_prompt(self.target.tokenizer, prompt, self.base.chat)
+        return quality.target_nll(self.target, prompt_ids, token_ids, temperature) if token_ids else None
+
     def verify_costs(self, prompt: str, max_k: int) -> dict[int, float]:
         """Measured v(k) = t(k)/t(1) for k = 1..max_k, after the prompt (the target forward over k tokens)."""
         ids = encode_prompt(self.target.tokenizer, prompt, True)
@@ -209,6 +214,10 @@ def run_benchmark(runner: Runner, prompts: list[dict], plan: list[Method], tempe
                 for method in plan if repeat % 2 == 0 else reversed(plan):
                     runs[method].append(runner.run(method, item["prompt"], temperature))
             rows += _prompt_rows(item, temperature, runs)
+            if temperature > 0:  # does each method's text follow the target? (quality.py; outside the timing)
+                for row, method_runs in zip(rows[-len(plan):], runs.values()):
+                    median_run = sorted(method_runs, key=lambda r: r["wall_ms"])[len(method_runs) // 2]
+                    row["target_nll"] = runner.target_nll(item["prompt"], median_run["token_ids"], temperature)
             on_prompt(rows[-len(plan):])
             plain = next((r for r in rows[-len(plan):] if r["method"] == "plain"), None)
             log(f"T={temperature} {item['category']:>15} #{item['id']}: " + "  ".join(
