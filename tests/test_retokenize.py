@@ -68,3 +68,15 @@ def test_the_greedy_draft_is_one_hot_and_its_cache_holds_what_it_read():
     assert torch.equal(draft.probs.argmax(-1), draft.tokens)
     assert drafter.model.cached_length == len(drafter.cached_ids)
     assert draft.forwards == len(draft.own_texts) <= 3 * 2
+
+
+def test_a_draft_stop_proposes_what_the_draft_wrote_holding_nothing_back():
+    """The draft stops after an unsure token: no later text is coming, so its last piece is proposed too (held back,
+    a draft that stops at its first token would propose nothing at all)."""
+    config = DecodeConfig(gamma=3, max_new_tokens=12, chat=False)
+    trace = engine.run_speculative(_pipeline(confidence=0.99), PROMPT, config)
+    assert trace.token_ids == engine.baseline_decode(_pipeline(), PROMPT, config).token_ids
+    later = trace.rounds[1:]  # round 1 reads the prompt
+    assert later and all(len(round_.draft_own_texts) == 1 and round_.drafted >= 1 for round_ in later)
+    for round_ in later:
+        assert "".join(round_.draft_texts) == "".join(round_.draft_own_texts)

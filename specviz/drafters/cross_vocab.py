@@ -102,8 +102,8 @@ class CrossVocabDrafter:
             own.append(int(distribution.argmax()))
             shared.append(float(self.bridge.shared_mass(distribution)))
             ended = own[-1] == self.draft_tokenizer.eos_token_id
-            proposed = self._target_tokens(sequence, seen, own, ended)
             unsure = self.confidence > 0 and float(distribution[own[-1]]) < self.confidence  # the draft stop
+            proposed = self._target_tokens(sequence, seen, own, ended, last=unsure)
             if ended or unsure or len(proposed) >= gamma:
                 break
         self.cached_ids = seen + own[:-1]  # the last one was drawn, not yet read
@@ -113,12 +113,14 @@ class CrossVocabDrafter:
         return Draft(torch.tensor(proposed, dtype=torch.long, device=self.model.device), probs, len(own), None,
                      caught_up=caught_up, source=BY_MODEL, shared_mass=shared, own_texts=own_texts)
 
-    def _target_tokens(self, sequence, seen, own, ended) -> list[int]:
+    def _target_tokens(self, sequence, seen, own, ended, last=False) -> list[int]:
         """The target tokens the draft's text `own` has become so far: where the draft ended (its EOS), all of them
-        and the target's EOS; else those that the last own token's text (the lookahead) leaves unchanged."""
+        and the target's EOS; where it stops here (`last`: its draft stop), all of them, the last piece too, since
+        nothing more is coming to hold it back for; else those that the last own token's text (the lookahead) leaves
+        unchanged."""
         written = own[:-1] if ended else own
         text = retokenize.own_text(self.draft_tokenizer, seen, written)
-        held = text if ended else retokenize.own_text(self.draft_tokenizer, seen, written[:-1])
+        held = text if ended or last else retokenize.own_text(self.draft_tokenizer, seen, written[:-1])
         if text is None or held is None:  # a decoder that rewrites across the boundary: propose nothing
             return []
         ids = retokenize.stable_continuation(self.target_tokenizer, sequence, held, text[len(held):])
