@@ -40,7 +40,8 @@ print(f"\ngeomean over the {len(groups)} prompts: specviz {geo([g['specviz']['sp
 print(f"median α {statistics.median(g['specviz']['alpha'] for g in groups):.2f}, tokens/round "
       f"{sum(g['specviz']['tokens'] for g in groups) / sum(g['specviz']['rounds'] for g in groups):.2f} (pooled), "
       f"c {statistics.median(g['specviz']['c'] for g in groups):.3f}; same-family α "
-      f"{statistics.median(sibling[i]['alpha'] for (_, i) in prompts):.2f}, c {statistics.median(sibling[i]['c'] for (_, i) in prompts):.3f}")
+      f"{statistics.median(sibling[i]['alpha'] for (_, i) in prompts):.2f}, "
+      f"c {statistics.median(sibling[i]['c'] for (_, i) in prompts):.3f}")
 if nll:
     for kind in ("plain", "specviz", "hf_assisted"):
         print(f"mean nll {kind}: {statistics.mean(g[kind]['target_nll'] for g in groups):.3f}")

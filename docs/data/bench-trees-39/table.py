@@ -3,7 +3,8 @@
     python docs/data/bench-trees-39/table.py 0      # or 1
 
 Speedups: the median over the prompts of each method's tokens/s over plain's on the same prompt; the ratios (tree ÷
-chain, tree ÷ assisted) are medians of per-prompt ratios; tokens/round and tree nodes per round are pooled (all tokens over all rounds)."""
+chain, tree ÷ assisted) are medians of per-prompt ratios; tokens/round and tree nodes per round are pooled
+(all tokens over all rounds)."""
 
 import json
 import statistics
