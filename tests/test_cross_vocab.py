@@ -185,3 +185,30 @@ def test_each_round_records_what_share_of_the_draft_s_belief_it_could_propose():
     same_tokenizer = engine.run_speculative(fake_pipeline(3), "ab", config)
     assert shared_mass(same_tokenizer) is None and "across tokenizers" not in stats_markdown(same_tokenizer,
                                                                                           summarize(same_tokenizer))
+
+
+def test_an_ordinary_token_is_paired_before_a_byte_token_of_the_same_bytes():
+    """Gemma holds both "a" and the byte-fallback "<0x61>"; a model predicts the first, so the bridge pairs it."""
+    class SentencePiece(ToyTokenizer):
+        def convert_ids_to_tokens(self, ids):
+            return [self.pieces[i] for i in ids]
+
+    draft, target = SentencePiece(["<0x61>", "▁b", "a", "<0x62>"]), ToyTokenizer(["a", "Ġb", "b"])
+    bridge = VocabBridge.between(draft, target, 4, 3)
+    assert bridge.draft_of == {0: 2, 1: 1, 2: 3}  # "a" <- "a" (not "<0x61>"); " b" <- "▁b"; "b" <- "<0x62>", its only one
+
+
+def test_an_added_token_that_is_not_special_is_plain_text():
+    """Gemma's "\\n" is an added token but not a special one: it spells a newline, like Qwen's "Ċ"."""
+    class Added:
+        def __init__(self, content, special):
+            self.content, self.special = content, special
+
+    class Gemmalike(ToyTokenizer):
+        all_special_tokens = ["<eos>"]
+        added_tokens_encoder = {"\n": 1, "<eos>": 2}
+        added_tokens_decoder = {1: Added("\n", False), 2: Added("<eos>", True)}
+
+    draft, target = Gemmalike(["▁a", "\n", "<eos>"]), ToyTokenizer(["Ċ", "Ġa"])
+    assert token_keys(draft, 3) == [b" a", b"\n", SPECIAL + b"<eos>"]
+    assert VocabBridge.between(draft, target, 3, 2).draft_of == {0: 1, 1: 0}

@@ -49,16 +49,25 @@ def byte_level_bytes(piece: str) -> bytes | None:
 
 def sentencepiece_bytes(piece: str) -> bytes:
     """The bytes a SentencePiece token stands for: "▁" is a space, "<0xNN>" the byte NN."""
-    if len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+    if is_byte_piece(piece):
         return bytes([int(piece[3:5], 16)])
     return piece.replace("▁", " ").encode("utf-8")
 
 
+def is_byte_piece(piece: str | None) -> bool:
+    """A SentencePiece byte-fallback token ("<0x0A>"): a model predicts it only for bytes it has no piece for."""
+    return piece is not None and len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">")
+
+
 def token_keys(tokenizer, width: int) -> list[bytes | None]:
     """For each id below `width` (the model's logits width: padding rows have no token), the bytes it stands for,
-    a special token's marked key, or None where it has no token."""
+    a special token's marked key, or None where it has no token. An added token that is not special (Gemma's "\n",
+    "\t", "<h1>") is plain text written as itself, so it is keyed by its text's bytes."""
     pieces = tokenizer.convert_ids_to_tokens(list(range(min(width, len(tokenizer)))))
+    added = getattr(tokenizer, "added_tokens_decoder", None) or {}
+    plain_added = {token.content for token in added.values() if not getattr(token, "special", True)}
     special = set(getattr(tokenizer, "all_special_tokens", [])) | set(getattr(tokenizer, "added_tokens_encoder", {}))
+    special -= plain_added
     byte_level = sum("Ġ" in (piece or "") for piece in pieces) >= sum("▁" in (piece or "") for piece in pieces)
     keys: list[bytes | None] = []
     for piece in pieces:
@@ -66,16 +75,26 @@ def token_keys(tokenizer, width: int) -> list[bytes | None]:
             keys.append(None)
         elif piece in special:
             keys.append(SPECIAL + piece.encode("utf-8"))
+        elif piece in plain_added:
+            keys.append(piece.encode("utf-8"))
         else:
             keys.append(byte_level_bytes(piece) if byte_level else sentencepiece_bytes(piece))
     return keys + [None] * (width - len(keys))
+
+
+def _preference(tokenizer, width: int) -> list[int]:
+    """The ids below `width`, ordinary tokens first, then byte-fallback ones: where two tokens spell the same bytes
+    ("a" and "<0x61>"), the bridge pairs the one a model actually predicts."""
+    pieces = tokenizer.convert_ids_to_tokens(list(range(min(width, len(tokenizer)))))
+    return sorted(range(width), key=lambda i: (i < len(pieces) and is_byte_piece(pieces[i]), i))
 
 
 @dataclass
 class VocabBridge:
     """The ids of the tokens both vocabularies hold, in pairs: draft_ids[j] spells what target_ids[j] spells.
 
-    Each target token has at most one draft token (the lowest id that spells it), so the map is one to one."""
+    Each target token has at most one draft token (an ordinary token before a byte-fallback one, then the lowest
+    id that spells it), so the map is one to one."""
 
     draft_ids: torch.Tensor  # [N] long
     target_ids: torch.Tensor  # [N] long
@@ -84,19 +103,19 @@ class VocabBridge:
 
     @classmethod
     def between(cls, draft_tokenizer, target_tokenizer, draft_width: int, target_width: int) -> VocabBridge:
-        target_of = {}
-        for target_id, key in enumerate(token_keys(target_tokenizer, target_width)):
-            if key is not None:
-                target_of.setdefault(key, target_id)  # a duplicate spelling keeps its lowest id
-        pairs, taken = [], set()
-        for draft_id, key in enumerate(token_keys(draft_tokenizer, draft_width)):
-            target_id = target_of.get(key)
+        target_of, target_keys = {}, token_keys(target_tokenizer, target_width)
+        for target_id in _preference(target_tokenizer, target_width):
+            if target_keys[target_id] is not None:
+                target_of.setdefault(target_keys[target_id], target_id)  # a duplicate spelling keeps the preferred
+        pairs, taken, draft_keys = [], set(), token_keys(draft_tokenizer, draft_width)
+        for draft_id in _preference(draft_tokenizer, draft_width):
+            target_id = target_of.get(draft_keys[draft_id])
             if target_id is not None and target_id not in taken:
                 pairs.append((draft_id, target_id))
                 taken.add(target_id)
         if not pairs:
             raise ValueError("the draft's and the target's vocabularies share no token")
-        draft_ids, target_ids = zip(*pairs)
+        draft_ids, target_ids = zip(*sorted(pairs))
         return cls(torch.tensor(draft_ids), torch.tensor(target_ids), draft_width, target_width)
 
     def __len__(self) -> int:
