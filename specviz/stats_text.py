@@ -100,9 +100,11 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
                         f"{lengths.count(0)} of {len(lengths)} rounds were plain steps (drafting would not have paid)")
     across = shared_mass(trace)
     if across is not None:
+        how = ("at T = 0 it writes its own text over its whole vocabulary, and the target's tokenizer re-reads that "
+               "text (the rows show both)" if float(trace.config.get("temperature", 1)) == 0 else
+               "the draft proposes only tokens both vocabularies spell alike, its belief renormalized over them")
         lines.insert(3, f"**across tokenizers**: {defined('shared_mass')} {across.overall:.1%} over {across.drafted} "
-                        f"drafted tokens (round means {across.lowest_round:.0%}–{across.highest_round:.0%}): the draft "
-                        "proposes only tokens both vocabularies spell alike, its belief renormalized over them")
+                        f"draft steps (round means {across.lowest_round:.0%}–{across.highest_round:.0%}): {how}")
     if tree.is_tree:
         lines.insert(3, tree_line(trace, tree))
     elif trace.config.get("tree") and any(round_.drafted for round_ in trace.rounds):

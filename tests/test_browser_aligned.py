@@ -40,10 +40,10 @@ def test_a_draft_of_another_tokenizer_shows_its_own_pieces_over_the_target_token
     target, draft = cross_pair
     page.get_by_role("tab", name="Live decoding", exact=True).click()
     page.get_by_role("button", name="Reset", exact=True).click()
-    choose_pair(page, "Custom")
+    page.locator("textarea").first.fill("Write a Python function that checks whether a number is prime.")
+    choose_pair(page, "Custom")  # after the prompt: the Custom boxes are text areas too
     page.get_by_label("Target id or folder").fill(target)
     page.get_by_label("Draft id or folder").fill(draft)
-    page.locator("textarea").first.fill("Write a Python function that checks whether a number is prime.")
     for label, value in (("Max new tokens", "32"), ("Temperature (0 = greedy)", "0")):
         box = page.get_by_label(label).first
         box.fill(value)

@@ -180,7 +180,7 @@ def test_each_round_records_what_share_of_the_draft_s_belief_it_could_propose():
     values = [mass for round_ in drafting for mass in round_.shared_mass]
     assert across.overall == pytest.approx(sum(values) / len(values)) and across.drafted == len(values)
     assert across.lowest_round <= across.overall <= across.highest_round
-    assert f"{across.overall:.1%} over {len(values)} drafted tokens" in stats_markdown(trace, summarize(trace))
+    assert f"{across.overall:.1%} over {len(values)} draft steps" in stats_markdown(trace, summarize(trace))
     assert json_summary(trace, summarize(trace))["shared_mass"] == pytest.approx(across.overall)
     same_tokenizer = engine.run_speculative(fake_pipeline(3), "ab", config)
     assert shared_mass(same_tokenizer) is None and "across tokenizers" not in stats_markdown(same_tokenizer,

@@ -1,7 +1,7 @@
 """docs/results.md's cross-tokenizer tables from rows.jsonl (issue 35), beside the same-family draft's rows for the
 same prompts in ../bench-trees-39 (the chain preset; its speedups are over plain decoding in that run).
 
-    python docs/data/bench-cross-13/table.py 0      # or 1
+    python docs/data/bench-cross-13/table.py 0      # or 1; add "gemma" for ../bench-cross-13-gemma (T = 0)
 
 Speedup: tokens/s over plain's on the same prompt; "nll": the target's mean −log p per token of the method's text
 at T = 1 (bench/quality.py), where a lossless method scores like plain sampling."""
@@ -14,14 +14,16 @@ from pathlib import Path
 
 here = Path(__file__).parent
 temperature = float(sys.argv[1])
-rows = [json.loads(line) for line in (here / "rows.jsonl").open() if json.loads(line)["temperature"] == temperature]
+draft = sys.argv[2] if len(sys.argv) > 2 else "SmolLM2"
+folder = here.parent / "bench-cross-13-gemma" if draft == "gemma" else here
+rows = [json.loads(line) for line in (folder / "rows.jsonl").open() if json.loads(line)["temperature"] == temperature]
 sibling = {row["id"]: row for row in map(json.loads, (here.parent / "bench-trees-39" / "rows.jsonl").open())
            if row["temperature"] == temperature and row["kind"] == "specviz"}
 prompts: dict = {}
 for row in rows:
     prompts.setdefault((row["category"], row["id"]), {})[row["kind"]] = row
 nll = temperature > 0
-print("| category | plain tok/s | specviz, SmolLM2 draft | transformers, same draft | specviz ÷ transformers | α | "
+print(f"| category | plain tok/s | specviz, {draft} draft | transformers, same draft | specviz ÷ transformers | α | "
       "tokens/round | same-family 0.5B (chain) |" + (" nll plain / specviz / transformers |" if nll else " identical |"))
 print("|---|---|---|---|---|---|---|---|" + "---|")
 for (category, prompt_id), runs in sorted(prompts.items()):
