@@ -12,6 +12,37 @@ def _defined(key: str, more: str = "") -> str:
     definition = DEFINITIONS[key]
     return f"{definition.formula[:1].upper()}{definition.formula[1:]}: {definition.counts}." + (f" {more}" if more else "")
 
+# The course's Lesson 6 exercise (seed 002): β and D_LK of this p and q, raw and after argmax standardization.
+DLK_EXERCISE_TARGET, DLK_EXERCISE_DRAFT = [0.8, 0.1, 0.05, 0.05], [0.7, 0.15, 0.1, 0.05]
+
+
+def _argmax_one_hot(probs: list[float]) -> list[float]:
+    """Argmax standardization: all the mass on the most likely token (the first of a tie)."""
+    top = probs.index(max(probs))
+    return [1.0 if index == top else 0.0 for index in range(len(probs))]
+
+
+def dlk_exercise() -> dict:
+    """The exercise's answers: β = Σ min(p, q) = 0.7 + 0.1 + 0.05 + 0.05 = 0.9, D_LK = 1 − β = 0.1, and after argmax
+    both are one-hot on the first token, so β = 1.
+
+    >>> {key: round(value, 6) for key, value in dlk_exercise().items()}
+    {'beta': 0.9, 'dlk': 0.1, 'beta_argmax': 1.0}
+    """
+    beta = sum(min(p, q) for p, q in zip(DLK_EXERCISE_TARGET, DLK_EXERCISE_DRAFT))
+    beta_argmax = sum(min(p, q) for p, q in zip(_argmax_one_hot(DLK_EXERCISE_TARGET),
+                                                 _argmax_one_hot(DLK_EXERCISE_DRAFT)))
+    return dict(beta=beta, dlk=1.0 - beta, beta_argmax=beta_argmax)
+
+
+def dlk_exercise_text() -> str:
+    """The exercise as the glossary states it, with the answers computed by dlk_exercise."""
+    answers = dlk_exercise()
+    return (f"A worked exercise (the course's Lesson 6): p = {DLK_EXERCISE_TARGET}, q = {DLK_EXERCISE_DRAFT}: "
+            f"D_LK = {answers['dlk']:.2g} and β = {answers['beta']:.2g}. Standardized by argmax (T = 0) both put all "
+            f"their mass on the first token, so β = {answers['beta_argmax']:g} (the Sampling lab has it as a preset).")
+
+
 GLOSSARY: list[tuple[str, str]] = [
     ("p, q", "p is the target model's next-token distribution and q the draft's, both after the same "
              "temperature / top-k / top-p. At temperature 0 both are one-hot on their argmax."),
@@ -21,9 +52,7 @@ GLOSSARY: list[tuple[str, str]] = [
     ("β (beta)", "The overlap of p and q at one position: β = Σₓ min(p(x), q(x)). It is the probability that a "
                  "draft token sampled from q is accepted there."),
     ("D_LK", "Leviathan et al.'s divergence between p and q: D_LK(p, q) = Σₓ |p(x) − M(x)| with M = (p + q)/2, which "
-             "equals 1 − Σₓ min(p(x), q(x)); so β = 1 − D_LK. A worked exercise: p = [0.8, 0.1, 0.05, 0.05], "
-             "q = [0.7, 0.15, 0.1, 0.05]: D_LK = 0.1 and β = 0.9. Standardized by argmax (T = 0) both put all their "
-             "mass on the first token, so β = 1 (the Sampling lab has it as a preset)."),
+             "equals 1 − Σₓ min(p(x), q(x)); so β = 1 − D_LK. " + dlk_exercise_text()),
     ("α (alpha)", _defined("alpha", "In theory it is the expected β over positions, α = E[β].")),
     ("α at position i", _defined("alpha_per_position", "In real text it usually differs between positions.")),
     ("draft acceptance rate", _defined("draft_acceptance_rate")),
