@@ -9,6 +9,7 @@ from __future__ import annotations
 import gradio as gr
 
 from specviz.app.callbacks import lab_callback
+from specviz.app.course_tab import course_project_section
 from specviz.app.fields import lab_field, run_field
 from specviz.app.views import views  # the live tab's views: shared render code, not a copy
 from specviz.labs import simulated, simulated_figures
@@ -90,6 +91,8 @@ def simulated_tab() -> None:
         viability_button = gr.Button("4. Minimum viability table")
     experiment_table = gr.Dataframe(interactive=False, wrap=True)
     experiment_plot = gr.Plot(label="Experiment")
+    with gr.Accordion("The course's own experiments 1-4, exactly as written, beside its printed output", open=False):
+        course_project_section()
     run_button.click(run_view, [overlap, gamma, c, max_new_tokens, temperature, seed],
                      [rows, stats, alpha_plot, speedup_plot, histogram])
     distribution_button.click(distribution_view, [overlap, gamma, seed], [experiment_table, experiment_plot])
