@@ -10,12 +10,16 @@ probe the server's files. (The command line is a local tool and takes any folder
   SPECVIZ_MAX_GAMMA);
 - no local paths at all, unless SPECVIZ_MODELS_DIR is set (then folders inside it only).
 
+The teacher's lane (teacher.py) opens with SPECVIZ_TEACHER_KEY: `teacher_key` reads it, `is_teacher_key` checks
+what a visitor typed against it.
+
 Settings are read from the environment when asked for (never at import), so tests and servers can set them.
 Every refusal is a ValueError with one sentence a user can act on.
 """
 
 from __future__ import annotations
 
+import hmac
 import os
 import re
 from dataclasses import dataclass
@@ -37,6 +41,7 @@ from specviz.models.presets import PRESETS  # the preset pairs are what a hosted
 from specviz.models.split_gguf import SPLIT_MODELS
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive
+TEACHER_KEY_MIN_CHARS = 12  # secrets.token_urlsafe(12) gives 16 characters, 96 random bits
 # A hub id as the hub spells one, 'name' or 'org/name'; anything else is a path. Decided from the text alone.
 _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}(/[A-Za-z0-9][A-Za-z0-9_.-]{0,95})?")
 
@@ -140,6 +145,34 @@ def _env_int(name: str, default: int, ceiling: int) -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= ceiling:
         raise ValueError(f"{name} must be a whole number from 1 to {ceiling}, got {raw!r}")
     return int(raw)
+
+
+def teacher_key(environ=os.environ) -> str | None:
+    """SPECVIZ_TEACHER_KEY, or None when it is unset or empty (then there is no teacher's lane at all). A key shorter
+    than TEACHER_KEY_MIN_CHARS is refused at start: the lane is only as private as its key is hard to guess."""
+    key = environ.get("SPECVIZ_TEACHER_KEY", "").strip()
+    if not key:
+        return None
+    if len(key) < TEACHER_KEY_MIN_CHARS:
+        raise ValueError(f"SPECVIZ_TEACHER_KEY must be at least {TEACHER_KEY_MIN_CHARS} characters; make one with "
+                         "python -c 'import secrets; print(secrets.token_urlsafe(12))'")
+    return key
+
+
+def is_teacher_key(given, environ=os.environ) -> bool:
+    """Whether `given` (what a visitor typed) is the teacher key. False when the server has none, for anything that
+    is not text, and for every wrong key; compared in constant time, so the answer's timing tells nothing.
+
+    >>> env = {"SPECVIZ_TEACHER_KEY": "correct-horse-battery"}
+    >>> [is_teacher_key(text, env) for text in ("correct-horse-battery", " correct-horse-battery ", "correct", "", None)]
+    [True, True, False, False, False]
+    >>> is_teacher_key("anything", {})
+    False
+    """
+    key = teacher_key(environ)
+    if key is None or not isinstance(given, str):
+        return False
+    return hmac.compare_digest(given.strip().encode("utf-8"), key.encode("utf-8"))
 
 
 def gpu_decorator():

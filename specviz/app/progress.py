@@ -30,6 +30,16 @@ COMPARISON_STOPPED = ("**Stopped by you during the comparison with plain decodin
                       "complete; the measured speedup was not taken")
 
 
+def queue_shown(status_line) -> dict:
+    """How a Run or Step that waits in Gradio's queue shows it: Gradio's own status tracker, "minimal" and on the
+    status line beside Run only (keyword arguments for the event listener). While the event waits, the line's corner
+    reads e.g. "queue: 5/28 | 3.1/40.2s": its place among the waiting, then the seconds waited and Gradio's estimate
+    of when the run will be done (from the runs it has finished). The tracker hides once the callback's first
+    update arrives, and this module's lines take over. On every output ("full") it would cover the rows while they
+    stream and mark each output "Error" on a refusal; hidden, a waiting visitor saw nothing at all."""
+    return {"show_progress": "minimal", "show_progress_on": status_line}
+
+
 def waiting_line(job: Job, started: float, queued: bool = False) -> str:
     """The stage and how long it has taken, then the total since Run (no emoji: a classroom's fonts may lack it), e.g.
     "**Loading HuggingFaceTB/SmolLM2-135M-Instruct on cpu** · 2.1 s (4.0 s since Run)"."""

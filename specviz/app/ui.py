@@ -16,6 +16,7 @@ from specviz.app.callbacks import quiet_refusals
 from specviz.app.lab_tabs import build_lab_tabs
 from specviz.app.live import JobSlot, reset, run, step, stop
 from specviz.app.policy import Policy, current_policy, gpu_decorator
+from specviz.app.progress import queue_shown
 from specviz.app.request import (
     CUSTOM_PAIR,
     DRAFT_MODEL,
@@ -31,6 +32,7 @@ from specviz.app.request import (
     pair_help,
     pair_settings,
 )
+from specviz.app.teacher import build_teacher_lane
 from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace
 from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.config import OFFLINE_MODEL
@@ -192,18 +194,22 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
 
     Run and Step skip Gradio's preprocessing (preprocess=False): their callbacks get the values as sent, and
     RunRequest.to_config names the field of any that is wrong (Gradio's own checks would answer "error" to text
-    where a number goes, and print a traceback for every refusal)."""
+    where a number goes, and print a traceback for every refusal).
+
+    A Run or Step that waits in Gradio's queue shows its place and Gradio's estimate on the status line beside
+    Run (progress.queue_shown); with SPECVIZ_TEACHER_KEY set, a sidebar unlocks the teacher's own lane (teacher.py)."""
     gpu = gpu_decorator()  # ZeroGPU on a Space, else nothing
     controls, outputs, trace_state = live.controls, list(live.outputs.values()), live.outputs["trace"]
+    queue = queue_shown(live.outputs["status"])  # a waiting Run or Step shows its place on the status line
     controls["pair"].change(_pair_changed, controls["pair"],
                             [live.custom_row, controls["pair"], controls["drafter"], controls["gamma"],
                              controls["draft_confidence"]], queue=False)
     run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state, trace_state], inputs_kwargs=controls,
-                                          preprocess=False, outputs=outputs, api_name="run", show_progress="hidden")
+                                          preprocess=False, outputs=outputs, api_name="run", **queue)
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)
     live.buttons["run"].click(lambda: None, None, step_state, queue=False)  # a Step after a Run starts afresh
     live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state, job_state], inputs_kwargs=controls,
-                               preprocess=False, outputs=[*outputs, step_state], api_name="step", show_progress="hidden")
+                               preprocess=False, outputs=[*outputs, step_state], api_name="step", **queue)
     live.buttons["stop"].click(stop, [job_state], None, queue=False)
     # Reset clears at once (queue=False) and ends the session's job; that run's or step's own stream then ends with
     # the cleared page too (live._cleared), after any update of its rows in flight. (A Gradio cancel here marked the
@@ -214,3 +220,4 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     sliders = [live.outputs["round_slider"], live.position_slider]
     for slider in sliders:
         slider.release(select_position, [trace_state, *sliders], [live.outputs["pq_plot"], live.position_slider])
+    build_teacher_lane(live, step_state, job_state, gpu)
