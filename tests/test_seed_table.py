@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from specviz.labs import seed_checks
 from specviz.labs.seed_checks import NO_FIGURE, SeedRow, figures_agree, format_value, seed_summary, seed_table_markdown
 from tests.seed_table import SEED_ROWS
 
@@ -100,3 +101,20 @@ def test_the_summary_counts_rows_per_seed():
     summary = seed_summary(SEED_ROWS)
     assert summary.startswith(f"{len(SEED_ROWS)} figures checked (000: ")
     assert f"wrong in {sum(not row.agrees for row in SEED_ROWS)} of them" in summary
+
+
+def test_the_tab_can_show_only_the_seeds_errors():
+    everything, errors = seed_checks.seed_report_markdown(ROWS), seed_checks.seed_report_markdown(ROWS, only_wrong=True)
+    assert everything.splitlines()[0] == errors.splitlines()[0] == seed_summary(ROWS)
+    error_lines = [line for line in errors.splitlines() if line.startswith("| 0")]
+    assert len(error_lines) == sum(not row.agrees for row in ROWS) and all("| ✗ |" in line for line in error_lines)
+
+
+def test_the_seeds_tab_builds_with_the_table():
+    gr = pytest.importorskip("gradio")
+    from specviz.app.seeds_tab import seeds_tab
+
+    with gr.Blocks() as demo:
+        seeds_tab()
+    tables = [block for block in demo.blocks.values() if getattr(block, "elem_id", None) == "sv-seeds-table"]
+    assert len(tables) == 1 and tables[0].value == seed_checks.seed_report_markdown(SEED_ROWS)

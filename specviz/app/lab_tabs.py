@@ -12,6 +12,7 @@ from specviz.app.callbacks import lab_callback, refused
 from specviz.app.lossless_tab import lossless_tab
 from specviz.app.rules_tab import follow_run, rules_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
+from specviz.app.seeds_tab import seeds_tab
 from specviz.app.simulated_tab import simulated_tab
 from specviz.app.tree_theory_tab import tree_theory_section, tree_theory_views
 from specviz.app.you_draft_tab import you_draft_tab
@@ -157,6 +158,8 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
         gr.Markdown("### Engine vocabulary: specviz's figures in llama.cpp's and vLLM's counters\n\n"
                     "A run's stats panel and `generate --json` (`engine_counters`) give these counts, to set beside "
                     "your server's.\n\n" + vocabulary_markdown())
+    with gr.Tab("Seeds checked"):
+        seeds_tab()
     demo.load(theory_views, theory_inputs, theory_outputs)
     demo.load(tree_theory_views, tree_inputs, tree_outputs)
     demo.load(overlap_view, sampling_inputs, sampling_outputs)

@@ -26,8 +26,8 @@ PRESETS: dict[str, dict] = {
     # that the presets compare on one model. Keys match the arguments of bandwidth_figures.roofline_figure.
     "A100 80GB PCIe": dict(
         # NVIDIA A100 datasheet: 1,935 GB/s HBM2e (80GB PCIe); 312 TFLOP/s dense FP16/BF16 tensor core.
-        # The course calls this card "A100-40GB", but the 40GB parts have 1,555 GB/s (next preset); 1,935 GB/s is
-        # the figure that gives the course's crossover B ≈ 161.
+        # Seed 001 (the blog post) gives its "A100-40GB" this figure, but the 40GB parts have 1,555 GB/s (next
+        # preset); 1,935 GB/s is the figure that gives the post's crossover B ≈ 161.
         bandwidth_bytes_per_s=1935e9, flops_per_s=312e12, params=11e9, bytes_per_param=2),
     "A100 40GB": dict(
         # NVIDIA A100 datasheet: 1,555 GB/s HBM2 (40GB PCIe and SXM); 312 TFLOP/s dense FP16/BF16 tensor core.
@@ -44,7 +44,7 @@ PRESETS: dict[str, dict] = {
 
 COURSE_MODEL_BYTES = 11e9 * 2  # the course's 11B-parameter model in fp16: 22 GB
 
-# The course's memory-hierarchy picture for the A100-40GB, fastest tier first, with its figures corrected and sourced.
+# Seed 001's memory-hierarchy picture for the A100-40GB, fastest tier first, with its figures corrected and sourced.
 A100_40GB_HIERARCHY: list[dict] = [
     # 192 KB of combined L1 cache / shared memory per SM × 108 SMs = 20,736 KiB = 20.25 MiB (NVIDIA A100 whitepaper,
     # 2020). About 19 TB/s is Dao et al. 2022 (FlashAttention), section 2.1's estimate; its Figure 1 rounds to "20 MB".
@@ -80,23 +80,29 @@ def hierarchy_read_times(model_bytes: float = COURSE_MODEL_BYTES, tiers: list[di
 
 
 def hierarchy_caption(model_bytes: float = COURSE_MODEL_BYTES) -> str:
-    """What the hierarchy figure shows, and the figure it corrects (Markdown)."""
+    """What the hierarchy figure shows, and the seeds' figures it corrects, each with its arithmetic (Markdown).
+    The picture and the card's figures are seed 001's (a blog post), the 22 GB model and the round 1 TB/s are
+    seed 002's (the course); the "Seeds checked" tab lists the same corrections row by row."""
     rows = {row["tier"]: row for row in hierarchy_read_times(model_bytes)}
-    hbm, host = rows["HBM2"], rows["host DRAM over PCIe 4.0 x16"]
+    hbm, host, sram = rows["HBM2"], rows["host DRAM over PCIe 4.0 x16"], A100_40GB_HIERARCHY[0]
     wrong = PRESETS["A100 80GB PCIe"]["bandwidth_bytes_per_s"]
-    flops = PRESETS["A100 40GB"]["flops_per_s"]
-    return (f"**The A100-40GB's memory hierarchy** (the picture the course draws): capacity and bandwidth of each tier, and the "
-            f"time to read the course's {model_bytes / 1e9:g} GB model once from each tier that can hold it, the floor "
-            f"of one decoding step; red diamonds mark the course's figures. **Corrected:** the course gives this card "
-            f"{wrong / 1e9:,.0f} GB/s, the figure of the A100 80GB PCIe's HBM2e; the 40GB parts have "
-            f"{hbm['bandwidth_bytes_per_s'] / 1e9:,.0f} GB/s. A step of the {model_bytes / 1e9:g} GB model is then "
-            f"**{hbm['read_seconds'] * 1e3:.1f} ms**, not "
+    flops, right = PRESETS["A100 40GB"]["flops_per_s"], hbm["bandwidth_bytes_per_s"]
+    gigabytes = f"{model_bytes / 1e9:g} GB"
+    return (f"**The A100-40GB's memory hierarchy** (the picture seed 001, the blog post, draws): capacity and bandwidth "
+            f"of each tier, and the time to read the course's {gigabytes} model (11B parameters × 2 bytes) once from "
+            "each tier that can hold it, the floor of one decoding step; red diamonds mark the seeds' bandwidths. "
+            f"**Corrected:** the post gives this card {wrong / 1e9:,.0f} GB/s, the figure of the A100 80GB PCIe's "
+            f"HBM2e; the 40GB parts have {right / 1e9:,.0f} GB/s. A step of the {gigabytes} model is then "
+            f"{gigabytes} ÷ {right / 1e9:,.0f} GB/s = **{hbm['read_seconds'] * 1e3:.1f} ms**, not "
             f"{model_bytes / wrong * 1e3:.1f} ms (the course's round 1 TB/s gives {model_bytes / 1e12 * 1e3:.0f} ms), "
-            f"and compute overtakes memory at B ≈ **{crossover_batch(2, hbm['bandwidth_bytes_per_s'], flops):.1f}**, "
-            f"not {crossover_batch(2, wrong, flops):.0f}. The host's memory is read over PCIe 4.0 x16 at "
-            f"{host['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s each way (FlashAttention's figure says 12.8 GB/s for CPU "
-            "DRAM); SRAM's 19 TB/s is FlashAttention's estimate, and L2's 7.2 TB/s a peak from the whitepaper's "
-            "bytes per clock.")
+            f"and compute overtakes memory where P·b / W = 2·P·B / F, at B = F·b / (2W) = "
+            f"{flops / 1e12:.0f}e12 × 2 / (2 × {right / 1e9:,.0f}e9) ≈ **{crossover_batch(2, right, flops):.1f}**, "
+            f"not {crossover_batch(2, wrong, flops):.0f}. The post's formula also counts FP16 as 16 bytes (16 is FP16's "
+            "bits: 2 bytes) and doubles the weight read (2·P·b / W: each weight is read once). Its 40 MB of SRAM is "
+            f"the L2's size: the SMs' L1 / shared memory is 192 KiB × 108 = {sram['capacity_text'].split(' (')[0]}. "
+            f"The host's memory is read over PCIe 4.0 x16 at {host['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s each way "
+            "(FlashAttention's figure says 12.8 GB/s for CPU DRAM); SRAM's 19 TB/s is FlashAttention's estimate, and "
+            "L2's 7.2 TB/s a peak from the whitepaper's bytes per clock.")
 
 
 def weight_read_seconds(params: float, bytes_per_param: float, bandwidth_bytes_per_s: float) -> float:
@@ -107,7 +113,8 @@ def weight_read_seconds(params: float, bytes_per_param: float, bandwidth_bytes_p
 
 def compute_seconds(params: float, batch: float, flops_per_s: float) -> float:
     """Time of the arithmetic of one step over `batch` tokens: 2·P·B / FLOP/s (a multiply and an add per weight).
-    11e9 params, batch 1, 312e12 FLOP/s -> 7.05e-05 s, 0.6% (= 1/161) of the A100's 22e9 / 1935e9 = 11.4 ms weight read."""
+    11e9 params, batch 1, 312e12 FLOP/s -> 7.05e-05 s, 0.6% (= 1/161) of the 80GB PCIe card's 22e9 / 1935e9 = 11.4 ms
+    weight read."""
     _check_positive(params=params, batch=batch, flops_per_s=flops_per_s)
     return 2.0 * params * batch / flops_per_s
 

@@ -92,8 +92,8 @@ def _rate_text(bytes_per_s: float) -> str:
 def memory_hierarchy_figure(model_bytes: float = bandwidth.COURSE_MODEL_BYTES,
                             tiers: list[dict] = bandwidth.A100_40GB_HIERARCHY) -> go.Figure:
     """Three panels sharing the tiers (fastest on top): capacity, bandwidth and the time to read `model_bytes` once,
-    all on log axes. Tiers too small for the model say so; on the HBM2 row, hollow diamonds mark the course's
-    bandwidths (1 TB/s and the 80GB card's 1,935 GB/s) that this figure corrects."""
+    all on log axes. Tiers too small for the model say so; on the HBM2 row, hollow diamonds mark the seeds'
+    bandwidths that this figure corrects (the course's round 1 TB/s, the blog post's 1,935 GB/s: the 80GB card's)."""
     rows = bandwidth.hierarchy_read_times(model_bytes, tiers)
     names = [row["tier"] for row in rows]
     figure = base_figure()
@@ -118,7 +118,7 @@ def memory_hierarchy_figure(model_bytes: float = bandwidth.COURSE_MODEL_BYTES,
                                   text=f"too small for {model_bytes / 1e9:g} GB", font=dict(color=GREY))
     if any(row["tier"] == "HBM2" for row in held):
         course = {"the course's 1 TB/s": 1e12,
-                  "1,935 GB/s (A100 80GB PCIe)": bandwidth.PRESETS["A100 80GB PCIe"]["bandwidth_bytes_per_s"]}
+                  "the blog post's 1,935 GB/s (A100 80GB PCIe)": bandwidth.PRESETS["A100 80GB PCIe"]["bandwidth_bytes_per_s"]}
         figure.add_scatter(x=[model_bytes / rate * 1e3 for rate in course.values()], y=["HBM2"] * len(course),
                            mode="markers", name="bandwidths this figure corrects", text=list(course),
                            marker=dict(symbol="diamond-open", size=12, color=RED, line=dict(width=2)),

@@ -143,7 +143,7 @@ def format_value(value: SeedValue, unit: str = "") -> str:
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int | float):
-        separator = "" if unit in ("%", "x", "×") else " "
+        separator = "" if unit in ("%", "x", "×", "B") else " "
         return f"{value / UNITS.get(unit, 1.0):.4g}" + (separator + unit if unit else "")
     return str(value)
 
@@ -179,3 +179,9 @@ def seed_summary(rows: Sequence[SeedRow]) -> str:
     seeds = sorted({row.seed for row in rows})
     per_seed = ", ".join(f"{seed}: {sum(row.seed == seed for row in rows)}" for seed in seeds)
     return f"{len(rows)} figures checked ({per_seed}); the seed is wrong in {wrong} of them."
+
+
+def seed_report_markdown(rows: Sequence[SeedRow], only_wrong: bool = False) -> str:
+    """What the "Seeds checked" tab shows: the summary line, then the table of every row (or only the ✗ rows)."""
+    shown = [row for row in rows if not (only_wrong and row.agrees)]
+    return seed_summary(rows) + "\n\n" + seed_table_markdown(shown)
