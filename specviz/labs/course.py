@@ -192,20 +192,40 @@ def lesson_7_exercise(alpha: float = 0.7, c: float = 0.03, gammas=(5, 10)) -> di
     return dict(rows=rows, better_gamma=better, best_gamma=best, markdown=markdown)
 
 
-EXERCISES = {  # title shown in the app -> the function that answers it
-    "Lesson 1 exercise: reading 70B weights at 2 TB/s": lesson_1_exercise,
-    "Lesson 2 worked example: argmax, T = 0.5, top-2": lesson_2_worked_example,
-    "Lesson 2 exercise: top-3 and T = 2": lesson_2_exercise,
-    "Lesson 3 exercise: classical rejection's M": lesson_3_exercise,
-    "Lesson 4 exercise: β, p′ and per-token acceptance": lesson_4_exercise,
-    "Lesson 5 exercise: one round with γ = 2": lesson_5_exercise,
-    "Lesson 6 exercise: β, D_LK and argmax": lesson_6_exercise,
-    "Lesson 7 exercise: γ = 5 or γ = 10?": lesson_7_exercise,
+EXERCISES = {  # title shown in the app -> (the question, in our words; the function that answers it)
+    "Lesson 1 exercise: reading 70B weights at 2 TB/s": (
+        "A 70-billion-parameter model stores each weight in 16 bits and runs on hardware with 2 TB/s of memory "
+        "bandwidth. How long does one read of all its weights take, and what is the least time 100 tokens can take, "
+        "counting the weight reads alone?", lesson_1_exercise),
+    "Lesson 2 worked example: argmax, T = 0.5, top-2": (
+        "Standardize p = [0.4, 0.3, 0.15, 0.1, 0.05] three ways: argmax, temperature 0.5, and top-2.",
+        lesson_2_worked_example),
+    "Lesson 2 exercise: top-3 and T = 2": (
+        "From p = [0.5, 0.2, 0.15, 0.1, 0.05], what distribution does top-3 sampling draw from? And temperature 2?",
+        lesson_2_exercise),
+    "Lesson 3 exercise: classical rejection's M": (
+        "Classical rejection sampling of p = [0.6, 0.3, 0.1] with proposals from q = [0.2, 0.5, 0.3]: what are M and "
+        "the probability that a proposal is kept, and which token holds the acceptance down?", lesson_3_exercise),
+    "Lesson 4 exercise: β, p′ and per-token acceptance": (
+        "Speculative sampling of p = [0.6, 0.25, 0.15] from q = [0.3, 0.5, 0.2]: find β, the correction distribution "
+        "p′ and the probability that each token is accepted when proposed.", lesson_4_exercise),
+    "Lesson 5 exercise: one round with γ = 2": (
+        "γ = 2; the draft proposes B from q₁ = [0.2, 0.5, 0.3], then A from q₂ = [0.6, 0.3, 0.1]; the target gives "
+        "p₁ = [0.3, 0.4, 0.3], p₂ = [0.4, 0.4, 0.2], p₃ = [0.5, 0.3, 0.2]; the uniforms are r₁ = 0.6, r₂ = 0.5. How many "
+        "drafts are accepted, which tokens are output, and what distribution is the last token drawn from?",
+        lesson_5_exercise),
+    "Lesson 6 exercise: β, D_LK and argmax": (
+        "For p = [0.8, 0.1, 0.05, 0.05] and q = [0.7, 0.15, 0.1, 0.05], find β and D_LK(p, q), then β once both are "
+        "argmax-standardized.", lesson_6_exercise),
+    "Lesson 7 exercise: γ = 5 or γ = 10?": (
+        "A 1B draft (c = 0.03) for a 70B target, measured α = 0.7. At γ = 5: tokens per iteration, cost per iteration "
+        "and speedup. Then the speedup at γ = 10: which γ is better?", lesson_7_exercise),
 }
 
 
 def exercise_markdown(title: str) -> str:
-    """The worked answer of one exercise, by its title in EXERCISES."""
+    """The question of one exercise, by its title in EXERCISES, and its worked answer."""
     if title not in EXERCISES:
         raise ValueError(f"unknown exercise {title!r}; choose one of {list(EXERCISES)}")
-    return EXERCISES[title]()["markdown"]
+    question, answer = EXERCISES[title]
+    return f"**Question.** {question}\n\n**Worked answer.**\n\n" + answer()["markdown"]

@@ -40,5 +40,5 @@ COURSE_PRESETS = {  # name -> vocab, target p, draft q, and what the preset teac
     "Course, lesson 4 exercise": dict(
         vocab=list("ABC"), **LESSON_4_APPLY,
         note="β = .3 + .25 + .15 = 0.7; p′ = norm([.3, 0, 0]) = [1, 0, 0]; per-token acceptance min(1, p/q) = "
-             "[1, .5, .75]."),
+             "[1, .5, .75]. Classical rejection: M = .6/.3 = 2, keeps 1/M = 0.5."),
 }
