@@ -15,7 +15,7 @@ value as the seed rounds it: 2.12 is not 16.8244 / 7.9031 = 2.1288 (that prints 
 >>> row.specviz_figure()
 '1555 GB/s'
 >>> print(seed_table_markdown([row]).splitlines()[2])
-| 001 | “a short quote” | HBM bandwidth | 1935 GB/s | 1555 GB/s | ✗ | the datasheet says so |
+| 001 | `a short quote` | HBM bandwidth | 1935 GB/s | 1555 GB/s | ✗ | the datasheet says so |
 """
 
 from __future__ import annotations
@@ -148,6 +148,12 @@ def format_value(value: SeedValue, unit: str = "") -> str:
     return str(value)
 
 
+def _quoted(text: str) -> str:
+    """A seed's words as a code span, so that their LaTeX and backslashes show as the seed prints them."""
+    fence = "``" if "`" in text else "`"
+    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
+
+
 def _cell(text: str) -> str:
     """Text made safe for one markdown table cell (pipes escaped, lines joined)."""
     return " ".join(text.replace("|", "\\|").split())
@@ -162,7 +168,7 @@ def seed_table_markdown(rows: Sequence[SeedRow]) -> str:
     for row in rows:
         cells = [
             row.seed,
-            f"“{row.where}”",
+            _quoted(row.where),
             row.what,
             row.seed_value,
             row.specviz_figure(),
