@@ -1,13 +1,13 @@
 """The seed table's rows for seed 002 figures that the app quotes outside the course tab: Lesson 4's worked example
 (the Sampling lab's functions), Lesson 6's D_LK exercise (the glossary), Lesson 7's worked example (the Theory tab's
-reference rows) and its oracle-γ claim (the Theory tab's oracle section).
+reference rows), its Figure 5 (the execution trace) and its oracle-γ claim (the Theory tab's oracle section).
 
 The course's hands-on experiments, its Lesson 2 example and its "Apply" exercises are checked with the course tab.
 """
 
 from __future__ import annotations
 
-from specviz.labs import calculator, glossary, oracle_gamma, rejection
+from specviz.labs import calculator, execution_trace, glossary, oracle_gamma, rejection
 from specviz.labs.seed_checks import SeedRow
 
 LESSON_4_TARGET, LESSON_4_DRAFT = [0.5, 0.3, 0.1, 0.1], [0.3, 0.4, 0.2, 0.1]  # over A, B, C, D
@@ -75,6 +75,10 @@ SEED_002_THEORY_ROWS = [
     SeedRow(seed="002", where="The paper measured 1.7x.", what="Lesson 7: T5-large's measured speedup",
             seed_value="1.7x", specviz_value=lambda: reference_row(0.82, 7, 0.11)["paper_measured_speedup"],
             expected=1.7, agrees=True, settles=""),
+    SeedRow(seed="002", where="speculative decoding with gamma=7. Middle: gamma=3.",
+            what="Lesson 7's Figure 5: the γ of its two speculative rows (the Theory tab's execution trace)",
+            seed_value="[7, 3]", specviz_value=lambda: execution_trace.PAPER_GAMMAS, expected=(7, 3), agrees=True,
+            settles=""),
     SeedRow(seed="002", where="could improve the speedup by up to 60%",
             what="oracle γ's largest gain over the best fixed γ (α, c on a 0.01 grid), to the nearest 10%",
             seed_value="60%", specviz_value=lambda: round(oracle_gamma.largest_gain()[0] - 1, 1), expected=0.6,
