@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from specviz import theory
-from specviz.labs import course, course_project, rejection
+from specviz.labs import course, course_project, course_worked, rejection
 from specviz.labs.seed_checks import SeedRow
 
 EXPERIMENT_1 = "Course, experiment 1: the distribution check"
@@ -306,6 +306,27 @@ EXERCISE_ROWS = [
             specviz_value=lambda: course.lesson_7_exercise()["better_gamma"], expected=5.0, agrees=True, settles=""),
 ]
 
+WORKED_ROWS = [
+    SeedRow(seed="002", where="\\text{norm}([0, 0, 0, 0.4])", what="Lesson 5: max(0, p₃ − q₃) at the rejected draft",
+            seed_value="[0, 0, 0, 0.4]", specviz_value=lambda: tuple(course_worked.lesson_5_worked_example()["positive_part"]),
+            expected=(0.0, 0.0, 0.0, 0.7 - 0.3), agrees=True, settles=""),
+    SeedRow(seed="002", where="norm}([0, 0, 0, 0.4]) = [0, 0, 0, 1.0]", what="Lesson 5: the correction distribution p′",
+            seed_value="[0, 0, 0, 1.0]", specviz_value=lambda: tuple(course_worked.lesson_5_worked_example()["residual_probs"]),
+            expected=(0.0, 0.0, 0.0, 1.0), agrees=True, settles=""),
+    SeedRow(seed="002", where="\\min(0.2, 0.3) = 0.3 + 0.3 + 0.2 = 0.8", what="Lesson 6: β at prefix 1",
+            seed_value="0.8", specviz_value=lambda: course_worked.lesson_6_worked_example()["betas"][0],
+            expected=0.3 + 0.3 + 0.2, agrees=True, settles=""),
+    SeedRow(seed="002", where="\\min(0.1, 0.3) = 0.1 + 0.2 + 0.1 = 0.4", what="Lesson 6: β at prefix 2",
+            seed_value="0.4", specviz_value=lambda: course_worked.lesson_6_worked_example()["betas"][1],
+            expected=0.1 + 0.2 + 0.1, agrees=True, settles=""),
+    SeedRow(seed="002", where="\\alpha = E(\\beta) = \\frac{0.8 + 0.4}{2} = 0.6", what="Lesson 6: α = E(β) over the two",
+            seed_value="0.6", specviz_value=lambda: course_worked.lesson_6_worked_example()["alpha"], expected=0.6,
+            agrees=True, settles=""),
+    SeedRow(seed="002", where="frac{1.2}{1.0} = 1.2\\)x speedup", what="Lesson 7: a bigram draft's γ = 1 speedup",
+            seed_value="1.2x", specviz_value=lambda: course_worked.bigram_bound()["bound"], expected=1.2 / 1.0,
+            agrees=True, settles=""),
+]
+
 # Every course item the course tab and the project section show, in the course's order.
-COURSE_ROWS: list[SeedRow] = (LESSON_2_ROWS + PAIR_ROWS + EXERCISE_ROWS + EXPERIMENT_1_ROWS + _experiment_2_rows()
+COURSE_ROWS: list[SeedRow] = (LESSON_2_ROWS + PAIR_ROWS + EXERCISE_ROWS + WORKED_ROWS + EXPERIMENT_1_ROWS + _experiment_2_rows()
                               + _experiment_3_rows() + _experiment_4_rows())

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from specviz.labs import course, course_project, course_project_text, rejection
+from specviz.labs import course, course_project, course_project_text, course_worked, rejection
 from specviz.labs.course_presets import COURSE_PRESETS
 
 
@@ -79,6 +79,14 @@ def test_lesson_7_exercise_gamma_5_beats_gamma_10():
     brute = max(range(1, 65), key=lambda g: (1 - 0.7 ** (g + 1)) / 0.3 / (g * 0.03 + 1))
     assert answer["best_gamma"] == brute == 7
 
+
+def test_the_remaining_worked_examples_of_lessons_5_6_and_7():
+    fifth = course_worked.lesson_5_worked_example()
+    assert fifth["positive_part"] == pytest.approx([0, 0, 0, 0.4])  # max(0, [.1 − .2, .1 − .2, .1 − .3, .7 − .3])
+    assert fifth["residual_probs"] == pytest.approx([0, 0, 0, 1])
+    sixth = course_worked.lesson_6_worked_example()
+    assert sixth["betas"] == pytest.approx([0.3 + 0.3 + 0.2, 0.1 + 0.2 + 0.1]) and sixth["alpha"] == pytest.approx(0.6)
+    assert course_worked.bigram_bound()["bound"] == pytest.approx(1.2)
 
 def test_every_exercise_renders_and_an_unknown_one_is_refused():
     for title in course.EXERCISES:

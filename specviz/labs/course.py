@@ -19,7 +19,7 @@ import math
 import torch
 
 from specviz import theory
-from specviz.labs import bandwidth, rejection
+from specviz.labs import bandwidth, course_worked, rejection
 from specviz.labs.course_presets import LESSON_3_APPLY, LESSON_4_APPLY
 from specviz.sampling import Standardizer
 from specviz.verify import verify
@@ -214,12 +214,21 @@ EXERCISES = {  # title shown in the app -> (the question, in our words; the func
         "p₁ = [0.3, 0.4, 0.3], p₂ = [0.4, 0.4, 0.2], p₃ = [0.5, 0.3, 0.2]; the uniforms are r₁ = 0.6, r₂ = 0.5. How many "
         "drafts are accepted, which tokens are output, and what distribution is the last token drawn from?",
         lesson_5_exercise),
+    "Lesson 5 worked example: the correction at the third draft": (
+        "In Lesson 5's round the third draft is rejected, with p₃ = [0.1, 0.1, 0.1, 0.7] and q₃ = [0.2, 0.2, 0.3, 0.3]. "
+        "What is the correction drawn from?", course_worked.lesson_5_worked_example),
+    "Lesson 6 worked example: α over two prefixes": (
+        "Two equally likely prefixes: p = [0.5, 0.3, 0.2], q = [0.3, 0.4, 0.3], and p = [0.7, 0.2, 0.1], "
+        "q = [0.1, 0.6, 0.3]. What are β at each and α?", course_worked.lesson_6_worked_example),
     "Lesson 6 exercise: β, D_LK and argmax": (
         "For p = [0.8, 0.1, 0.05, 0.05] and q = [0.7, 0.15, 0.1, 0.05], find β and D_LK(p, q), then β once both are "
         "argmax-standardized.", lesson_6_exercise),
     "Lesson 7 exercise: γ = 5 or γ = 10?": (
         "A 1B draft (c = 0.03) for a 70B target, measured α = 0.7. At γ = 5: tokens per iteration, cost per iteration "
         "and speedup. Then the speedup at γ = 10: which γ is better?", lesson_7_exercise),
+    "Lesson 7 worked example: a bigram draft": (
+        "A bigram model drafts for T5-XXL with α ≈ 0.2 at almost no cost. Does it help, and by how much at γ = 1?",
+        course_worked.bigram_bound),
 }
 
 
