@@ -15,7 +15,7 @@ PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and
 
 def choose_pair(page, name: str) -> None:
     """Pick a pair from the menu by its PAIRS key (the menu shows MENU_LABELS' short label)."""
-    from specviz.app.request import MENU_LABELS
+    from specviz.app.pair_menu import MENU_LABELS
 
     page.get_by_label("Model pair (target ← draft)").click()
     page.get_by_role("option", name=MENU_LABELS.get(name, name)).click()

@@ -92,8 +92,9 @@ def test_the_coder_preset_brings_its_draft_settings_and_the_user_overrides_them(
 def test_the_app_runs_the_coder_pair_with_its_preset_and_shows_it():
     """The Qwen pair's preset (γ 12, draft stop 0.6) is what the page sets when the pair is chosen, and what an API
     call that leaves the draft stop out gets; a stop the page sends is used as sent, and refused when out of range."""
+    from specviz.app.pair_menu import CODER_PAIR, OFFLINE_PAIR, drafter_help, pair_help, pair_settings
     from specviz.app.policy import Policy
-    from specviz.app.request import CODER_PAIR, OFFLINE_PAIR, RunRequest, drafter_help, pair_help, pair_settings
+    from specviz.app.request import RunRequest
 
     assert pair_settings(CODER_PAIR) == {"gamma": 12, "draft_confidence": 0.6}
     assert pair_settings(CODER_PAIR, Policy(hosted=True, max_gamma=8))["gamma"] == 8  # held to a hosted cap

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from specviz.app.pair_menu import CODER_GEMMA_PAIR, CUSTOM_PAIR, MENU_LABELS, PAIRS, pair_help
 from specviz.app.policy import Policy
-from specviz.app.request import CODER_GEMMA_PAIR, CUSTOM_PAIR, MENU_LABELS, PAIRS, RunRequest, pair_help
+from specviz.app.request import RunRequest
 from specviz.cli import build_parser, config_from_args
 from specviz.models import presets, split_gguf
 from specviz.models.split_gguf import GEMMA_270M, QWEN_CODER_TARGET, SplitModel
@@ -92,6 +93,16 @@ def test_the_terms_line_shows_for_a_gemma_pick_only(monkeypatch):
         if pair != CODER_GEMMA_PAIR:
             assert "Gemma Terms of Use" not in pair_help(pair), pair
     assert "Gemma" not in pair_help(CUSTOM_PAIR)
+    typed = pair_help(CUSTOM_PAIR, None, "Qwen/Qwen2.5-1.5B-Instruct", "google/gemma-3-270m-it")  # Custom, typed in
+    assert typed.endswith(f"alike. {presets.GEMMA_TERMS}.")
+    assert "Gemma" not in pair_help(CUSTOM_PAIR, None, "gpt2-xl", "gpt2")
+
+
+def test_the_page_shows_the_terms_when_a_gemma_is_typed_in_the_custom_boxes():
+    from specviz.app.ui import _custom_named
+
+    assert presets.GEMMA_TERMS in _custom_named(CUSTOM_PAIR, "offline:gemma-3-270m", "ngram")["info"]
+    assert presets.GEMMA_TERMS not in _custom_named(CUSTOM_PAIR, "gpt2-xl", "")["info"]
     assert presets.model_terms("google/gemma-3-270m-it", "gpt2") == presets.GEMMA_TERMS  # a hub Gemma too
     assert presets.model_terms("offline:Qwen2.5-Coder-1.5B-Instruct", "ngram") is None
 

@@ -40,7 +40,7 @@ def test_the_cli_help_lists_every_kind_from_the_registry():
 
 
 def test_the_app_describes_its_built_in_drafters_with_the_registry_line():
-    from specviz.app.request import OFFLINE_PAIR, PAIRS, drafter_help, pair_help
+    from specviz.app.pair_menu import OFFLINE_PAIR, PAIRS, drafter_help, pair_help
 
     int4_pair = next(name for name, (_, draft) in PAIRS.items() if draft == QUANTIZED_DRAFTER)
     assert registry.describe(DISTILLED_DRAFTER) in pair_help(OFFLINE_PAIR)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from specviz.app.pair_menu import CODER_PAIR, MENU_LABELS, PAIRS, pair_choices, pair_help
 from specviz.app.policy import Policy
-from specviz.app.request import CODER_PAIR, MENU_LABELS, PAIRS, RunRequest, pair_choices, pair_help
+from specviz.app.request import RunRequest
 from specviz.cli import build_parser, config_from_args
 from specviz.models import int4, loading, offline, presets, split_gguf
 from specviz.models.split_gguf import ModelUnavailable, SplitModel

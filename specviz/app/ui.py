@@ -15,23 +15,10 @@ from specviz import render
 from specviz.app.callbacks import quiet_refusals
 from specviz.app.lab_tabs import build_lab_tabs
 from specviz.app.live import JobSlot, reset, run, step, stop
+from specviz.app.pair_menu import CUSTOM_PAIR, PAIRS, default_pair, drafter_help, pair_choices, pair_help, pair_settings
 from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.progress import queue_shown
-from specviz.app.request import (
-    CUSTOM_PAIR,
-    DRAFT_MODEL,
-    DRAFTERS,
-    EXAMPLES,
-    LOOKUP_THEN_DRAFT,
-    PAIRS,
-    RunRequest,
-    default_pair,
-    drafter_help,
-    field_limits,
-    pair_choices,
-    pair_help,
-    pair_settings,
-)
+from specviz.app.request import DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRAFT, RunRequest, field_limits
 from specviz.app.teacher import build_teacher_lane
 from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace
 from specviz.app.views import LiveView, follow_latest_position, select_position
@@ -186,6 +173,11 @@ def _pair_changed(choice: str):
             gr.update(value=settings["gamma"]), gr.update(value=settings["draft_confidence"]))
 
 
+def _custom_named(pair: str, target: str, draft: str):
+    """The Custom boxes changed: the line under the menu names the terms of a model that has its own (Gemma)."""
+    return gr.update(info=pair_help(pair, current_policy(), target or "", draft or ""))
+
+
 def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> None:
     """Run and Step stream into the views (LiveView's fields, by name); the sliders redraw p vs q; Stop and Reset
     cancel the session's job, so the model stops within one forward, and the run's own callback then ends: Stop
@@ -204,6 +196,8 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     controls["pair"].change(_pair_changed, controls["pair"],
                             [live.custom_row, controls["pair"], controls["drafter"], controls["gamma"],
                              controls["draft_confidence"]], queue=False)
+    gr.on([controls["target"].change, controls["draft"].change], _custom_named,  # a Gemma typed in: its terms
+          [controls["pair"], controls["target"], controls["draft"]], controls["pair"], queue=False)
     run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state, trace_state], inputs_kwargs=controls,
                                           preprocess=False, outputs=outputs, api_name="run", **queue)
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)

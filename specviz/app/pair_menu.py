@@ -1,0 +1,110 @@
+"""The live tab's pair menu: the pairs it offers, their short labels, the γ and draft stop each runs with, and
+the help lines under the menu and the drafter choices. No gradio here (request.py and the load test use it too)."""
+
+from __future__ import annotations
+
+from specviz.app.policy import Policy
+from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DrafterSpec
+from specviz.drafters import registry
+from specviz.models import presets, split_gguf
+
+OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
+CODER_PAIR = "Offline: Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct"
+CODER_GEMMA_PAIR = "Offline: Qwen2.5-Coder-1.5B-Instruct ← gemma-3-270m"  # a draft of another tokenizer
+CUSTOM_PAIR = "Custom"
+PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from the text boxes
+    OFFLINE_PAIR: (OFFLINE_MODEL, DISTILLED_DRAFTER),
+    "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": (OFFLINE_MODEL, QUANTIZED_DRAFTER),
+    CODER_PAIR: presets.PRESETS["qwen2.5-coder"],  # split part packages: listed whether or not they are installed
+    "gpt2-xl ← gpt2": presets.PRESETS["gpt2-xl"],
+    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["smollm2-1.7b"],
+    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": presets.PRESETS["qwen2.5-1.5b"],
+    "Offline: Qwen2.5-Coder-1.5B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["qwen2.5-coder-smollm2-draft"],
+    CODER_GEMMA_PAIR: presets.PRESETS["qwen2.5-coder-gemma-draft"],
+    "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["qwen2.5-1.5b-smollm2-draft"],
+    CUSTOM_PAIR: (None, None),
+}
+MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values sent stay PAIRS' keys
+    OFFLINE_PAIR: "SmolLM2-135M ← distilled draft · offline",
+    "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": "SmolLM2-135M ← its 4-bit copy · offline",
+    CODER_PAIR: "Qwen2.5-Coder-1.5B ← 0.5B · offline",
+    "gpt2-xl ← gpt2": "gpt2-xl ← gpt2 · hub",
+    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": "SmolLM2-1.7B ← 135M · hub",
+    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": "Qwen2.5-1.5B ← 0.5B · hub",
+    "Offline: Qwen2.5-Coder-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-Coder-1.5B ← SmolLM2-135M · offline",
+    CODER_GEMMA_PAIR: "Qwen2.5-Coder-1.5B ← Gemma-3-270M · offline",
+    "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-1.5B ← SmolLM2-135M · hub",
+    CUSTOM_PAIR: "Custom: any target and draft",
+}
+# What the drafter help adds to the registry's line on a pair's built-in drafter (registry.describe).
+APP_NOTES = {QUANTIZED_DRAFTER: "agrees ~98%, fastest; few rejections", DISTILLED_DRAFTER: "more rejections to look at"}
+DEFAULT_GAMMA = 4  # γ for a pair without preset settings: short rows that read well
+
+
+def pair_choices() -> list[tuple[str, str]]:
+    """The pair menu as (shown, value) pairs: short labels, and "not installed" on a pair whose split offline models
+    are missing (pair_help gives the command). The values are PAIRS' keys on every machine, so API callers send
+    the same names."""
+    return [(MENU_LABELS[name] + ("" if split_gguf.first_missing(PAIRS[name]) is None else " · not installed"), name)
+            for name in PAIRS]
+
+
+def _preset_name(pair: str) -> str | None:
+    return next((name for name, models in presets.PRESETS.items() if models == PAIRS.get(pair)), None)
+
+
+def pair_settings(pair: str, policy: Policy | None = None) -> dict:
+    """γ and the draft stop the pair runs with unless the user moves them: its preset's (presets.PRESET_SETTINGS),
+    else γ = DEFAULT_GAMMA and no stop; γ held to `policy`'s cap.
+
+    >>> pair_settings(CODER_PAIR), pair_settings(OFFLINE_PAIR)
+    ({'gamma': 12, 'draft_confidence': 0.6}, {'gamma': 4, 'draft_confidence': 0.0})
+    """
+    settings = {"gamma": DEFAULT_GAMMA, "draft_confidence": 0.0, **presets.preset_settings(_preset_name(pair))}
+    if policy is not None:
+        settings["gamma"] = min(settings["gamma"], policy.max_gamma)
+    return settings
+
+
+def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: str = "") -> str:
+    """One line under the pair menu: the two models in full, why the pair's γ and draft stop are what they are,
+    the install command where its offline models are missing, and the terms of a model that has its own (Gemma),
+    also where the Custom pair's boxes (`target`, `draft`) name one."""
+    if pair == CUSTOM_PAIR:
+        terms = presets.model_terms(target, draft)
+        return ("Any two models, hub ids or folders inside the models directory; a draft of another tokenizer "
+                "proposes only the tokens both vocabularies spell alike." + (f" {terms}." if terms else ""))
+    target, draft = PAIRS[pair]
+    models = f"{target.removeprefix('offline:')} drafted for by {draft.removeprefix('offline:')}"
+    if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
+        models = f"{target.removeprefix('offline:')} drafted for by {registry.describe(draft)}"
+    settings, preset = pair_settings(pair, policy), presets.preset_settings(_preset_name(pair))
+    if preset:
+        capped = f" (γ capped at {settings['gamma']} on this server)" if settings["gamma"] < preset["gamma"] else ""
+        models += (f". Preset: γ {preset['gamma']} with a draft stop of {preset['draft_confidence']}{capped}: long "
+                   "drafts where the two agree (code, maths), short ones in prose; the fastest setting measured on "
+                   "39 Spec-Bench prompts (docs/results.md), and exact either way")
+    commands = dict.fromkeys(split_gguf.SPLIT_MODELS[model].install_command for model in PAIRS[pair]
+                             if split_gguf.first_missing((model,)) is not None)  # each missing model's, in order
+    terms = presets.model_terms(*PAIRS[pair])
+    return (models + (f". Not installed: {' and '.join(commands)}" if commands else "")
+            + (f". {terms}" if terms else "") + ".")
+
+
+def drafter_help(pair: str) -> str:
+    """The drafter choices' help for this pair: what "draft model" is here, what lookup does."""
+    draft = PAIRS.get(pair, (None, None))[1]
+    if draft in APP_NOTES:  # a built-in drafter: what the registry says it is, and what the page shows of it
+        model = f"{registry.describe(draft)} ({APP_NOTES[draft]})"
+    elif draft is None:
+        model = "the draft named below"
+    else:
+        model = draft.removeprefix("offline:") + (" (on a CPU, its 4-bit copy)" if draft in presets.INT4_ON_CPU else "")
+    return (f"Draft model: {model}. Prompt lookup: {registry.describe(NGRAM_DRAFTER)}. Lookup, else draft model: "
+            f"{registry.LOOKUP_FIRST_DESCRIPTION}")
+
+
+def default_pair() -> str:
+    """The offline pair whose draft is the offline default on this machine (presets.offline_drafter)."""
+    drafter = str(DrafterSpec.parse(presets.offline_drafter()).without_lookup())
+    return next(name for name, (target, draft) in PAIRS.items() if target == OFFLINE_MODEL and draft == drafter)
