@@ -203,8 +203,12 @@ def replay(args) -> int:
             print(format_round(round_, colour))
         print(f"\n{trace.text}")
         return 0
+    from specviz.gallery import changed_models
     from specviz.replay import first_difference
 
+    changed = changed_models(args.trace)
+    if changed:  # a gallery entry recorded on other weights than this code pins: a replay would compare other models
+        raise ValueError(f"{args.trace}: " + "; ".join(changed))
     mismatch = first_difference(trace)
     if mismatch is None:
         print(f"all {len(trace.rounds)} rounds reproduce")
@@ -253,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         _quiet_transformers()
+        if args.command != "replay" or args.check:  # a model will run: torch's threads fit the CPU quota
+            from specviz.models.threads import size_torch_threads
+
+            size_torch_threads()
         with job.running(Job(on_stage=_stage_line if _show_progress() else None)):
             return {"generate": generate, "replay": replay, "verify-cost": verify_cost}[args.command](args)
     except (UsageError, OutputPathError) as error:

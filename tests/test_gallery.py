@@ -1,0 +1,129 @@
+"""The gallery of recorded real runs (specviz/gallery.py, app/gallery_panel.py): an entry is a trace plus its
+provenance, opens with no model, loads where a trace loads, and `replay --check` refuses one recorded on other
+weights. The shipped entries are checked as data here; their replay on the real pair is the slow test below."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from specviz import cli, engine, gallery
+from specviz.config import DecodeConfig
+from specviz.export import trace_from_text
+from specviz.models import split_gguf
+from specviz.trace import BONUS, CORRECTED, REJECTED, Trace
+from tests.fakes import fake_pipeline
+
+CONFIG = DecodeConfig(target="offline:Qwen2.5-Coder-1.5B-Instruct", draft="offline:Qwen2.5-Coder-0.5B-Instruct",
+                      gamma=3, max_new_tokens=16, temperature=1.0, seed=5, chat=False)
+MAX_ENTRY_BYTES = 400_000  # an entry keeps the views' top-10, not whole distributions
+
+
+@pytest.fixture
+def entry_file(tmp_path) -> Path:
+    """An entry written from a real engine run on the scripted models, named as if the pair had made it."""
+    trace = engine.run_speculative(fake_pipeline(8, draft_salt=1), "abcabcab", CONFIG)
+    path = tmp_path / "2-sampled.json"
+    gallery.write_entry(path, "Sampled", "look at the corrections", trace, ["2-sampled", "--title", "Sampled"])
+    return path
+
+
+def test_an_entry_carries_its_trace_and_where_it_came_from(entry_file):
+    [entry] = gallery.entries(entry_file.parent)
+    assert (entry.name, entry.title, entry.about) == ("2-sampled", "Sampled", "look at the corrections")
+    source = entry.provenance
+    assert source["models"]["target"] == {"id": CONFIG.target, "sha256": split_gguf.QWEN_CODER_TARGET.sha256}
+    assert source["models"]["draft"]["sha256"] == split_gguf.QWEN_CODER_DRAFT.sha256
+    assert source["settings"]["temperature"] == 1.0 and source["settings"]["seed"] == 5
+    assert {"python", "torch", "transformers"} <= set(source["versions"]) and source["date"][:2] == "20"
+    assert source["command"].startswith("python -m specviz.gallery 2-sampled")
+    trace = entry.trace()
+    assert trace.rounds and trace.text
+    assert "Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct" in entry.caption()
+
+
+def test_an_entry_loads_where_a_trace_loads(entry_file):
+    """The live tab's Load button and `replay` read traces through export.trace_from_text."""
+    entry_trace = trace_from_text(entry_file.read_text(encoding="utf-8"))
+    assert entry_trace.to_json() == gallery.entries(entry_file.parent)[0].trace().to_json()
+    with pytest.raises(ValueError):
+        trace_from_text(json.dumps({"gallery": 1, "trace": {"schema": 99}}))
+
+
+def test_entries_are_listed_in_file_order_and_a_stray_file_is_named(entry_file):
+    shutil.copy(entry_file, entry_file.parent / "1-first.json")
+    assert [entry.name for entry in gallery.entries(entry_file.parent)] == ["1-first", "2-sampled"]
+    (entry_file.parent / "3-bare.json").write_text(json.dumps({"schema": 2}), encoding="utf-8")
+    with pytest.raises(ValueError, match="3-bare.json is not a gallery entry"):
+        gallery.entries(entry_file.parent)
+    assert gallery.entries(entry_file.parent / "missing") == []
+
+
+def test_replay_check_refuses_an_entry_recorded_on_other_weights(entry_file, capsys):
+    data = json.loads(entry_file.read_text(encoding="utf-8"))
+    assert gallery.changed_models(entry_file) == []
+    data["provenance"]["models"]["target"]["sha256"] = "0" * 64
+    entry_file.write_text(json.dumps(data), encoding="utf-8")
+    assert gallery.changed_models(entry_file) == [
+        f"{CONFIG.target} was recorded with weights of sha256 000000000000…, this code pins "
+        f"{split_gguf.QWEN_CODER_TARGET.sha256[:12]}…"]
+    assert cli.main(["replay", str(entry_file), "--check"]) == 1
+    assert "was recorded with weights of sha256 000000000000" in capsys.readouterr().err
+
+
+def test_opening_an_entry_fills_the_live_views_and_says_where_it_came_from(entry_file):
+    from specviz.app.gallery_panel import open_entry
+    from specviz.app.views import LiveView
+
+    [entry] = gallery.entries(entry_file.parent)
+    values = open_entry(entry)
+    view = dict(zip(LiveView.names(), values))
+    assert view["trace"].to_json() == entry.trace().to_json()
+    assert "**Sampled**: look at the corrections." in view["status"] and "Recorded on" in view["status"]
+    assert values[-1] is None  # no Step session carried over
+
+
+def test_the_pair_menu_points_to_the_gallery_where_the_pair_is_missing(entry_file, monkeypatch):
+    from specviz.app.pair_menu import CODER_PAIR, pair_help
+
+    monkeypatch.setattr(split_gguf, "available", lambda model: False)
+    monkeypatch.setattr(gallery, "GALLERY_DIR", entry_file.parent)
+    assert "open in the Gallery below with no model" in pair_help(CODER_PAIR)
+    monkeypatch.setattr(split_gguf, "available", lambda model: True)
+    assert "Gallery" not in pair_help(CODER_PAIR)
+
+
+SHIPPED = gallery.entries()
+
+
+@pytest.mark.parametrize("entry", SHIPPED, ids=[entry.name for entry in SHIPPED])
+def test_each_shipped_entry_is_a_small_real_run_with_its_provenance(entry):
+    assert entry.path.stat().st_size < MAX_ENTRY_BYTES
+    for model in entry.provenance["models"].values():
+        assert model["sha256"] == gallery.model_hashes(model["id"]), model  # pinned offline weights only
+    assert entry.provenance["machine"] and entry.provenance["date"] and entry.provenance["command"]
+    trace = entry.trace()
+    assert trace.config == entry.provenance["settings"]
+    kinds = {token.kind for round_ in trace.rounds for token in round_.tokens}
+    assert REJECTED in kinds and (CORRECTED in kinds or BONUS in kinds), "a gallery run shows real rejections"
+
+
+def test_the_gallery_ships_the_pair_at_both_temperatures_on_code_and_prose():
+    settings = [(entry.provenance["models"]["target"]["id"], entry.trace().config["temperature"]) for entry in SHIPPED]
+    for temperature in (0.0, 1.0):
+        assert sum(1 for target, t in settings if target == CONFIG.target and t == temperature) >= 2, settings
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", SHIPPED, ids=[entry.name for entry in SHIPPED])
+def test_each_shipped_entry_reproduces_on_the_pair(entry, capsys):
+    """`replay --check` on this machine's pair: every round of the shipped run comes out the same."""
+    models = [model["id"] for model in entry.provenance["models"].values()]
+    if split_gguf.first_missing(models) is not None:
+        pytest.skip(f"needs {split_gguf.first_missing(models).name} installed (README: the Qwen2.5-Coder pair)")
+    trace = Trace.from_dict(gallery.trace_data(json.loads(entry.path.read_text(encoding="utf-8"))))
+    if trace.device != "cpu":
+        pytest.skip(f"recorded on {trace.device}")
+    assert cli.main(["replay", str(entry.path), "--check"]) == 0
+    assert f"all {len(trace.rounds)} rounds reproduce" in capsys.readouterr().out
