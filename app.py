@@ -7,6 +7,9 @@ GRADIO_SERVER_PORT changes the port. The Custom pair loads local folders from on
 
 Queue: SPECVIZ_CONCURRENCY runs at once (default 2; all model work shares one thread, so more only interleaves
 rounds), SPECVIZ_QUEUE_SIZE waiting at most (default 64; beyond it a visitor is told the queue is full).
+A Run waiting in the queue shows its place and Gradio's estimate on the status line (specviz/app/progress.py).
+SPECVIZ_TEACHER_KEY (12 characters or more) adds a Teacher sidebar: the key typed there unlocks a Run and a Step
+on a lane of their own, which never wait behind the class (specviz/app/teacher.py; docs/hosting.md).
 SPECVIZ_HOSTED=1 turns on hosted mode (specviz/app/policy.py). Uploads over 20 MB are refused by Gradio itself.
 """
 
@@ -18,6 +21,10 @@ from specviz.app.ui import build_app, css
 
 QUEUE_POLL_S = 0.02  # see below
 MAX_UPLOAD = "20mb"  # a trace is far smaller; trace_files.MAX_TRACE_BYTES checks again
+# The status tracker that shows a waiting Run's queue place on the status line (progress.queue_shown) would also
+# mark that line "Error", with a Clear button, after a refusal; the refusal's toast already says it, and the line
+# keeps saying what the page shows.
+STATUS_LINE_CSS = "\n#sv-status .error, #sv-status .clear-status { display: none; }\n"
 
 demo = build_app()
 
@@ -43,6 +50,6 @@ if __name__ == "__main__":
     demo.launch(
         server_name=listen_host(args.host),
         server_port=args.port,
-        css=css(),
+        css=css() + STATUS_LINE_CSS,
         max_file_size=MAX_UPLOAD,
     )

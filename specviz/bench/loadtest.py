@@ -1,26 +1,31 @@
-"""Load test: many people using one server at once, as in a classroom.
+"""Load test: a class of students using one server at once, pressing Run within the same minute.
 
-    python -m specviz.bench.loadtest [--url URL] [--sessions 8] [--runs 3] [--memory-runs 50]
+    python -m specviz loadtest [--url URL --pid PID] [--sessions 30] [--window 60] [--runs 1] [--pair PAIR]
 
-Starts `python app.py` on a free port of 127.0.0.1 (or drives --url), then:
-1. N gradio_client sessions at once, each doing several runs with its own prompts and seeds. Every run's trace
-   (the JSON the app offers for download) must carry exactly that session's prompt and seed, and the text shown
-   must be that trace's text: anything else is cross-talk.
-2. Then one session runs --memory-runs times in a row, and the server's resident memory after the first few
-   (warm) runs is compared with the memory after the last.
+Starts `python app.py` on a free port of 127.0.0.1 (or drives --url), with a teacher key of its own, then:
+1. One session alone presses Run twice (the first loads the model): its time to the first row, and the server's
+   memory after it, a single session's.
+2. The class: --sessions gradio_client sessions open the page, then each presses Run at its own moment within
+   --window seconds (0: all at once), with its own prompt and seed, on the page's default settings (--pair changes
+   the pair as the menu does). For each press: when it first sees its place in Gradio's queue, when its first row
+   arrives, and whether the trace and text it gets are its own (anything else is cross-talk). Once the last
+   student has pressed, the teacher presses Step and then Run on the teacher's lane (--teacher-key with --url).
+3. The server's memory after the burst, against the single session's; optionally --memory-runs runs in a row.
 
-Prints one JSON object: sessions, runs, errors, crosstalk, p50_s, p95_s, rss_growth, and details. Exits 1 when
-anything errored, crossed or went unserved.
+Prints one JSON summary, then the goals (0 errors, 0 cross-talk, every queue place seen within 1 s, memory within
+10% of a single session's, the teacher ahead of the class) with whether each is met, on stderr. Exits 1 when a
+measured goal is not met, 2 on bad arguments or a server that does not start.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import html
 import json
 import os
+import secrets
 import socket
-import statistics
 import subprocess
 import sys
 import threading
@@ -28,10 +33,16 @@ import time
 import urllib.request
 from pathlib import Path
 
-from specviz.app.request import OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
+from specviz.app.request import DRAFT_MODEL, DRAFTERS, LOOKUP_THEN_DRAFT, PAIRS, RunRequest, pair_settings
+from specviz.bench import loadtest_report as report
+from specviz.bench.loadtest_burst import Press, class_burst, look
+from specviz.config import OFFLINE_MODEL
 
 TOPICS = ["rivers", "volcanoes", "honeybees", "lighthouses", "glaciers", "comets", "owls", "tides", "bridges", "maple trees"]
-WARM_RUNS = 5  # memory is read after these, once caches and pools have settled
+WARM_RUNS = 5  # --memory-runs: memory is read after these, once caches and pools have settled
+SETTLE_S = 3.0  # after the burst, before memory is read: the last streams close
+CLIENT_TIMEOUT_S = 60  # gradio_client's HTTP requests (5 s by default: a busy 2-core server can take longer to answer)
+ALONE_SEED, TEACHER_SEED, MEMORY_SEED = 900_000, 800_000, 700_000  # students' seeds are 1000 × session + run
 
 
 def start_server(log_path: Path, env: dict | None = None) -> tuple[str, subprocess.Popen]:
@@ -59,65 +70,97 @@ def start_server(log_path: Path, env: dict | None = None) -> tuple[str, subproce
             time.sleep(0.5)
 
 
-def one_run(client, prompt: str, seed: int, max_new_tokens: int, temperature: float) -> dict:
-    """One Run click; returns its latency and whether what came back is this run's own."""
-    started = time.perf_counter()
-    request = RunRequest(pair=OFFLINE_PAIR, drafter=PROMPT_LOOKUP, prompt=prompt, max_new_tokens=max_new_tokens,
-                         temperature=temperature, seed=seed)
-    result = client.predict(*request.api_args(), api_name="/run")
-    seconds = time.perf_counter() - started
+def session(url: str):
+    """A gradio_client session: one student's page (its own session, so its own gr.State)."""
+    from gradio_client import Client
+
+    return Client(url, verbose=False, httpx_kwargs={"timeout": CLIENT_TIMEOUT_S})
+
+
+def is_own(result, prompt: str, seed: int) -> bool:
+    """Whether a /run result is this run's own: the trace offered for download carries its prompt and seed, the
+    text shown is that trace's, and the rows are that trace's rounds."""
     trace = json.loads(Path(result[-1]).read_text(encoding="utf-8"))
-    own = (trace["prompt"] == prompt and trace["config"]["seed"] == seed and result[1] == html.escape(trace["text"])
-           and result[0].count('<div class="sv-row">') == len(trace["rounds"]))
-    return {"seconds": seconds, "own": own, "tokens": len(trace["token_ids"])}
+    return (trace["prompt"] == prompt and trace["config"]["seed"] == seed and result[1] == html.escape(trace["text"])
+            and result[0].count('<div class="sv-row">') == len(trace["rounds"]))
 
 
-def concurrent_sessions(url: str, sessions: int, runs: int, max_new_tokens: int) -> dict:
-    from gradio_client import Client
+def one_run(client, request: RunRequest) -> dict:
+    """One Run click, waited for; returns its latency, its time to the first row, and whether it is its own."""
+    press = Press("one", request.prompt, request.seed, pressed=time.monotonic())
+    job = client.submit(*request.api_args(), api_name="/run")
+    while not job.done():
+        look(job, press, time.monotonic())
+        time.sleep(0.02)
+    result = job.result()
+    look(job, press, time.monotonic())
+    return {"seconds": time.monotonic() - press.pressed, "first_row_s": press.first_row_s,
+            "own": is_own(result, request.prompt, request.seed)}
 
-    results, errors, lock = [], [], threading.Lock()
-    start = threading.Barrier(sessions)
 
-    def session(number: int) -> None:
+def page_request(client, pair: str | None, drafter: str | None, max_new_tokens: int | None):
+    """What a student's page sends when they press Run untouched: the /run endpoint's defaults (the widgets'
+    initial values, the pair the server offers first), with the pair's drafter, γ and draft stop when --pair
+    chooses another (as the pair menu sets them). Returns a function (who, seed) -> RunRequest with a prompt of
+    that person's own and that seed."""
+    parameters = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/run"]["parameters"]
+    base = RunRequest(**{parameter["parameter_name"]: parameter.get("parameter_default") for parameter in parameters})
+    if pair is not None:
+        base = dataclasses.replace(base, pair=pair, **pair_settings(pair),
+                                   drafter=LOOKUP_THEN_DRAFT if PAIRS[pair][0] == OFFLINE_MODEL else DRAFT_MODEL)
+    base = dataclasses.replace(base, drafter=drafter or base.drafter, max_new_tokens=max_new_tokens or base.max_new_tokens)
+
+    def request_for(who: str, seed: int) -> RunRequest:
+        topic = TOPICS[seed % len(TOPICS)]
+        return dataclasses.replace(base, prompt=f"{who}: name three facts about {topic}.", seed=seed)
+    return request_for
+
+
+def single_session(url: str, process, request_for) -> dict:
+    """One session alone, before the class: two Runs (the first loads the model); the second's time to the first
+    row, and the server's memory after them."""
+    client, errors, first_row = session(url), [], None
+    for run in range(2):
         try:
-            client = Client(url, verbose=False)
-        except Exception as error:  # the server refused a session: counted, not raised
-            with lock:
-                errors.append(f"session {number}: {type(error).__name__}: {error}")
-            return
-        start.wait()
-        for run in range(runs):
-            topic = TOPICS[(number + run) % len(TOPICS)]
-            prompt = f"Session {number}, run {run}: name three facts about {topic}."
-            try:
-                outcome = one_run(client, prompt, seed=1000 * number + run, max_new_tokens=max_new_tokens,
-                                  temperature=0.8 if run % 2 else 0.0)
-            except Exception as error:
-                with lock:
-                    errors.append(f"session {number} run {run}: {type(error).__name__}: {str(error)[:200]}")
-                continue
-            with lock:
-                results.append(outcome)
-
-    threads = [threading.Thread(target=session, args=(number,)) for number in range(sessions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return {"results": results, "errors": errors}
+            first_row = one_run(client, request_for(f"Alone, run {run}", ALONE_SEED + run))["first_row_s"]
+        except Exception as error:
+            errors.append(f"single session run {run}: {type(error).__name__}: {str(error)[:200]}")
+    return {"first_row_s": first_row, "rss": _tree_rss(process) if process else None, "errors": errors}
 
 
-def memory_runs(url: str, pid: int | None, runs: int, max_new_tokens: int) -> dict:
+def burst(url: str, process, request_for, sessions: int, window_s: float, runs: int, teacher_key: str | None) -> dict:
+    """The class's burst (loadtest_burst.class_burst) and the server's memory after it and at its peak."""
+    clients = [session(url) for _ in range(sessions)]  # every student has the page open
+    teacher = None
+    if teacher_key:
+        teacher_client = session(url)
+        teacher_client.predict(teacher_key, api_name="/teacher_unlock")
+        teacher = (teacher_client, request_for("Teacher", TEACHER_SEED))
+    peak, done = [0], threading.Event()
+
+    def sample_memory() -> None:
+        while process is not None and not done.wait(0.5):
+            peak[0] = max(peak[0], _tree_rss(process))
+
+    sampler = threading.Thread(target=sample_memory, daemon=True)
+    sampler.start()
+    result = class_burst(clients, request_for, window_s, runs, is_own, teacher)
+    done.set()
+    time.sleep(SETTLE_S)
+    if process is not None:  # read while every page is still open, as a class keeps its tabs
+        result["rss_after"], result["rss_peak"] = _tree_rss(process), max(peak[0], _tree_rss(process))
+    for client in clients:
+        client.close()
+    return result
+
+
+def memory_runs(url: str, process, request_for, runs: int) -> dict:
     """`runs` runs in a row from one session; the server's RSS after WARM_RUNS of them and after the last."""
-    from gradio_client import Client
-
-    process = _process(pid)
-    client = Client(url, verbose=False)
+    client = session(url)
     rss, errors, crosstalk = {}, [], 0
     for run in range(runs):
-        prompt = f"Memory run {run}: describe {TOPICS[run % len(TOPICS)]} in two sentences."
         try:
-            crosstalk += not one_run(client, prompt, seed=run, max_new_tokens=max_new_tokens, temperature=0.0)["own"]
+            crosstalk += not one_run(client, request_for(f"Memory run {run}", MEMORY_SEED + run))["own"]
         except Exception as error:
             errors.append(f"memory run {run}: {type(error).__name__}: {str(error)[:200]}")
         if process is not None and run + 1 in (min(WARM_RUNS, runs), runs):
@@ -142,60 +185,61 @@ def _tree_rss(process) -> int:
     return process.memory_info().rss + sum(child.memory_info().rss for child in process.children(recursive=True))
 
 
-def summarize(sessions: int, runs: int, concurrent: dict, memory: dict) -> dict:
-    seconds = sorted(result["seconds"] for result in concurrent["results"])
-    errors = concurrent["errors"] + memory["errors"]
-    crosstalk = sum(not result["own"] for result in concurrent["results"]) + memory["crosstalk"]
-    return {
-        "sessions": sessions,
-        "runs": len(concurrent["results"]),
-        "runs_expected": sessions * runs,
-        "errors": len(errors),
-        "crosstalk": crosstalk,
-        "p50_s": round(statistics.median(seconds), 2) if seconds else None,
-        "p95_s": round(seconds[max(0, round(0.95 * len(seconds)) - 1)], 2) if seconds else None,
-        "rss_growth": None if memory["growth"] is None else round(memory["growth"], 4),
-        "memory_runs": memory["rss_mb"],
-        "error_messages": errors[:10],
-    }
+def parse_args(argv: list[str] | None):
+    parser = argparse.ArgumentParser(prog="python -m specviz loadtest", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--url", help="drive this running server instead of starting app.py")
+    parser.add_argument("--pid", type=int, help="with --url: the server's process id, to read its memory")
+    parser.add_argument("--teacher-key", help="with --url: the server's SPECVIZ_TEACHER_KEY, to time the teacher's "
+                                              "lane (a server this starts gets a key of its own)")
+    parser.add_argument("--sessions", type=int, default=30, help="students, each with the page open (default 30)")
+    parser.add_argument("--window", type=float, default=60.0, help="seconds within which they all press Run (default "
+                                                                   "60; 0: all at once)")
+    parser.add_argument("--runs", type=int, default=1, help="Runs each student presses, one after another (default 1)")
+    parser.add_argument("--pair", choices=list(PAIRS), help="the pair, as the menu would set it (default: the page's)")
+    parser.add_argument("--drafter", choices=DRAFTERS, help="the drafter (default: the page's for the pair)")
+    parser.add_argument("--max-new-tokens", type=int, help="per run (default: the page's)")
+    parser.add_argument("--memory-runs", type=int, default=0, help="then this many runs in a row, for the memory "
+                                                                   "growth (0: none)")
+    args = parser.parse_args(argv)
+    if args.sessions < 1 or args.runs < 1 or args.memory_runs < 0 or args.window < 0 or \
+            not 1 <= (args.max_new_tokens or 1) <= 512:
+        parser.exit(2, "loadtest: --sessions and --runs must be at least 1, --window and --memory-runs at least 0, "
+                       "--max-new-tokens 1..512\n")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m specviz.bench.loadtest", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", help="drive this running server instead of starting app.py")
-    parser.add_argument("--pid", type=int, help="with --url: the server's process id, to read its memory")
-    parser.add_argument("--sessions", type=int, default=8, help="concurrent sessions")
-    parser.add_argument("--runs", type=int, default=3, help="runs per session")
-    parser.add_argument("--memory-runs", type=int, default=50, help="consecutive runs for the memory growth")
-    parser.add_argument("--max-new-tokens", type=int, default=24)
-    args = parser.parse_args(argv)
-    if args.sessions < 1 or args.runs < 1 or args.memory_runs < 0 or not 1 <= args.max_new_tokens <= 512:
-        print("loadtest: --sessions and --runs must be at least 1, --max-new-tokens 1..512", file=sys.stderr)
-        return 2
-    process = None
+    try:
+        args = parse_args(argv)
+    except SystemExit as exit_:  # argparse's own refusals, and ours: 2
+        return int(exit_.code or 0)
+    server, teacher_key = None, args.teacher_key
     try:
         if args.url:
-            url, pid = args.url, args.pid
+            url, process = args.url, _process(args.pid)
         else:
-            url, process = start_server(Path(os.environ.get("TMPDIR", "/tmp")) / "specviz-loadtest-app.log")
-            pid = process.pid
-        concurrent = concurrent_sessions(url, args.sessions, args.runs, args.max_new_tokens)
-        memory = memory_runs(url, pid, args.memory_runs, args.max_new_tokens) if args.memory_runs else \
-            {"rss_mb": {}, "growth": None, "errors": [], "crosstalk": 0}
+            teacher_key = secrets.token_urlsafe(12)
+            server_log = Path(os.environ.get("TMPDIR", "/tmp")) / "specviz-loadtest-app.log"
+            url, server = start_server(server_log, env={"SPECVIZ_TEACHER_KEY": teacher_key})
+            process = _process(server.pid)
+        request_for = page_request(session(url), args.pair, args.drafter, args.max_new_tokens)
+        single = single_session(url, process, request_for)
+        class_result = burst(url, process, request_for, args.sessions, args.window, args.runs, teacher_key)
+        memory = memory_runs(url, process, request_for, args.memory_runs) if args.memory_runs else None
     except (RuntimeError, OSError) as error:
         print(f"loadtest: {error}", file=sys.stderr)
         return 2
     finally:
-        if process is not None:
-            process.terminate()
+        if server is not None:
+            server.terminate()
             try:
-                process.wait(timeout=30)
+                server.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                process.kill()
-    summary = summarize(args.sessions, args.runs, concurrent, memory)
+                server.kill()
+    summary = report.summarize(args.sessions, args.runs, class_result, single, memory)
     print(json.dumps(summary, indent=2))
-    failed = summary["errors"] or summary["crosstalk"] or summary["runs"] != summary["runs_expected"]
-    return 1 if failed else 0
+    print(report.goals_table(report.goals(summary)), file=sys.stderr)
+    return 1 if report.failed(summary) else 0
 
 
 if __name__ == "__main__":
