@@ -145,3 +145,31 @@ def test_the_theory_holds_each_round_to_what_it_drafted_with_the_acceptance_by_d
     predicted = theory.speedup_of_drafted_rounds([0.75, 0.5], [2, 2], [2, 5], {1: 1.0, 3: 1.2, 6: 1.5}, 0.4)
     assert predicted == pytest.approx(tokens / (1.2 + 1.5 + 0.4))
     assert theory.expected_path([0.75, 0.5], 1) == pytest.approx(1.75)  # a round 1 deep never reaches depth 2
+
+
+def test_a_peer_that_fails_on_a_prompt_is_a_row_that_says_so_and_out_of_every_figure(tmp_path, offline_target,
+                                                                                       monkeypatch):
+    """transformers' cross-tokenizer generation raised on one prompt with Gemma-3-270M (an attention-mask size
+    mismatch): the benchmark records it and goes on, instead of losing the prompts still to come."""
+    from specviz.bench import hf_baselines
+
+    real, timed_calls = hf_baselines.run_hf, []
+
+    def failing_on_the_first_prompt(loaded, prompt_ids, config, method, assistant=None):
+        if config.max_new_tokens == 8:  # a timed run (the warm-up decodes 16 tokens)
+            timed_calls.append(prompt_ids)
+            if len(timed_calls) == 1:
+                raise RuntimeError("The size of tensor a (519) must match the size of tensor b (520)")
+        return real(loaded, prompt_ids, config, method, assistant)
+
+    monkeypatch.setattr(hf_baselines, "run_hf", failing_on_the_first_prompt)
+    out, results = _run(tmp_path, "--methods", "plain", "hf_generate")
+    failed = [row for row in results["rows"] if "error" in row]
+    assert len(failed) == 1 and failed[0]["method"] == "hf_generate" and len(timed_calls) == 2  # and it went on
+    assert all(row["speedup"] is None and row["identical"] is None and "519" in row["error"] for row in failed)
+    assert [f["id"] for f in results["failed"]] == [row["id"] for row in failed]
+    for summary in results["summaries"]:
+        ran = [r for r in results["rows"] if r["method"] == summary["method"] and "error" not in r
+               and summary["category"] in ("ALL", r["category"])]
+        assert summary["prompts"] == len(ran)
+    assert "**failed** at T = 0 on prompt" in (out / "report.md").read_text()

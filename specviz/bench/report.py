@@ -29,12 +29,14 @@ ALL = "ALL"
 def build_results(args: dict, environment: dict, verify_costs: dict[int, float], rows: list[dict]) -> dict:
     """Aggregate rows into per (temperature, category, method) summaries and the headline figures."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
+    failed, rows = [row for row in rows if "error" in row], [row for row in rows if "error" not in row]
     for row in rows:
         groups[(row["temperature"], row["category"], row["method"])].append(row)
         groups[(row["temperature"], ALL, row["method"])].append(row)
     summaries = [_summarize(t, category, method, group, verify_costs) for (t, category, method), group in groups.items()]
     return {"args": args, "environment": environment, "verify_costs": {str(k): v for k, v in verify_costs.items()},
-            "summaries": summaries, "figures": headline_figures(rows, summaries), "rows": rows}
+            "summaries": summaries, "figures": headline_figures(rows, summaries), "rows": rows + failed,
+            "failed": [{key: row[key] for key in ("temperature", "id", "method", "error")} for row in failed]}
 
 
 def _summarize(temperature, category, method, group, verify_costs) -> dict:
@@ -171,6 +173,9 @@ def markdown(results: dict) -> str:
             lines.append(f"- **{key}**: " + "; ".join(shown))
         else:
             lines.append(f"- **{key}**: {entry}")
+    for failure in results.get("failed", []):  # a peer that failed on a prompt: out of every figure, said here
+        lines.append(f"- **failed** at T = {failure['temperature']:g} on prompt #{failure['id']}: {failure['method']}, "
+                     f"{failure['error']}")
     header = ("| category | method | prompts | tok/s | speedup | α | tok/round | nodes/round | depth | c | theory "
               "| measured/theory | identical | of limit |")
     for temperature in sorted({s["temperature"] for s in results["summaries"]}):

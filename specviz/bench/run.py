@@ -176,7 +176,10 @@ class Runner:
         hf_method = {"hf_generate": "generate", "hf_prompt_lookup": "prompt_lookup", "hf_assisted": "assisted",
                      "hf_assisted_defaults": "assisted_defaults"}[method.kind]
         prompt_ids = encode_prompt(self.target.tokenizer, prompt, config.chat)
-        run = hf_baselines.run_hf(self.target, prompt_ids, config, hf_method, self.assistants.get(method.drafter))
+        try:
+            run = hf_baselines.run_hf(self.target, prompt_ids, config, hf_method, self.assistants.get(method.drafter))
+        except RuntimeError as error:  # a peer that fails on one prompt is a finding, not the benchmark's end
+            return {"token_ids": [], "wall_ms": 0.0, "error": f"{type(error).__name__}: {str(error)[:300]}"}
         return {"token_ids": run.token_ids, "wall_ms": run.wall_ms}
 
     def target_nll(self, prompt: str, token_ids: list[int], temperature: float) -> float | None:
@@ -221,7 +224,9 @@ def run_benchmark(runner: Runner, prompts: list[dict], plan: list[Method], tempe
             on_prompt(rows[-len(plan):])
             plain = next((r for r in rows[-len(plan):] if r["method"] == "plain"), None)
             log(f"T={temperature} {item['category']:>15} #{item['id']}: " + "  ".join(
-                f"{r['method']} {r['tokens_per_s']:.1f}" + (f" ({r['speedup']:.2f}x)" if plain and r is not plain else "")
+                f"{r['method']} {r['tokens_per_s']:.1f}" + (f" ({r['speedup']:.2f}x)" if plain and r is not plain
+                                                             and r["speedup"] is not None else "")
+                + (f" failed: {r['error']}" if "error" in r else "")
                 for r in rows[-len(plan):]))
     return rows
 
@@ -242,10 +247,14 @@ def _prompt_rows(item: dict, temperature: float, runs: dict) -> list[dict]:
         row["identical"] = (median_run["token_ids"] == plain_ids) if temperature == 0 and plain_ids is not None else None
         if "trace" in median_run:
             row.update(_speculative_figures(median_run["trace"], plain_step_ms))
+        errors = [r["error"] for r in method_runs if "error" in r]
+        if errors:  # kept as a row that says so; the report leaves it out of every figure
+            row.update(error=errors[0], identical=None)
         rows.append(row)
     plain_row = next((r for r in rows if r["kind"] == "plain"), None)
     for row in rows:
-        row["speedup"] = row["tokens_per_s"] / plain_row["tokens_per_s"] if plain_row and plain_row["tokens_per_s"] else None
+        row["speedup"] = (row["tokens_per_s"] / plain_row["tokens_per_s"]
+                          if plain_row and plain_row["tokens_per_s"] and "error" not in row else None)
     return rows
 
 
