@@ -17,14 +17,11 @@ import argparse
 import os
 
 from specviz.app.policy import listen_host
+from specviz.app.progress import QUEUE_LINE_CSS
 from specviz.app.ui import build_app, css
 
 QUEUE_POLL_S = 0.02  # see below
 MAX_UPLOAD = "20mb"  # a trace is far smaller; trace_files.MAX_TRACE_BYTES checks again
-# The status tracker that shows a waiting Run's queue place on the status line (progress.queue_shown) would also
-# mark that line "Error", with a Clear button, after a refusal; the refusal's toast already says it, and the line
-# keeps saying what the page shows.
-STATUS_LINE_CSS = "\n#sv-status .error, #sv-status .clear-status { display: none; }\n"
 
 demo = build_app()
 
@@ -50,6 +47,6 @@ if __name__ == "__main__":
     demo.launch(
         server_name=listen_host(args.host),
         server_port=args.port,
-        css=css() + STATUS_LINE_CSS,
+        css=css() + QUEUE_LINE_CSS,  # the queue place on the status line
         max_file_size=MAX_UPLOAD,
     )

@@ -35,9 +35,22 @@ def queue_shown(status_line) -> dict:
     status line beside Run only (keyword arguments for the event listener). While the event waits, the line's corner
     reads e.g. "queue: 5/28 | 3.1/40.2s": its place among the waiting, then the seconds waited and Gradio's estimate
     of when the run will be done (from the runs it has finished). The tracker hides once the callback's first
-    update arrives, and this module's lines take over. On every output ("full") it would cover the rows while they
-    stream and mark each output "Error" on a refusal; hidden, a waiting visitor saw nothing at all."""
+    update arrives, and this module's lines take over (QUEUE_LINE_CSS lays it out). On every output ("full") it would
+    cover the rows while they stream and mark each output "Error" on a refusal; hidden, a waiting visitor saw
+    nothing at all."""
     return {"show_progress": "minimal", "show_progress_on": status_line}
+
+
+# For the status line that queue_shown picks (app.py adds it to the page's CSS). On a Markdown, Gradio draws the status
+# tracker in a box 0 px tall ("center" variant, and no spinner in "minimal"), so "queue: 5/28 | 3.1/40.2s" was
+# clipped away: these rules give it a line of its own above the status text while the Run waits (the box is empty,
+# and no taller, at any other time). They also hide the tracker's "Error" mark and Clear button after a refusal:
+# the refusal's toast already says it (callbacks.quiet_refusals).
+QUEUE_LINE_CSS = """
+#sv-status .wrap.minimal { position: static !important; overflow: visible; padding: 0; align-items: flex-start; }
+#sv-status .wrap.minimal .progress-text { position: static; transform: none; padding: 0; }
+#sv-status .error, #sv-status .clear-status { display: none; }
+"""
 
 
 def waiting_line(job: Job, started: float, queued: bool = False) -> str:
