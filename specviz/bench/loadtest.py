@@ -195,7 +195,9 @@ def parse_args(argv: list[str] | None):
     parser.add_argument("--window", type=float, default=60.0, help="seconds within which they all press Run (default "
                                                                    "60; 0: all at once)")
     parser.add_argument("--runs", type=int, default=1, help="Runs each student presses, one after another (default 1)")
-    parser.add_argument("--pair", choices=list(PAIRS), help="the pair, as the menu would set it (default: the page's)")
+    parser.add_argument("--pair", choices=[pair for pair, (target, _) in PAIRS.items() if target], metavar="PAIR",
+                        help="a pair of the menu, by its full name, set as the menu sets it (default: the page's); "
+                             "e.g. 'Offline: Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct'")
     parser.add_argument("--drafter", choices=DRAFTERS, help="the drafter (default: the page's for the pair)")
     parser.add_argument("--max-new-tokens", type=int, help="per run (default: the page's)")
     parser.add_argument("--memory-runs", type=int, default=0, help="then this many runs in a row, for the memory "
