@@ -84,7 +84,8 @@ def look(job, press: Press, now: float) -> None:
     """Note what `job` shows now: its first queue place (timed by when the message arrived) and its first row."""
     status = job.status()
     code = status.code.name
-    if press.place_s is None and (code == "IN_QUEUE" and status.rank is not None or code in ("PROCESSING", "ITERATING")):
+    knows_where_it_stands = (code == "IN_QUEUE" and status.rank is not None) or code in ("PROCESSING", "ITERATING")
+    if press.place_s is None and knows_where_it_stands:
         arrived = status.time.timestamp() - (time.time() - now) if status.time else now  # that message's arrival
         press.place_s = max(0.0, arrived - press.pressed)
         press.place = (status.rank + 1, status.queue_size, status.eta) if code == "IN_QUEUE" else (0, 0, None)
