@@ -8,6 +8,7 @@ import os
 import socket
 import time
 
+from specviz import pipeline
 from specviz.app import progress
 from specviz.app.request import PROMPT_LOOKUP, RunRequest
 from specviz.models.cache import WeightsCache
@@ -27,15 +28,17 @@ def _slow_pipeline(cache: WeightsCache, config):
     share `cache`, as the app's pipelines share their models: the target's forward is timed once, not every run."""
     pipeline = fake_pipeline(8, drafter="ngram")
     pipeline.cache = cache
-    feed = pipeline.target.feed
-
-    @functools.wraps(feed)
-    def slow_feed(*args, **kwargs):
-        time.sleep(FORWARD_S)
-        return feed(*args, **kwargs)
-
-    pipeline.target.feed = slow_feed
+    for name in ("feed", "feed_tree"):  # the prompt's forward, and each round's verification
+        setattr(pipeline.target, name, _slowed(getattr(pipeline.target, name)))
     return pipeline
+
+
+def _slowed(forward):
+    @functools.wraps(forward)
+    def slow_forward(*args, **kwargs):
+        time.sleep(FORWARD_S)
+        return forward(*args, **kwargs)
+    return slow_forward
 
 
 @contextlib.contextmanager
@@ -48,9 +51,12 @@ def serving_fake_app(**environ):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     saved = {name: os.environ.get(name) for name in [*environ, "GRADIO_ANALYTICS_ENABLED"]}
-    original_build = progress.build_pipeline
+    # Run and Step build their pipeline through whichever of these modules names build_pipeline
+    builders = {module: module.build_pipeline for module in (progress, pipeline) if hasattr(module, "build_pipeline")}
     os.environ.update({"GRADIO_ANALYTICS_ENABLED": "False", **environ})
-    progress.build_pipeline = functools.partial(_slow_pipeline, WeightsCache())
+    scripted = functools.partial(_slow_pipeline, WeightsCache())
+    for module in builders:
+        module.build_pipeline = scripted
     demo = None
     try:
         demo = build_app()
@@ -61,7 +67,8 @@ def serving_fake_app(**environ):
     finally:
         if demo is not None:
             demo.close()
-        progress.build_pipeline = original_build
+        for module, build in builders.items():
+            module.build_pipeline = build
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)

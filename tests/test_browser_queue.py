@@ -86,11 +86,13 @@ def test_the_teacher_unlocks_the_lane_and_runs_ahead_of_the_class(served, tmp_pa
     page.get_by_role("button", name="Unlock", exact=True).click()
     page.get_by_text("Teacher's lane unlocked", exact=False).wait_for(timeout=10_000)
     assert key_box.input_value() == ""  # the key does not stay in the page
+    page.get_by_role("button", name="Reset", exact=True).click()  # no rows left from the test before
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 0", timeout=30_000)
     jobs = _fill_the_class_lane(url, waiting=2)
     time.sleep(1.0)
     page.locator("textarea").first.fill("The teacher's example, on the projector.")
     page.get_by_role("button", name="Run (teacher)").click()
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 1", timeout=30_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 1", timeout=30_000)  # its own
     waiting = [job.status().code.name for job in jobs].count("IN_QUEUE")
     _screenshot(page, tmp_path, "teacher-lane.png")
     for job in jobs:
