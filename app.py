@@ -11,14 +11,20 @@ A Run waiting in the queue shows its place and Gradio's estimate on the status l
 SPECVIZ_TEACHER_KEY (12 characters or more) adds a Teacher sidebar: the key typed there unlocks a Run and a Step
 on a lane of their own, which never wait behind the class (specviz/app/teacher.py; docs/hosting.md).
 SPECVIZ_HOSTED=1 turns on hosted mode (specviz/app/policy.py). Uploads over 20 MB are refused by Gradio itself.
+On a Space (SPACE_ID set), or with SPECVIZ_WARM_UP=1, the default model is warmed up in the background as the server
+starts (SPECVIZ_WARM_UP=0: not); torch's CPU threads are sized to the container's CPU quota (specviz/models/threads.py).
 """
 
 import argparse
 import os
 
-from specviz.app.policy import listen_host
+from specviz.app import warmup
+from specviz.app.pair_menu import default_pair
+from specviz.app.policy import current_policy, listen_host
 from specviz.app.progress import QUEUE_LINE_CSS
+from specviz.app.request import RunRequest
 from specviz.app.ui import build_app, css
+from specviz.models.threads import size_torch_threads
 
 QUEUE_POLL_S = 0.02  # see below
 MAX_UPLOAD = "20mb"  # a trace is far smaller; trace_files.MAX_TRACE_BYTES checks again
@@ -34,8 +40,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def warm_up_default_model() -> None:
+    """On a Space (SPACE_ID) or with SPECVIZ_WARM_UP=1: build and time the model a default Run asks for, in the
+    background, so the first visitor does not wait for the download and conversion (specviz/app/warmup.py)."""
+    if warmup.wanted():
+        warmup.WARM_UP.start(RunRequest(pair=default_pair()).to_config(current_policy()))
+
+
 if __name__ == "__main__":
     args = parse_args()
+    size_torch_threads()  # torch's threads to the container's CPU quota, before any model work
+    warm_up_default_model()
     demo.queue(default_concurrency_limit=int(os.environ.get("SPECVIZ_CONCURRENCY", "2")),
                max_size=int(os.environ.get("SPECVIZ_QUEUE_SIZE", "64")))
     # Gradio's queue looks for new work every 1 ms and for progress every 10 ms. On a 2-core CPU those wake-ups slowed

@@ -10,21 +10,16 @@ The provenance says where the run came from: the models and the sha256 of their 
 machine, the library versions, the date and the command. `python -m specviz replay --check FILE` re-runs an entry
 on the machine that has the pair and confirms every round reproduces, so the shipped runs are real.
 
-Record one (the generate command's options after the name; --trace-out is set here):
-
-    python -m specviz.gallery NAME --title "..." --about "..." -- --preset qwen2.5-coder --prompt "..." --temperature 1
+The runs shipped, and the command that records them, are in gallery_runs.py.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import os
 import platform
 import shlex
-import sys
-import tempfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -114,7 +109,7 @@ def provenance(trace: Trace, command: list[str]) -> dict:
     return {"models": _models(config), "settings": trace.config, "device": trace.device, "dtype": trace.dtype,
             "machine": _machine(), "versions": {"python": platform.python_version(), **versions},
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "command": shlex.join(["python", "-m", "specviz.gallery", *command])}
+            "command": shlex.join(command)}
 
 
 def changed_models(path: str | Path) -> list[str]:
@@ -134,32 +129,3 @@ def write_entry(path: Path, title: str, about: str, trace: Trace, command: list[
     entry = {"gallery": ENTRY_VERSION, "title": title, "about": about, "provenance": provenance(trace, command),
              "trace": json.loads(trace.to_json())}
     path.write_text(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Record one entry: run `python -m specviz generate` with the given options, then wrap its trace."""
-    from specviz import cli
-
-    argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(prog="python -m specviz.gallery", description=__doc__.split("\n\n")[0])
-    parser.add_argument("name", help="the entry's file name, without .json (a number first orders the menu)")
-    parser.add_argument("--title", required=True)
-    parser.add_argument("--about", required=True, help="one line: what to look at in this run")
-    parser.add_argument("--folder", default=str(GALLERY_DIR))
-    split = argv.index("--") if "--" in argv else len(argv)
-    args, generate_args = parser.parse_args(argv[:split]), argv[split + 1:]
-    with tempfile.TemporaryDirectory() as work:
-        trace_file = Path(work) / "trace.json"
-        status = cli.main(["generate", *generate_args, "--json", "--trace-out", str(trace_file)])
-        if status != 0:
-            return status
-        trace = Trace.from_json(trace_file.read_text(encoding="utf-8"))
-    path = Path(args.folder) / f"{args.name}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_entry(path, args.title, args.about, trace, argv)
-    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB, {len(trace.rounds)} rounds)")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -4,13 +4,18 @@ load once):
     python -m specviz.gallery_runs            # needs the Qwen2.5-Coder pair installed (README)
     python -m specviz.gallery_runs 3-coder-code-t1   # one of them again
 
-Each is `python -m specviz.gallery NAME --title ... --about ... -- <generate options>`; that command, with the
-machine, versions, date and the models' sha256, is stored in the entry. The prompts are our own.
+Each is `python -m specviz generate <options>` run in this process, its trace kept with its provenance: that
+command, the machine, the versions, the date and the models' sha256. The prompts are our own.
 """
 
 from __future__ import annotations
 
 import sys
+import tempfile
+from pathlib import Path
+
+from specviz import gallery
+from specviz.trace import Trace
 
 CODE = "Write a Python function that returns the n-th Fibonacci number, iteratively, with a short docstring."
 PROSE = "In one paragraph, explain to a twelve-year-old why the sky is blue and sunsets are red."
@@ -56,19 +61,32 @@ RUNS: dict[str, tuple[str, str, list[str]]] = {
 }
 
 
-def main(argv: list[str] | None = None) -> int:
-    from specviz import gallery
+def record(name: str, folder: Path = gallery.GALLERY_DIR) -> Path:
+    """Run `python -m specviz generate` with the run's options in this process, and write its trace as an entry."""
+    from specviz import cli
 
+    title, about, options = RUNS[name]
+    with tempfile.TemporaryDirectory() as work:
+        trace_file = Path(work) / "trace.json"
+        if cli.main(["generate", *options, "--json", "--trace-out", str(trace_file)]) != 0:
+            raise RuntimeError(f"the gallery run {name} failed (its error is above)")
+        trace = Trace.from_json(trace_file.read_text(encoding="utf-8"))
+    path = folder / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    command = ["python", "-m", "specviz", "generate", *options]  # what reproduces it, the trace aside
+    gallery.write_entry(path, title, about, trace, command)
+    print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB, {len(trace.rounds)} rounds)")
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
     names = (sys.argv[1:] if argv is None else argv) or list(RUNS)
     unknown = [name for name in names if name not in RUNS]
     if unknown:
         print(f"specviz: no gallery run named {', '.join(unknown)}; the runs are {', '.join(RUNS)}", file=sys.stderr)
         return 2
     for name in names:
-        title, about, options = RUNS[name]
-        status = gallery.main([name, "--title", title, "--about", about, "--", *options])
-        if status != 0:
-            return status
+        record(name)
     return 0
 
 

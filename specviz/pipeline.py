@@ -116,6 +116,14 @@ def calibrate(pipeline: Pipeline, target_id: str, max_k: int) -> list[float]:
     return pipeline.target_forward_ms
 
 
+def calibrated_pipeline(config: DecodeConfig) -> Pipeline:
+    """The pipeline `config` asks for, with its target's forward timed (once per target and device: c and v(k)),
+    as the app's Run, Step and background warm-up build it."""
+    pipeline = build_pipeline(config)
+    calibrate(pipeline, config.target, calibration_sizes(config))
+    return pipeline
+
+
 def step_times(pipeline: Pipeline, target_id: str) -> tuple[float, float] | None:
     """(draft step ms, target step ms): the medians of STEP_SAMPLES one-token forwards of each, alternating, timed
     once per pair and device, then read from the cache; None for prompt lookup (no model: c ≈ 0).

@@ -9,7 +9,7 @@ import torch
 
 from specviz import engine
 from specviz.config import DecodeConfig
-from specviz.drafters.cross_vocab import CrossVocabDrafter
+from specviz.drafters.cross_vocab import CrossVocabDrafter, start_tokens
 from specviz.drafters.vocab_bridge import SPECIAL, VocabBridge, byte_level_bytes, sentencepiece_bytes, token_keys
 from specviz.models.cache import WeightsCache
 from specviz.pipeline import Pipeline
@@ -162,6 +162,23 @@ def test_the_draft_reads_the_text_in_its_own_tokens_and_rolls_back_through_it():
     assert drafter.model.cached_length == len(drafter.cached_ids) == 3 + len(draft.tokens) - 1
     shorter = drafter.propose(target_ids[:2], 1, Standardizer(1.0), torch.Generator().manual_seed(0))  # "abca"
     assert len(shorter.tokens) == 1 and drafter.cached_ids[:1] == [4]  # abc kept, the rest re-read
+
+
+def test_a_draft_whose_tokenizer_starts_texts_with_a_bos_reads_its_context_after_it():
+    """Gemma's tokenizer puts <bos> before every text, and Gemma-3-270M drafts far worse without it (α 0.36 against
+    0.54 on a Spec-Bench prompt, greedy): the draft's context starts with the tokens its tokenizer adds there."""
+    class WithBos(ToyTokenizer):
+        def __call__(self, text, add_special_tokens=True):
+            ids = super().__call__(text)["input_ids"]
+            return {"input_ids": ([len(self.pieces) - 1] if add_special_tokens else []) + ids}
+
+    pieces = [*DRAFT_PIECES, "<bos>"]
+    assert start_tokens(WithBos(pieces)) == [len(pieces) - 1] and start_tokens(ToyTokenizer(DRAFT_PIECES)) == []
+    pipeline = _pipeline()
+    drafter = CrossVocabDrafter(pipeline.draft_model, pipeline.drafter.bridge, ToyTokenizer(TARGET_PIECES),
+                                WithBos(pieces))
+    target_ids = ToyTokenizer(TARGET_PIECES)("abcab")["input_ids"]
+    assert drafter.draft_context(target_ids) == [len(pieces) - 1, *ToyTokenizer(DRAFT_PIECES)("abcab")["input_ids"]]
 
 
 def test_each_round_records_what_share_of_the_draft_s_belief_it_could_propose():

@@ -25,7 +25,8 @@ def entry_file(tmp_path) -> Path:
     """An entry written from a real engine run on the scripted models, named as if the pair had made it."""
     trace = engine.run_speculative(fake_pipeline(8, draft_salt=1), "abcabcab", CONFIG)
     path = tmp_path / "2-sampled.json"
-    gallery.write_entry(path, "Sampled", "look at the corrections", trace, ["2-sampled", "--title", "Sampled"])
+    gallery.write_entry(path, "Sampled", "look at the corrections", trace, ["python", "-m", "specviz", "generate",
+                                                                            "--prompt", "abc abc"])
     return path
 
 
@@ -37,7 +38,7 @@ def test_an_entry_carries_its_trace_and_where_it_came_from(entry_file):
     assert source["models"]["draft"]["sha256"] == split_gguf.QWEN_CODER_DRAFT.sha256
     assert source["settings"]["temperature"] == 1.0 and source["settings"]["seed"] == 5
     assert {"python", "torch", "transformers"} <= set(source["versions"]) and source["date"][:2] == "20"
-    assert source["command"].startswith("python -m specviz.gallery 2-sampled")
+    assert source["command"] == "python -m specviz generate --prompt 'abc abc'"
     trace = entry.trace()
     assert trace.rounds and trace.text
     assert "Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct" in entry.caption()

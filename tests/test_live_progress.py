@@ -7,8 +7,8 @@ import time
 import gradio as gr
 import pytest
 
-from specviz import job
-from specviz.app import live, progress, worker
+from specviz import job, pipeline
+from specviz.app import live, worker
 from specviz.app.request import PROMPT_LOOKUP, RunRequest
 from specviz.app.views import LiveView
 from specviz.trace import Trace
@@ -38,7 +38,7 @@ def slow_loading(monkeypatch):
         loads.append("loaded")
         return fake_pipeline(8, drafter="ngram+model", draft_salt=1)
 
-    monkeypatch.setattr(progress, "build_pipeline", build)
+    monkeypatch.setattr(pipeline, "build_pipeline", build)  # what progress's calibrated_pipeline builds with
     return loads
 
 

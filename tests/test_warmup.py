@@ -27,7 +27,7 @@ def test_a_run_pressed_during_the_warm_up_waits_for_it_on_the_model_thread(monke
         order.append(("warm-up", threading.current_thread().name))
         release.wait(10)
 
-    monkeypatch.setattr(warmup, "_calibrated", slow_warm_up)
+    monkeypatch.setattr(warmup, "calibrated_pipeline", slow_warm_up)
     warm = warmup.WarmUp()
     assert warm.state() == "off" and warm.note() == "" and warm.waiting_stage() is None
     warm.start(DecodeConfig())
@@ -49,7 +49,7 @@ def test_a_failed_warm_up_says_so_and_leaves_the_run_to_load_it(monkeypatch):
     def broken(config):
         raise OSError("no space left on device")
 
-    monkeypatch.setattr(warmup, "_calibrated", broken)
+    monkeypatch.setattr(warmup, "calibrated_pipeline", broken)
     warm = warmup.WarmUp()
     warm.start(DecodeConfig())
     with pytest.raises(OSError):

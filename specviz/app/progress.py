@@ -16,9 +16,10 @@ import gradio as gr
 from specviz.app import worker
 from specviz.app.callbacks import pipeline_error
 from specviz.app.views import LiveView
+from specviz.app.warmup import WARM_UP
 from specviz.config import DecodeConfig
 from specviz.job import Cancelled, Job
-from specviz.pipeline import Pipeline, build_pipeline, calibrate, calibration_sizes
+from specviz.pipeline import calibrated_pipeline
 from specviz.trace import USER_STOP, Trace
 
 STATUS_INTERVAL_S = 0.25  # while loading (or a slow round), say what is happening this often
@@ -58,8 +59,8 @@ def waiting_line(job: Job, started: float, queued: bool = False) -> str:
     "**Loading HuggingFaceTB/SmolLM2-135M-Instruct on cpu** · 2.1 s (4.0 s since Run)"."""
     stage, in_stage = job.progress()
     total = time.perf_counter() - started
-    if queued:
-        stage, in_stage = QUEUED, total
+    if queued:  # behind another session's run, or behind the warm-up of the default model (warmup.py)
+        stage, in_stage = WARM_UP.waiting_stage() or QUEUED, total
     if not stage:
         return f"**Starting** · {total:.1f} s"
     return f"**{_plain(stage)}** · {in_stage:.1f} s ({total:.1f} s since Run)"
@@ -131,18 +132,11 @@ class JobSlot:
 def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = ()):
     """The pipeline, built and calibrated on the model thread while this reports each stage; gr.Error on failure."""
     try:
-        return (yield from waiting(worker.MODEL_THREAD.submit(_calibrated, config, job=job), job, started, extra))
+        return (yield from waiting(worker.MODEL_THREAD.submit(calibrated_pipeline, config, job=job), job, started, extra))
     except (Cancelled, gr.Error):
         raise
     except Exception as error:
         raise pipeline_error(error) from error
-
-
-def _calibrated(config: DecodeConfig) -> Pipeline:
-    """The pipeline, with its target's forward timed (once per target and device: c and v(k) on the page)."""
-    pipeline = build_pipeline(config)
-    calibrate(pipeline, config.target, calibration_sizes(config))
-    return pipeline
 
 
 def waiting(future, job: Job, started: float, extra: tuple = ()):

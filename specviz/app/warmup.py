@@ -21,7 +21,7 @@ import gradio as gr
 from specviz.app import worker
 from specviz.config import DecodeConfig
 from specviz.job import Job
-from specviz.pipeline import build_pipeline, calibrate, calibration_sizes
+from specviz.pipeline import calibrated_pipeline
 
 
 def wanted(environ=os.environ) -> bool:
@@ -30,11 +30,6 @@ def wanted(environ=os.environ) -> bool:
     if asked in ("0", "false", "no"):
         return False
     return asked in ("1", "true", "yes") or bool(environ.get("SPACE_ID"))
-
-
-def _calibrated(config: DecodeConfig) -> None:
-    pipeline = build_pipeline(config)
-    calibrate(pipeline, config.target, calibration_sizes(config))
 
 
 class WarmUp:
@@ -48,7 +43,7 @@ class WarmUp:
 
     def start(self, config: DecodeConfig) -> None:
         self.job, self.started, self.target = Job(), time.perf_counter(), config.target
-        self.future = worker.MODEL_THREAD.submit(_calibrated, config, job=self.job)
+        self.future = worker.MODEL_THREAD.submit(calibrated_pipeline, config, job=self.job)
         self.future.add_done_callback(self._finished)
 
     def _finished(self, future: Future) -> None:

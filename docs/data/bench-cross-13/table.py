@@ -1,10 +1,11 @@
 """docs/results.md's cross-tokenizer tables from rows.jsonl (issue 35), beside the same-family draft's rows for the
 same prompts in ../bench-trees-39 (the chain preset; its speedups are over plain decoding in that run).
 
-    python docs/data/bench-cross-13/table.py 0      # or 1; add "gemma" for ../bench-cross-13-gemma (T = 0)
+    python docs/data/bench-cross-13/table.py 0      # or 1; add "gemma" for ../bench-cross-13-gemma
 
 Speedup: tokens/s over plain's on the same prompt; "nll": the target's mean −log p per token of the method's text
-at T = 1 (bench/quality.py), where a lossless method scores like plain sampling."""
+at T = 1 (bench/quality.py), where a lossless method scores like plain sampling. A run of transformers that raised
+(the row's "error") shows as "failed" and is left out of the geomeans, which then cover the prompts where both ran."""
 
 import json
 import statistics
@@ -28,12 +29,19 @@ print(f"| category | plain tok/s | specviz, {draft} draft | transformers, same d
 print("|---|---|---|---|---|---|---|---|" + "---|")
 for (category, prompt_id), runs in sorted(prompts.items()):
     ours, peer, plain = runs["specviz"], runs["hf_assisted"], runs["plain"]
-    tail = (f" {plain['target_nll']:.2f} / {ours['target_nll']:.2f} / {peer['target_nll']:.2f} |" if nll else
-            f" {'yes' if ours['identical'] else 'NO'} / {'yes' if peer['identical'] else 'NO'} |")
-    print(f"| {category} | {plain['tokens_per_s']:.1f} | {ours['speedup']:.2f}× | {peer['speedup']:.2f}× | "
-          f"{ours['tokens_per_s'] / peer['tokens_per_s']:.2f} | {ours['alpha']:.2f} | {ours['tokens_per_round']:.2f} | "
-          f"{sibling[prompt_id]['speedup']:.2f}× |{tail}")
-groups = list(prompts.values())
+    failed = "error" in peer
+    tail = (f" {plain['target_nll']:.2f} / {ours['target_nll']:.2f} / "
+            f"{'failed' if failed else format(peer['target_nll'], '.2f')} |" if nll else
+            f" {'yes' if ours['identical'] else 'NO'} / {'failed' if failed else 'yes' if peer['identical'] else 'NO'} |")
+    print(f"| {category} | {plain['tokens_per_s']:.1f} | {ours['speedup']:.2f}× | "
+          f"{'failed' if failed else format(peer['speedup'], '.2f') + '×'} | "
+          f"{'–' if failed else format(ours['tokens_per_s'] / peer['tokens_per_s'], '.2f')} | {ours['alpha']:.2f} | "
+          f"{ours['tokens_per_round']:.2f} | {sibling[prompt_id]['speedup']:.2f}× |{tail}")
+failures = [f"#{runs['hf_assisted']['id']}: {runs['hf_assisted']['error']}" for runs in prompts.values()
+            if "error" in runs["hf_assisted"]]
+if failures:
+    print("\ntransformers failed on " + "; ".join(failures))
+groups = [runs for runs in prompts.values() if "error" not in runs["hf_assisted"]]  # where both ran
 geo = lambda values: exp(statistics.mean(log(v) for v in values))  # noqa: E731
 print(f"\ngeomean over the {len(groups)} prompts: specviz {geo([g['specviz']['speedup'] for g in groups]):.2f}×, "
       f"transformers {geo([g['hf_assisted']['speedup'] for g in groups]):.2f}×, specviz ÷ transformers "
