@@ -68,7 +68,10 @@ def test_the_core_never_imports_the_tools():
 MODEL_STAGES = ("specviz.models", "specviz.drafters", "specviz.pipeline", "specviz.engine", "specviz.recording")
 ENGINE_LABS = {  # labs that run the real engine (on the live pair, or on simulated models) to show what it does
     "specviz.labs.lossless", "specviz.labs.rules_on_run", "specviz.labs.you_draft", "specviz.labs.simulated",
-    "specviz.labs.simulated_models"}
+    "specviz.labs.simulated_models",
+    # the seed table: seed 003's rows count a real engine run's forwards on the simulated models, and seed 004's
+    # pair is read from models.presets, so each row checks the value the app itself would use
+    "specviz.labs.seed_rows"}
 MEASURING_LABS = {"specviz.labs.bandwidth"}  # times this machine's matrix products through models.profiling
 
 
