@@ -1,6 +1,6 @@
 """The lab tabs of the app: the theory tab here, the others in their own modules (sampling_tab, simulated_tab,
-bandwidth_tab, lossless_tab). As in the live tab, callbacks only translate between widgets and the labs' pure
-functions."""
+course_tab, bandwidth_tab, lossless_tab, seeds_tab, ...). As in the live tab, callbacks only translate between
+widgets and the labs' pure functions."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import gradio as gr
 from specviz.app.anatomy_tab import anatomy_tab
 from specviz.app.bandwidth_tab import bandwidth_tab, bandwidth_view
 from specviz.app.callbacks import lab_callback, refused
+from specviz.app.course_tab import course_tab
 from specviz.app.lossless_tab import lossless_tab
 from specviz.app.rules_tab import follow_run, rules_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
@@ -149,6 +150,8 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
         you_draft_tab()
     with gr.Tab("Simulated models"):
         simulated_tab()
+    with gr.Tab("Course exercises"):
+        course_tab()
     with gr.Tab("Memory bandwidth"):
         bandwidth_inputs, bandwidth_outputs = bandwidth_tab()
     with gr.Tab("Losslessness"):
