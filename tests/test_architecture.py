@@ -120,7 +120,8 @@ LAYERS = (
     ("pipeline", ("specviz.pipeline",)),
     ("engine", ("specviz.engine", "specviz.adaptive", "specviz.tree_budget")),  # the rounds; the γ and tree policies
     ("recording", ("specviz.recording",)),
-    ("trace", ("specviz.trace", "specviz.replay")),  # the plain data, and its JSON / replay branch
+    ("trace", ("specviz.trace", "specviz.replay", "specviz.gallery")),  # the plain data, its JSON / replay branch,
+    # and the gallery's recorded runs (a trace with its provenance, read by export and the app)
     ("metrics/theory", ("specviz.metrics", "specviz.definitions", "specviz.theory", "specviz.counters",
                         "specviz.parting", "specviz.tree_metrics", "specviz.vocab_metrics")),  # trace -> numbers
     ("figures/render", ("specviz.figures", "specviz.render", "specviz.render_tree", "specviz.render_align",
@@ -129,7 +130,8 @@ LAYERS = (
     ("labs", ("specviz.labs",)),  # the app's teaching tabs: maths and figures, a few on the engine
     ("app", ("specviz.app",)),
     ("tools", ("specviz.bench", "specviz.distill")),  # use the engine (bench drives the app too); nothing imports them
-    ("entry points", tuple(sorted(ENTRY_POINTS))),
+    ("entry points", (*sorted(ENTRY_POINTS), "specviz.gallery_runs")),  # gallery_runs records the gallery's runs
+    # through the generate command (cli), in one process
 )
 
 # Edges that point to a layer right of the importer's, as the code stands. Each is named, with its reason; any other
