@@ -134,6 +134,9 @@ def lesson_4_exercise(target_probs=tuple(LESSON_4_APPLY["target_probs"]),
     return dict(beta=facts["beta"], residual_probs=facts["residual_probs"], accept_probs=accept, markdown=markdown)
 
 
+SUBSCRIPTS = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
+
+
 def lesson_5_exercise() -> dict:
     """γ = 2, drafts B then A, r = (0.6, 0.5): .6 < .4/.5 and .5 < .4/.6, so n = 2 and the bonus is drawn from p₃."""
     vocab = ["A", "B", "C"]
@@ -146,8 +149,9 @@ def lesson_5_exercise() -> dict:
     steps = []
     for i, (token, r, a) in enumerate(zip(draft_tokens.tolist(), uniforms.tolist(), result.accept_probs), start=1):
         verdict = "accept" if i <= result.accepted_count else "reject: stop here"
-        steps.append(f"{i}. x{i} = {vocab[token]}: p{i}({vocab[token]}) / q{i}({vocab[token]}) = "
-                     f"{target_probs[i - 1, token]:g} / {draft_probs[i - 1, token]:g} = {a:.3f}; r{i} = {r:g} "
+        sub = str(i).translate(SUBSCRIPTS)  # x₁, p₁, q₁, r₁ as the question writes them
+        steps.append(f"{i}. x{sub} = {vocab[token]}: p{sub}({vocab[token]}) / q{sub}({vocab[token]}) = "
+                     f"{target_probs[i - 1, token]:g} / {draft_probs[i - 1, token]:g} = {a:.3f}; r{sub} = {r:g} "
                      f"{'<' if r < a else '≥'} {a:.3f}, so **{verdict}**.")
     accepted = [vocab[token] for token in draft_tokens.tolist()[: result.accepted_count]]
     source = ("p₃, the target's distribution after both drafts (a bonus token, since nothing was rejected)"
