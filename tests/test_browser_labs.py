@@ -5,9 +5,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import choose_pair, run_with_the_draft_model, screenshot_tab, wait_until_settled
+from tests.browser import choose_pair, error_badges, run_with_the_draft_model, screenshot_tab, wait_until_settled
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+
+def open_tab(page, name: str) -> None:
+    """Click a tab by its name. Tabs that do not fit the page's width sit in Gradio's overflow menu (the "⋯" button
+    at the end of the tab bar): a tab not shown in the bar is picked from that menu."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    if tab.is_visible():
+        tab.click()
+        return
+    page.locator(".overflow-menu > button").first.click()
+    page.locator(".overflow-dropdown").get_by_role("button", name=name, exact=True).click()
 
 
 LAB_TABS = [  # tab, button to press (or None), text that must then appear in the tab
@@ -17,12 +28,15 @@ LAB_TABS = [  # tab, button to press (or None), text that must then appear in th
     ("Memory bandwidth", "Measure this machine (the offline target, k = 1..32 tokens)", "bandwidth-bound"),
     ("Losslessness", "Compare distributions", "40 runs ·"),
     ("Glossary", None, "β (beta)"),
+    ("Course exercises", None, "Worked answer"),  # the first exercise's answer, drawn when the app is built
+    ("Seeds checked", None, "figures checked"),  # the summary line above the seed table
 ]
+NO_PLOT_TABS = {"Glossary", "Course exercises", "Seeds checked"}  # tabs of text and tables only
 
 
 @pytest.mark.parametrize("tab,button,expected", LAB_TABS)
 def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
-    page.get_by_role("tab", name=tab, exact=True).click()
+    open_tab(page, tab)
     panel = page.locator("[role=tabpanel]:visible").last
     if tab == "Losslessness":
         runs = page.get_by_label("Runs").first
@@ -31,7 +45,7 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
     if button:
         page.get_by_role("button", name=button, exact=True).click()
     panel.get_by_text(expected, exact=False).first.wait_for(timeout=180_000)
-    if tab != "Glossary":
+    if tab not in NO_PLOT_TABS:
         page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
                                " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=120_000)
     if tab == "Simulated models":
@@ -45,7 +59,7 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
 def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
     """A T = 1 run drafted by the 4-bit copy, then the rule lab at round 2, position 1 (round 1 is the prompt's
     plain step): the exact rule follows p, and at least one engine shortcut does not (χ² fails)."""
-    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    open_tab(page, "Live decoding")
     page.get_by_role("button", name="Reset", exact=True).click()
     choose_pair(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     page.locator("textarea").first.fill("Write one sentence about the sea.")
@@ -57,7 +71,7 @@ def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
     page.get_by_role("button", name="Run", exact=True).click()
     page.wait_for_function("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-stats').innerText)",
                            timeout=120_000)
-    page.get_by_role("tab", name="Verification rules", exact=True).click()
+    open_tab(page, "Verification rules")
     panel = page.locator("[role=tabpanel]:visible").last
     round_box = panel.get_by_label("Round").first
     round_box.fill("2")
@@ -75,12 +89,12 @@ def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
 
 def test_round_anatomy_draws_the_live_run(page, tmp_path):
     """After a run compared with plain decoding: the timeline, the totals and the sentences that explain them."""
-    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    open_tab(page, "Live decoding")
     compare = page.get_by_label("Compare with plain decoding (measures the speedup)")
     compare.check()
     run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     compare.uncheck()
-    page.get_by_role("tab", name="Round anatomy", exact=True).click()
+    open_tab(page, "Round anatomy")
     page.get_by_role("button", name="Draw the live run", exact=True).click()
     summary = page.locator("#sv-anatomy-summary")
     summary.get_by_text("with no overhead at all", exact=False).wait_for(timeout=60_000)
@@ -93,7 +107,7 @@ def test_round_anatomy_draws_the_live_run(page, tmp_path):
 
 def test_you_are_the_drafter(page, tmp_path):
     """Start, pick the target's favourite, then type a proposal: the real target verifies both."""
-    page.get_by_role("tab", name="You are the drafter", exact=True).click()
+    open_tab(page, "You are the drafter")
     page.get_by_role("button", name="Start", exact=True).click()
     picker = page.locator("#sv-you-picker")
     picker.locator("input[type=radio]").first.wait_for(timeout=120_000)
@@ -112,7 +126,7 @@ def test_you_are_the_drafter(page, tmp_path):
 
 def test_the_seeds_lessons_show_in_the_theory_and_bandwidth_tabs(page, tmp_path):
     """Figure 5's execution trace and the oracle-γ bound (Theory), the corrected A100-40GB hierarchy (Memory bandwidth)."""
-    page.get_by_role("tab", name="Theory", exact=True).click()
+    open_tab(page, "Theory")
     page.locator("#sv-execution-trace .js-plotly-plot").wait_for(timeout=60_000)
     oracle = page.locator("#sv-oracle-gamma")
     oracle.get_by_text("oracle", exact=False).first.wait_for(timeout=60_000)
@@ -121,11 +135,53 @@ def test_the_seeds_lessons_show_in_the_theory_and_bandwidth_tabs(page, tmp_path)
     wait_until_settled(page)
     page.locator("#sv-execution-trace").screenshot(path=str(Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
                                                         / "execution-trace.png"))
-    page.get_by_role("tab", name="Memory bandwidth", exact=True).click()
+    open_tab(page, "Memory bandwidth")
     page.locator("#sv-hierarchy .js-plotly-plot").wait_for(timeout=60_000)
     caption = page.locator("#sv-hierarchy-caption").inner_text()
     assert "1,555 GB/s" in caption and "14.1 ms" in caption
     screenshot_tab(page, tmp_path, "lab-memory-hierarchy.png")
+
+
+COURSE_PROJECT = "The course's own experiments 1-4, exactly as written, beside its printed output"  # the accordion
+
+
+def test_the_course_exercises_project_and_seed_table(page, tmp_path):
+    """Seed 002's course and the seed table as a student meets them: Lesson 5's exercise worked (both drafts pass,
+    n = 2), the course's Experiments 1-4 run as written (E = 2.952 at γ = 3, where the course prints 2.68), and the
+    seed table's row for seed 001's A100 bandwidth (1,935 GB/s printed, 1,555 GB/s right), with no error anywhere."""
+    open_tab(page, "Course exercises")
+    page.get_by_label("Exercise or worked example").click()
+    page.get_by_role("option", name="Lesson 5 exercise: one round with γ = 2", exact=True).click()
+    answer = page.locator("#sv-exercise-answer")
+    answer.get_by_text("n = 2", exact=True).wait_for(timeout=60_000)
+    assert "B, A and then one token" in answer.inner_text()
+    assert error_badges(page) == 0
+    screenshot_tab(page, tmp_path, "course-exercises-lesson-5.png")
+
+    open_tab(page, "Simulated models")
+    page.get_by_text(COURSE_PROJECT, exact=True).click()
+    page.get_by_role("button", name="Run the course's experiments 1-4 as written", exact=True).click()
+    project = page.locator("#sv-course-project")
+    project.get_by_text("2.952", exact=False).first.wait_for(timeout=120_000)
+    assert "Experiment 4" in project.inner_text()
+    assert error_badges(page) == 0
+    screenshot_tab(page, tmp_path, "simulated-course-project.png")
+
+    open_tab(page, "Seeds checked")
+    table = page.locator("#sv-seeds-table")
+    table.locator("tbody tr").first.wait_for(timeout=60_000)
+    cells = {tuple(row.locator("td").all_inner_texts()[3:6]) for row in table.locator("tbody tr").all()
+             if row.locator("td").first.inner_text().strip() == "001"}
+    assert ("1935 GB/s", "1555 GB/s", "✗") in cells, cells
+    assert {row[:1] for row in cells} >= {("11.4 ms",), ("40MB",)}  # the picture's other two corrections
+    assert "002" in table.inner_text() and "Experiment 3" in table.inner_text()  # the course's rows are there too
+    assert error_badges(page) == 0
+    screenshot_tab(page, tmp_path, "seeds-checked.png")
+
+    page.get_by_label("Only the figures the seeds get wrong").check()
+    page.wait_for_function("[...document.querySelectorAll('#sv-seeds-table tbody tr')]"
+                           ".every(row => row.innerText.includes('✗'))", timeout=60_000)
+    assert error_badges(page) == 0
 
 
 ERRORS_SHOWN = ("[...document.querySelectorAll('.toast-body.error')].length"
@@ -143,6 +199,8 @@ DEFAULT_BUTTONS = [  # tab, its main buttons (pressed in order, with the tab's d
      "bandwidth-bound"),
     ("Losslessness", ["Compare distributions"], "[role=tabpanel]:visible", "200 runs ·"),
     ("Glossary", [], "[role=tabpanel]:visible", "β (beta)"),
+    ("Course exercises", [], "#sv-exercise-answer", "Worked answer"),
+    ("Seeds checked", [], "#sv-seeds-table", "figures checked"),
 ]
 
 
@@ -156,7 +214,7 @@ def test_after_a_fresh_run_every_tabs_main_button_works_with_its_defaults(page, 
     assert page.evaluate(ERRORS_SHOWN) == 0
     shots = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
     for tab, buttons, where, expected in DEFAULT_BUTTONS:
-        page.get_by_role("tab", name=tab, exact=True).click()
+        open_tab(page, tab)
         page.wait_for_timeout(300)  # the tab's select event (the rules lab moves to the first tested draft)
         for button in buttons:
             page.get_by_role("button", name=button, exact=True).click()
