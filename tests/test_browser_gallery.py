@@ -1,0 +1,42 @@
+"""A real browser opens the gallery's recorded runs of the real Qwen2.5-Coder pair (issue 36): one click, no model
+loaded, and the page shows that run: its rows, its plots, its provenance, and for the draft of another tokenizer
+(issue 35) the draft's own pieces over the target tokens they became."""
+
+import pytest
+
+from specviz import gallery
+from specviz.trace import REJECTED
+from tests.browser import error_badges, plotted_rounds, row_count, screenshot_tab
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+
+ENTRIES = {entry.name: entry for entry in gallery.entries()}
+
+
+def _open(page, name: str):
+    """Click the entry's button on the live tab; wait until the rows and the round plot show its rounds."""
+    entry = ENTRIES[name]
+    rounds = len(entry.trace().rounds)
+    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    page.locator(f"#sv-gallery-{name}").click()
+    page.wait_for_function(f"document.querySelectorAll('#sv-rows .sv-row').length == {rounds}", timeout=30_000)
+    return entry, rounds
+
+
+@pytest.mark.parametrize("name", ["3-coder-code-t1", "7-coder-smollm2-draft-t0"])
+def test_a_recorded_real_run_opens_in_one_click_with_its_provenance(page, tmp_path, name):
+    if name not in ENTRIES:
+        pytest.fail(f"assets/gallery/{name}.json is missing: python -m specviz.gallery_runs {name}")
+    entry, rounds = _open(page, name)
+    assert row_count(page) == rounds and plotted_rounds(page) == rounds  # the plots agree with the rows
+    status = page.locator("#sv-status").inner_text()
+    assert entry.title in status and "Recorded on" in status and "with no model" in status
+    rejected = sum(token.kind == REJECTED for round_ in entry.trace().rounds for token in round_.tokens)
+    assert page.locator("#sv-rows .sv-row .sv-rejected").count() == rejected > 0  # the real draft's real rejections
+    assert entry.trace().text[:40].strip().split()[0] in page.locator("#sv-final").inner_text()
+    if name.startswith("7-"):  # another tokenizer: aligned rows, the draft's own pieces above the target's tokens
+        aligned = page.locator("#sv-rows .sv-aligned")
+        assert aligned.count() > 0 and page.locator("#sv-rows .sv-align-own .sv-own").count() >= aligned.count()
+        assert "across tokenizers" in page.locator("#sv-stats").inner_text()
+    assert error_badges(page) == 0
+    screenshot_tab(page, tmp_path, f"gallery-{name}.png")
