@@ -112,9 +112,10 @@ def test_the_tab_can_show_only_the_seeds_errors():
 
 def test_the_seeds_tab_builds_with_the_table():
     gr = pytest.importorskip("gradio")
-    from specviz.app.seeds_tab import seeds_tab
+    from specviz.app.seeds_tab import SHOWN_ROWS, seeds_tab
 
     with gr.Blocks() as demo:
         seeds_tab()
     tables = [block for block in demo.blocks.values() if getattr(block, "elem_id", None) == "sv-seeds-table"]
-    assert len(tables) == 1 and tables[0].value == seed_checks.seed_report_markdown(SEED_ROWS)
+    assert set(SHOWN_ROWS) == set(ROWS) and len(SHOWN_ROWS) == len(ROWS)  # every row the test checks is shown
+    assert len(tables) == 1 and tables[0].value == seed_checks.seed_report_markdown(SHOWN_ROWS)
