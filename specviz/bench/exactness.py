@@ -31,6 +31,7 @@ from specviz import engine
 from specviz.bench.run import load_prompts
 from specviz.config import DecodeConfig
 from specviz.metrics import chi_square_test
+from specviz.models.offline import ModelUnavailable
 from specviz.pipeline import Pipeline, build_pipeline
 from specviz.sampling import Standardizer
 
@@ -149,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"PIT χ² p {row['pit_p']:.3g}  z {row['z']:+.2f} (p {row['z_p']:.3g})  "
                   f"excess nll {row['excess_nll']:+.3f}  {'follows' if row['follows_target'] else 'DOES NOT follow'}"
                   " the target", flush=True)
-    except (ValueError, OSError) as error:
+    except (ValueError, OSError, ModelUnavailable) as error:  # one line on stderr, exit 2
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.out:

@@ -219,8 +219,8 @@ def run_benchmark(runner: Runner, prompts: list[dict], plan: list[Method], tempe
             rows += _prompt_rows(item, temperature, runs)
             if temperature > 0:  # does each method's text follow the target? (quality.py; outside the timing)
                 for row, method_runs in zip(rows[-len(plan):], runs.values()):
-                    median_run = sorted(method_runs, key=lambda r: r["wall_ms"])[len(method_runs) // 2]
-                    row["target_nll"] = runner.target_nll(item["prompt"], median_run["token_ids"], temperature)
+                    row["target_nll"] = runner.target_nll(item["prompt"], _median_run(method_runs)["token_ids"],
+                                                          temperature)
             on_prompt(rows[-len(plan):])
             plain = next((r for r in rows[-len(plan):] if r["method"] == "plain"), None)
             log(f"T={temperature} {item['category']:>15} #{item['id']}: " + "  ".join(
@@ -231,6 +231,11 @@ def run_benchmark(runner: Runner, prompts: list[dict], plan: list[Method], tempe
     return rows
 
 
+def _median_run(method_runs: list[dict]) -> dict:
+    """The run of median wall time among a method's repeats: the one its row's figures (and nll) describe."""
+    return sorted(method_runs, key=lambda run: run["wall_ms"])[len(method_runs) // 2]
+
+
 def _prompt_rows(item: dict, temperature: float, runs: dict) -> list[dict]:
     plain_runs = next((v for m, v in runs.items() if m.kind == "plain"), None)
     plain_ids = plain_runs[0]["token_ids"] if plain_runs else None
@@ -238,7 +243,7 @@ def _prompt_rows(item: dict, temperature: float, runs: dict) -> list[dict]:
     rows = []
     for method, method_runs in runs.items():
         walls = [r["wall_ms"] for r in method_runs]
-        median_run = sorted(method_runs, key=lambda r: r["wall_ms"])[len(method_runs) // 2]
+        median_run = _median_run(method_runs)
         tokens = len(median_run["token_ids"])
         row = {"temperature": temperature, "category": item["category"], "id": item["id"], "method": method.label,
                "kind": method.kind, "drafter": method.drafter, "tokens": tokens, "wall_ms": statistics.median(walls),

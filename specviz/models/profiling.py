@@ -10,6 +10,28 @@ import torch
 from specviz.models import loading as models
 
 
+def _median_forward_ms(model: models.LanguageModel, context_ids: list[int], sizes, forward, undo,
+                       repeats: int, warmup: int) -> dict[int, float]:
+    """Median milliseconds of forward(k) after `context_ids` is cached, for each k in `sizes`; undo() (untimed)
+    takes every timed forward back off the cache, as a rejected round would be."""
+    device = model.device
+    model.reset()
+    model.feed(torch.tensor(context_ids, dtype=torch.long, device=device))
+    base = model.cached_length
+    samples: dict[int, list[float]] = {k: [] for k in sizes}
+    # Interleave the k values (1, 2, .., max_k, 1, 2, ..) so that slow drifts of the machine hit every k alike.
+    for attempt in range(warmup + repeats):
+        for k in samples:
+            models.synchronize(device)
+            started = time.perf_counter()
+            forward(k)
+            models.synchronize(device)
+            if attempt >= warmup:
+                samples[k].append((time.perf_counter() - started) * 1e3)
+            undo(base)
+    return {k: statistics.median(values) for k, values in samples.items()}
+
+
 def measure_verify_costs(
     model: models.LanguageModel, context_ids: list[int], max_k: int = 16, repeats: int = 5, warmup: int = 2
 ) -> dict[int, float]:
@@ -17,23 +39,9 @@ def measure_verify_costs(
 
     The context is encoded once; every timed forward is cropped back off, as a rejected round would be.
     """
-    device = model.device
-    model.reset()
-    model.feed(torch.tensor(context_ids, dtype=torch.long, device=device))
-    base = model.cached_length
-    probe = torch.tensor(context_ids[-max_k:] * (max_k // max(len(context_ids[-max_k:]), 1) + 1), device=device)
-    samples: dict[int, list[float]] = {k: [] for k in range(1, max_k + 1)}
-    # Interleave the k values (1, 2, .., max_k, 1, 2, ..) so that slow drifts of the machine hit every k alike.
-    for attempt in range(warmup + repeats):
-        for k in samples:
-            models.synchronize(device)
-            started = time.perf_counter()
-            model.feed(probe[:k], logits_to_keep=k)
-            models.synchronize(device)
-            if attempt >= warmup:
-                samples[k].append((time.perf_counter() - started) * 1e3)
-            model.crop(base)
-    return {k: statistics.median(values) for k, values in samples.items()}
+    probe = torch.tensor(context_ids[-max_k:] * (max_k // max(len(context_ids[-max_k:]), 1) + 1), device=model.device)
+    return _median_forward_ms(model, context_ids, range(1, max_k + 1),
+                              lambda k: model.feed(probe[:k], logits_to_keep=k), model.crop, repeats, warmup)
 
 
 def heap_parents(nodes: int) -> list[int]:
@@ -48,23 +56,15 @@ def measure_tree_verify_costs(
     """Median milliseconds of verifying a token tree of k entries (heap_parents(k): the tree attention mask and
     position ids by depth) after `context_ids` is cached, for each k in `sizes`; interleaved and cropped back off
     as measure_verify_costs does. A chain's k tokens cost measure_verify_costs(k); the difference is the mask's."""
-    device = model.device
-    model.reset()
-    model.feed(torch.tensor(context_ids, dtype=torch.long, device=device))
-    base = model.cached_length
-    samples: dict[int, list[float]] = {k: [] for k in sizes}
-    for attempt in range(warmup + repeats):
-        for k in samples:
-            probe = torch.tensor([context_ids[i % len(context_ids)] for i in range(k)], device=device)  # [k]
-            models.synchronize(device)
-            started = time.perf_counter()
-            model.feed_tree(probe, heap_parents(k))
-            models.synchronize(device)
-            if attempt >= warmup:
-                samples[k].append((time.perf_counter() - started) * 1e3)
-            model.keep_path([])  # drop the tree: back to `base` cached tokens
-            model.crop(base)
-    return {k: statistics.median(values) for k, values in samples.items()}
+    probe = torch.tensor([context_ids[i % len(context_ids)] for i in range(max(sizes, default=0))],
+                         device=model.device)  # [max k]
+
+    def undo(base: int) -> None:
+        model.keep_path([])  # drop the tree: back to `base` cached tokens
+        model.crop(base)
+
+    return _median_forward_ms(model, context_ids, sizes, lambda k: model.feed_tree(probe[:k], heap_parents(k)), undo,
+                              repeats, warmup)
 
 
 def relative_costs(timings_ms: dict[int, float]) -> dict[int, float]:
