@@ -48,6 +48,8 @@ class LanguageModel:
         # Parents of the token-tree entries after the committed tokens (feed_tree; tree_attention), [] without a tree
         self.tree_parents: list[int] = []
         self.head_subset: HeadSubset | None = None  # a draft's head scored over some rows only (limit_vocabulary)
+        self.sliding = False  # whether the cache has sliding-window layers (set by reset)
+        self.fed_ids: list[torch.Tensor] = []
 
     def limit_vocabulary(self, ids: list[int]) -> None:
         """From now on score only the head rows `ids` (logits -inf elsewhere; models/head_subset.py): a draft model's
@@ -65,6 +67,10 @@ class LanguageModel:
         self.cache = DynamicCache(config=self.hf_model.config)
         if hasattr(self.cache, "activate_past_recording"):
             self.cache.activate_past_recording()  # sliding-window layers can then be rolled back after a rejection
+        # A sliding-window layer keeps only window - 1 states after each crop: a later crop that reaches further back
+        # than the tokens fed since cannot be undone in place, so such a model keeps the ids its cache holds.
+        self.sliding = any(getattr(layer, "is_sliding", False) for layer in getattr(self.cache, "layers", ()))
+        self.fed_ids = []  # [k] tensors, in order, for a sliding model only (no host sync on the hot path)
         self.cached_length = 0
         self.features = None
         self.tree_parents = []
@@ -134,6 +140,8 @@ class LanguageModel:
             synchronize(self.device)  # so forward_seconds is device time, not kernel-launch time
         self.forward_seconds += time.perf_counter() - started
         self.cached_length += token_ids.numel()
+        if self.sliding:
+            self.fed_ids.append(token_ids.view(-1))
         self.tokens_fed += token_ids.numel()
         self.forward_calls += 1
         return logits[0, -logits_to_keep:, : self.vocab_size]  # [logits_to_keep, V]
@@ -169,14 +177,33 @@ class LanguageModel:
         """The head logits are scored with: the subset's (limit_vocabulary), else the model's own."""
         return self.head_subset if self.head_subset is not None else self.hf_model.get_output_embeddings()
 
+    def _sliding_can_remove(self, count: int) -> bool:
+        """Whether every sliding-window layer still holds the states it needs after dropping its last `count`: at
+        most window - 1 of them, those before the dropped ones (a layer keeps window - 1 after each crop, plus what
+        was fed since)."""
+        for layer in self.cache.layers:
+            if getattr(layer, "is_sliding", False) and getattr(layer, "keys", None) is not None:
+                needed = min(layer.cumulative_length - count, layer.sliding_window - 1)
+                if layer.keys.shape[-2] - count < needed:
+                    return False
+        return True
+
     def crop(self, length: int) -> None:
         """Roll the cache back to its first `length` tokens (transformers 5 takes a negative count to remove)."""
         if self.tree_parents:
             if length > self.cached_length - len(self.tree_parents):
                 raise ValueError(f"{self.name}: crop into a token tree; keep a path of it first (keep_path)")
             self.tree_parents = []
+        if length < self.cached_length and self.sliding and not self._sliding_can_remove(self.cached_length - length):
+            kept = torch.cat(self.fed_ids)[:length]  # [length]: read again into a fresh cache (rare: a deep rollback)
+            self.reset()
+            if length:
+                self.feed(kept)
+            return
         if length < self.cached_length:
             self.cache.crop(length - self.cached_length)
             self.cached_length = length
+            if self.sliding:
+                self.fed_ids = [torch.cat(self.fed_ids)[:length]]
             if self.features is not None:
                 self.features = self.features[:length]
