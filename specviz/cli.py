@@ -13,10 +13,12 @@ import sys
 from specviz import job
 from specviz.cli_output import LEGEND, format_round, json_summary, print_summary
 from specviz.config import (
+    BACKENDS,
     NGRAM_DRAFTER,
     OFFLINE_DRAFTER,
     OFFLINE_DRAFTER_OFF_CPU,
     OFFLINE_MODEL,
+    TRANSFORMERS,
     DecodeConfig,
     check_prompt,
     parse_field,
@@ -93,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--ngram-size", type=field("ngram_size"), default=defaults.ngram_size, help="prompt lookup's longest n-gram")
     gen.add_argument("--chat", action=argparse.BooleanOptionalAction, default=True, help="use the chat template")
     gen.add_argument("--system-prompt", help="the chat's system message ('' for none; default: the template's own)")
+    gen.add_argument("--backend", choices=list(BACKENDS), default=TRANSFORMERS,
+                     help="what runs the models: " + "; ".join(f"{name}: {what}" for name, what in BACKENDS.items()))
     gen.add_argument("--baseline", action="store_true", help="also decode plainly and compare")
     gen.add_argument("--json", action="store_true", help="print one JSON object instead of coloured rounds")
     gen.add_argument("--trace-out", help="write the full trace as JSON to this file")
@@ -121,11 +125,11 @@ def config_from_args(args) -> DecodeConfig:
     the machine's own user (the app allows folders under its models directory only, app/policy.py)."""
     from specviz.models.presets import offline_drafter, preset_settings, resolve_preset
 
-    target, draft = OFFLINE_MODEL, offline_drafter()
+    target, draft = OFFLINE_MODEL, offline_drafter(backend=args.backend)
     if args.preset:
         if args.target or args.draft:
             raise ValueError("give either --preset or --target/--draft, not both")
-        target, draft = resolve_preset(args.preset)
+        target, draft = resolve_preset(args.preset, args.backend)
     target = args.target or target
     # a preset's draft goes with its target; the default offline draft fits only the offline target
     draft = args.draft or (draft if args.preset or target == OFFLINE_MODEL else NGRAM_DRAFTER)
@@ -135,7 +139,7 @@ def config_from_args(args) -> DecodeConfig:
         target=target, draft=draft, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
         chat=args.chat, ngram_size=args.ngram_size, adaptive=args.adaptive, system_prompt=args.system_prompt,
-        tree=args.tree or args.tree_budget is not None, tree_budget=args.tree_budget or 0,
+        tree=args.tree or args.tree_budget is not None, tree_budget=args.tree_budget or 0, backend=args.backend,
         **{name: settings[name] if getattr(args, name) is None else getattr(args, name)
            for name in ("gamma", "draft_confidence", "draft_window", "draft_vocab")},
     ).validate()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from specviz.config import TRANSFORMERS
 from specviz.counters import engine_counters
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 from specviz.tree_metrics import summarize_tree, why_no_tree
@@ -26,6 +27,7 @@ def format_round(round_: Round, colour: bool) -> str:
 
 def json_summary(trace, metrics, parting=None) -> dict:
     summary = {"text": trace.text, "rounds": metrics.rounds, "prompt": trace.prompt, "config": trace.config,
+               "backend": trace.config.get("backend", TRANSFORMERS),
                "device": trace.device, "dtype": trace.dtype, "stop_reason": trace.stop_reason,
                "wall_ms": trace.wall_ms, "forward_ms": trace.forward_ms, **metrics.to_dict(),
                "engine_counters": engine_counters(trace)}  # llama.cpp's and vLLM's names for the same counts

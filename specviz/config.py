@@ -25,6 +25,14 @@ QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-
 OFFLINE_DRAFTER = LOOKUP_FIRST + QUANTIZED_DRAFTER  # on a CPU
 OFFLINE_DRAFTER_OFF_CPU = LOOKUP_FIRST + DISTILLED_DRAFTER  # elsewhere (a GPU has no 4-bit CPU kernel)
 
+# What runs the models' forwards (DecodeConfig.backend): the name, and what it is in one line (the CLI's --backend help)
+TRANSFORMERS, LLAMA_CPP = "transformers", "llama.cpp"
+BACKENDS = {
+    TRANSFORMERS: "any transformers checkpoint (hub id, folder or offline model), float32 on a CPU",
+    LLAMA_CPP: "a GGUF in its own quantization through llama.cpp's kernels (offline models or a .gguf path; CPU, "
+               "chains only)",
+}
+
 MAX_GAMMA = 64
 MAX_NEW_TOKENS = 8192
 MAX_TOP_K = 1_000_000
@@ -123,6 +131,7 @@ class DecodeConfig:
     # The chat's system message. None: the chat template's own default, which SmolLM2 and Qwen fill with a
     # sentence the user never typed; "": an empty one, so the model reads nothing hidden (the app's default).
     system_prompt: str | None = None
+    backend: str = TRANSFORMERS  # what runs both models' forwards: a key of BACKENDS
 
     @property
     def greedy(self) -> bool:
@@ -144,6 +153,12 @@ class DecodeConfig:
         if self.tree and self.lenience != 1:
             raise ValueError("lenience bends the chain's test only; a token tree is verified exactly (lenience 1)")
         check_system_prompt(self.system_prompt)
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {_shown(self.backend)}")
+        if self.backend == LLAMA_CPP and (self.tree or self.draft_vocab):
+            what = "token trees" if self.tree else "draft_vocab (a draft head scored over some rows)"
+            raise ValueError(f"the llama.cpp backend verifies chains with whole heads: {what} needs the transformers "
+                             "backend")
         for name in ("target", "draft"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():

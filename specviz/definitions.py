@@ -67,13 +67,17 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
         "what α and c predict, k being each round's drafts; it assumes a verify forward costs one target step and "
         "that nothing but forwards takes time"),
     "speedup_measured": Definition(
-        "measured speedup", "plain decoding's wall time per token ÷ this run's wall time per token",
-        "both decoded in this process, same prompt and settings (tick compare with plain decoding); every overhead "
-        "and a verify forward's real cost are in it"),
+        "measured speedup", "this run's tokens/s ÷ a plain run's tokens/s",
+        "the plain run decodes the same prompt on the same target, backend and settings in this process (tick compare "
+        "with plain decoding); both times run from the prompt's first forward to the last token, so every overhead, "
+        "the recording of the rounds and a verify forward's real cost are in it"),
+    "baseline_tokens_per_s": Definition(
+        "plain tokens/s", "the plain run's tokens ÷ its wall time",
+        "plain decoding of the same prompt, one target forward per token, prompt read included"),
     "rounds_against_plain": Definition(
         "rounds against plain steps", "the tokens of the rounds shown × one target step ÷ the time those rounds took",
         "Round anatomy's estimate from this run's timed rounds, round 1 (which encodes the prompt) left out"),
-    "tokens_per_s": Definition("tokens/s", "generated tokens ÷ this run's decoding wall time",
+    "tokens_per_s": Definition("tokens/s", "generated tokens ÷ this run's wall time (recording the rounds included)",
                                "model loading, the plain run and drawing the views are not in it"),
     "overhead": Definition(
         "outside model forwards", "wall time − time inside model forwards, per round",

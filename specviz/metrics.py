@@ -45,9 +45,10 @@ class Metrics:
     target_step_ms: float  # "target_step"
     c: float  # "c": draft_step_ms / target_step_ms
     c_basis: str  # where the two steps came from: a key of C_BASES
-    tokens_per_s: float  # "tokens_per_s"
+    tokens_per_s: float  # "tokens_per_s": generated tokens / run_wall_ms
+    baseline_tokens_per_s: float | None  # "baseline_tokens_per_s": the plain run's tokens / its wall time
     speedup_theoretical: float  # "speedup_theoretical": Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' k_r
-    speedup_measured: float | None  # "speedup_measured": baseline ms per token / speculative ms per token
+    speedup_measured: float | None  # "speedup_measured": tokens_per_s / baseline_tokens_per_s (measured_speedup)
     identical: bool | None  # generated ids equal the baseline's (meaningful at temperature 0)
 
     def to_dict(self) -> dict:
@@ -67,11 +68,7 @@ def summarize(trace: Trace) -> Metrics:
     draft_step_ms, target_step_ms, basis = step_costs(trace)
     c = draft_step_ms / target_step_ms if target_step_ms > 0 else 0.0
     generated = len(trace.token_ids)
-    speedup_measured = identical = None
-    if trace.baseline is not None and trace.wall_ms > 0 and trace.baseline.token_ids:
-        baseline_ms_per_token = trace.baseline.wall_ms / len(trace.baseline.token_ids)
-        speedup_measured = baseline_ms_per_token / (trace.wall_ms / max(generated, 1))
-        identical = trace.baseline.token_ids == trace.token_ids
+    identical = trace.baseline.token_ids == trace.token_ids if trace.baseline is not None else None
     return Metrics(
         rounds=len(trace.rounds),
         generated_tokens=generated,
@@ -95,11 +92,41 @@ def summarize(trace: Trace) -> Metrics:
         target_step_ms=target_step_ms,
         c=c,
         c_basis=basis,
-        tokens_per_s=1e3 * generated / trace.wall_ms if trace.wall_ms > 0 else 0.0,
+        tokens_per_s=tokens_per_s(trace),
+        baseline_tokens_per_s=baseline_tokens_per_s(trace),
         speedup_theoretical=theory.speedup_over_rounds(alpha, depths, c) if depths else 0.0,
-        speedup_measured=speedup_measured,
+        speedup_measured=measured_speedup(trace),
         identical=identical,
     )
+
+
+def run_wall_ms(trace: Trace) -> float:
+    """The speculative run's whole wall time: its rounds from the prompt's first forward to the last token, and the
+    recording of each round for the views (the plain run has none: it is a cost of showing the rounds)."""
+    return trace.wall_ms + trace.record_ms
+
+
+def tokens_per_s(trace: Trace) -> float:
+    """DEFINITIONS["tokens_per_s"]: generated tokens over run_wall_ms; 0 before any time passed."""
+    wall_ms = run_wall_ms(trace)
+    return 1e3 * len(trace.token_ids) / wall_ms if wall_ms > 0 else 0.0
+
+
+def baseline_tokens_per_s(trace: Trace) -> float | None:
+    """DEFINITIONS["baseline_tokens_per_s"]: the plain run's tokens over its wall time, prompt read included as in
+    tokens_per_s; None without a plain run."""
+    baseline = trace.baseline
+    if baseline is None or not baseline.token_ids or baseline.wall_ms <= 0:
+        return None
+    return 1e3 * len(baseline.token_ids) / baseline.wall_ms
+
+
+def measured_speedup(trace: Trace) -> float | None:
+    """THE measured speedup (DEFINITIONS["speedup_measured"]), the one every surface shows: this run's tokens per
+    second over a plain run's of the same prompt, target, settings and process. None without a plain run, or
+    before this run generated anything."""
+    plain = baseline_tokens_per_s(trace)
+    return tokens_per_s(trace) / plain if plain and trace.token_ids else None
 
 
 def measured_gamma(trace: Trace) -> float:

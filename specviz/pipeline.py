@@ -58,12 +58,13 @@ class Pipeline:
 def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipeline:
     """Load (or reuse) the models named by config and check that they can work together."""
     spec = config.drafter
+    registry.check_backend(spec, config.backend)  # before any model loads
     if config.tree:
-        registry.check_trees(spec)  # before any model loads
+        registry.check_trees(spec)
     missing = first_missing((config.target, spec.model))
     if missing is not None:  # refused before the other model's long first assembly and conversion
         raise models.ModelUnavailable(not_installed(missing))
-    target = models.load_model(config.target, cache=cache)
+    target = models.load_model(config.target, cache=cache, backend=config.backend)
     eos = eos_ids(target)
     target_model, drafter, draft_model = registry.build(spec, target, config, eos, cache)  # the kind's builder
     if spec.lookup_first:
@@ -183,11 +184,5 @@ def encode_prompt(tokenizer, prompt: str, chat: bool, system_prompt: str | None 
 
 
 def eos_ids(loaded: models.LoadedModel) -> list[int]:
-    """Every id that ends generation: the tokenizer's EOS and the generation config's."""
-    ids = set()
-    for source in (loaded.tokenizer.eos_token_id, getattr(loaded.hf_model.generation_config, "eos_token_id", None)):
-        if isinstance(source, int):
-            ids.add(source)
-        elif source:
-            ids.update(int(value) for value in source)
-    return sorted(ids)
+    """Every id that ends generation (LoadedModel.eos_ids; a GGUF on llama.cpp: every end-of-generation id)."""
+    return list(loaded.eos_ids)

@@ -285,10 +285,10 @@ def test_out_of_memory_mid_run_is_a_clear_error_and_the_next_run_works(monkeypat
     allocator does) in a chosen call; the rest is real: the engine on the model thread, Step's and Run's callbacks."""
     import gradio as gr
 
-    from specviz.models.loading import LanguageModel
+    from specviz.models.loading import TransformersModel
 
     # every forward, a sequence's (feed) or a tree's (feed_tree, which the engine's target uses), goes through _feed
-    real_feed, feeds_left = LanguageModel._feed, {"count": None}  # forwards that still succeed; None: all of them
+    real_feed, feeds_left = TransformersModel._feed, {"count": None}  # forwards that still succeed; None: all of them
 
     def feed_until_memory_runs_out(self, *args, **kwargs):
         if feeds_left["count"] is not None:
@@ -298,7 +298,7 @@ def test_out_of_memory_mid_run_is_a_clear_error_and_the_next_run_works(monkeypat
                 raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return real_feed(self, *args, **kwargs)
 
-    monkeypatch.setattr(LanguageModel, "_feed", feed_until_memory_runs_out)
+    monkeypatch.setattr(TransformersModel, "_feed", feed_until_memory_runs_out)
     controls = asdict(replace(TEST_RUN, max_new_tokens=16))  # prompt lookup: only the target runs forwards
     session = list(live.step(None, **controls))[-1][-1]  # the prompt's forward and round 1 (Step streams progress)
     feeds_left["count"] = 0  # round 2 runs out

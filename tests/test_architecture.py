@@ -15,7 +15,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "specviz"
 TOOLS = ("specviz.app", "specviz.bench", "specviz.distill")
 ENTRY_POINTS = {"specviz.cli", "specviz.__main__"}  # they dispatch to the tools by name (`python -m specviz bench`)
-MAX_LINES = 300
+# Files split by idea, not by size (DESIGN.md): about 250 lines reads in one sitting; one idea may take longer, and
+# a file past this is a question to answer by splitting it where its ideas part.
+MAX_LINES = 400
 
 
 def _module_name(path: Path) -> str:
@@ -174,7 +176,7 @@ def test_the_allow_list_names_only_rightward_imports_that_exist():
 
 
 @pytest.mark.parametrize("path", sorted(PACKAGE.rglob("*.py")), ids=lambda path: str(path.relative_to(PACKAGE)))
-def test_no_file_is_over_300_lines(path):
+def test_no_file_is_over_the_line_limit(path):
     assert len(path.read_text(encoding="utf-8").splitlines()) <= MAX_LINES
 
 

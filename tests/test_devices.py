@@ -12,7 +12,7 @@ from specviz import engine
 from specviz.config import DecodeConfig
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models.cache import WeightsCache
-from specviz.models.loading import LanguageModel
+from specviz.models.loading import TransformersModel
 from specviz.parting import find_parting
 from specviz.pipeline import Pipeline
 from specviz.verify import BONUS, CORRECTED, verify
@@ -40,7 +40,7 @@ def tiny_model(architecture: str, seed: int, device: str, dtype: torch.dtype, la
         for name, parameter in model.named_parameters():
             if name.endswith("proj.bias"):
                 parameter.data.normal_(0, 0.2)
-    return LanguageModel(model, VOCAB, torch.device(device), name=f"{architecture}-{seed}")
+    return TransformersModel(model, VOCAB, torch.device(device), name=f"{architecture}-{seed}")
 
 
 @pytest.mark.parametrize("device", DEVICES)

@@ -11,7 +11,7 @@ from specviz import cli, engine
 from specviz.config import OFFLINE_MODEL, DecodeConfig
 from specviz.drafters.model import SINK, DraftModelDrafter, window_view
 from specviz.models.cache import WeightsCache
-from specviz.models.language_model import LanguageModel
+from specviz.models.language_model import TransformersModel
 from specviz.pipeline import Pipeline, build_pipeline
 from specviz.replay import first_difference
 from specviz.sampling import Standardizer
@@ -70,7 +70,7 @@ def test_a_real_draft_model_with_a_window_drafts_from_the_shorter_context():
     hf_model = tiny_llama()
     lengths = {}
     for window in (0, 8):
-        model = LanguageModel(hf_model, 320, torch.device("cpu"))
+        model = TransformersModel(hf_model, 320, torch.device("cpu"))
         drafter = DraftModelDrafter(model, window=window)
         drafter.begin()
         draft = _propose(drafter, PROMPT, gamma=3)

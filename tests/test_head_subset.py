@@ -11,7 +11,7 @@ from specviz.drafters.model import DraftModelDrafter
 from specviz.models import int4, int4_decoder
 from specviz.models.cache import WeightsCache
 from specviz.models.head_subset import HeadSubset, subset_ids
-from specviz.models.language_model import LanguageModel
+from specviz.models.language_model import TransformersModel
 from specviz.pipeline import Pipeline
 from specviz.sampling import Standardizer
 from tests.fakes import FakeLanguageModel, FakeTokenizer
@@ -86,7 +86,7 @@ def test_a_limited_draft_model_gives_the_full_models_logits_on_its_rows_and_zero
     embedding = hf_model.get_input_embeddings().weight.detach().clone()
     step = _step(kind, hf_model)
     head = step.get_output_embeddings()
-    full, limited = LanguageModel(step, 320, torch.device("cpu")), LanguageModel(step, 320, torch.device("cpu"))
+    full, limited = TransformersModel(step, 320, torch.device("cpu")), TransformersModel(step, 320, torch.device("cpu"))
     limited.limit_vocabulary(IDS)
     ids = torch.randint(0, 320, (12,), generator=torch.Generator().manual_seed(1))
     outside = _outside(IDS, 320)
@@ -109,7 +109,7 @@ def test_a_model_whose_forward_cannot_be_split_masks_its_full_logits_to_the_subs
     from specviz.models.static_cache import StaticCacheModel
 
     hf_model = tiny_qwen2()
-    full = LanguageModel(hf_model, 320, torch.device("cpu"))
+    full = TransformersModel(hf_model, 320, torch.device("cpu"))
     static = StaticCacheModel(hf_model, 320, torch.device("cpu"), max_length=64)  # eager: its own forward
     static.reset()
     static.limit_vocabulary(IDS)

@@ -42,7 +42,7 @@ def test_a_model_forward_under_a_cancelled_job_does_not_run():
 
     config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
                          num_attention_heads=2, num_key_value_heads=1)
-    model = models.LanguageModel(LlamaForCausalLM(config).eval(), 32, torch.device("cpu"))
+    model = models.TransformersModel(LlamaForCausalLM(config).eval(), 32, torch.device("cpu"))
     current = Job()
     with job.running(current):
         model.feed(torch.tensor([1, 2, 3]))

@@ -7,7 +7,7 @@ LanguageModel reads the kept tokens again into a fresh cache instead."""
 
 import torch
 
-from specviz.models.language_model import LanguageModel
+from specviz.models.language_model import TransformersModel
 
 
 def tiny_gemma3():
@@ -22,7 +22,7 @@ def tiny_gemma3():
 
 def test_a_rollback_past_the_sliding_window_gives_the_logits_of_a_fresh_read():
     hf_model = tiny_gemma3()
-    model, fresh = LanguageModel(hf_model, 40, torch.device("cpu")), LanguageModel(hf_model, 40, torch.device("cpu"))
+    model, fresh = TransformersModel(hf_model, 40, torch.device("cpu")), TransformersModel(hf_model, 40, torch.device("cpu"))
     ids = torch.arange(1, 21) % 37 + 1  # [20]
     model.reset()
     model.feed(ids[:10])

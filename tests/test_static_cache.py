@@ -141,4 +141,4 @@ def test_the_cpu_keeps_the_dynamic_cache_even_when_cuda_graphs_are_asked_for(mon
     monkeypatch.setenv("SPECVIZ_CUDA_GRAPHS", "1")
     model = tiny_model("llama", 0, "cpu", torch.float32)
     loaded = LoadedModel(model.hf_model, FakeTokenizer(VOCAB), "tiny", torch.device("cpu"), torch.float32)
-    assert type(loaded.language_model(VOCAB)).__name__ == "LanguageModel"
+    assert type(loaded.language_model(VOCAB)).__name__ == "TransformersModel"

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from specviz.models import int4, int4_decoder
-from specviz.models.language_model import LanguageModel
+from specviz.models.language_model import TransformersModel
 from specviz.models.static_cache import StaticCacheModel
 from specviz.models.tree_attention import ancestors, depths, is_chain
 from tests.test_devices import VOCAB, tiny_model
@@ -25,7 +25,7 @@ def path_of(node: int) -> list[int]:
     return path[::-1]
 
 
-def sequential_logits(model: LanguageModel, path: list[int]) -> torch.Tensor:
+def sequential_logits(model: TransformersModel, path: list[int]) -> torch.Tensor:
     """Logits [V] after the prefix and `path`'s tokens, fed as a plain sequence into a fresh cache."""
     model.reset()
     return model.feed(torch.cat([PREFIX, TOKENS[path]]))[0]
@@ -36,7 +36,7 @@ def models():
     the static cache (eager on the CPU)."""
     def lean(architecture):
         dynamic = tiny_model(architecture, 1, "cpu", torch.float32)
-        return LanguageModel(int4_decoder.Int4Decoder(dynamic.hf_model), VOCAB, dynamic.device, "lean")
+        return TransformersModel(int4_decoder.Int4Decoder(dynamic.hf_model), VOCAB, dynamic.device, "lean")
 
     def static(architecture, device="cpu"):
         dynamic = tiny_model(architecture, 2, device, torch.float32)

@@ -13,8 +13,18 @@ from pathlib import Path
 import torch
 
 from specviz.bench import run as bench_run
-from specviz.bench.run import DEFAULT_PROMPTS, METHODS, QUICK, Method, Runner, load_prompts, plan_methods, run_benchmark
-from specviz.config import OFFLINE_MODEL
+from specviz.bench.run import (
+    DEFAULT_PROMPTS,
+    HF_METHODS,
+    METHODS,
+    QUICK,
+    Method,
+    Runner,
+    load_prompts,
+    plan_methods,
+    run_benchmark,
+)
+from specviz.config import BACKENDS, LLAMA_CPP, OFFLINE_MODEL, TRANSFORMERS
 from specviz.models import loading as models
 from specviz.paths import check_outputs
 
@@ -27,6 +37,9 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=int, help="at most this many prompts per category")
     parser.add_argument("--methods", nargs="*", choices=METHODS, default=list(METHODS))
     parser.add_argument("--target", default=OFFLINE_MODEL)
+    parser.add_argument("--backend", choices=list(BACKENDS), default=TRANSFORMERS,
+                        help="what runs specviz's forwards (plain included): transformers, or llama.cpp on the GGUF "
+                             "files (then transformers' methods are left out)")
     parser.add_argument("--draft", nargs="*", default=[],
                         help="draft model ids or folders ('int4:' before one runs its 4-bit copy), 'distilled' for the "
                         "shipped draft of the offline target; "
@@ -155,9 +168,14 @@ def _main(args) -> int:
     if not prompts:
         raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
     started = time.perf_counter()
+    if args.backend == LLAMA_CPP:  # transformers' methods need its models; trees need the transformers backend
+        asked = set(args.methods) & {*HF_METHODS, "specviz_tree"}
+        if asked and args.methods != list(METHODS):
+            raise ValueError(f"{', '.join(sorted(asked))} cannot run with --backend llama.cpp")
+        args.methods = [method for method in args.methods if method not in (*HF_METHODS, "specviz_tree")]
     runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens, draft_confidence=args.draft_confidence,
                     tree_budget=args.tree_budget, trees="specviz_tree" in args.methods, draft_window=args.draft_window,
-                    draft_vocab=args.draft_vocab)
+                    draft_vocab=args.draft_vocab, backend=args.backend)
     plan = [method for method in plan_methods(args.methods, args.draft, [g for g in args.also_gammas if g != args.gamma])
             if method.label not in args.skip]
     log = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731

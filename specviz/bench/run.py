@@ -14,8 +14,12 @@ Methods (`--methods`, all by default; those needing a draft model run only with 
 - specviz_tree: token trees, γ deep, of --tree-budget nodes (0: what this machine's measured v(k) affords), for
   each draft that drafts trees (a draft model: registry's `trees`);
 - hf_prompt_lookup: generate(prompt_lookup_num_tokens=γ); hf_assisted: generate(assistant_model=…) at specviz's γ and draft stop;
-  hf_assisted_defaults: the same at transformers' defaults (20 tokens, stop below 0.4).
-specviz and specviz_adaptive run once per drafter: prompt lookup ("ngram") and each --draft model.
+  hf_assisted_defaults: the same at transformers' defaults (20 tokens, stop below 0.4);
+- llama_plain, llama_speculative, llama_ngram: llama.cpp's own tools on the same GGUF files (bench/llama_peer.py):
+  plain decoding, speculative decoding with each --draft model's GGUF at γ, and n-gram drafting at γ.
+specviz and specviz_adaptive run once per drafter: prompt lookup ("ngram") and each --draft model. With
+--backend llama.cpp, specviz's methods (plain included) run their forwards on llama.cpp (models/llama_cpp.py), and
+transformers' methods are not offered.
 """
 
 from __future__ import annotations
@@ -30,10 +34,18 @@ from pathlib import Path
 
 from specviz import engine
 from specviz.bench import hf_baselines, quality
-from specviz.config import NGRAM_DRAFTER, QUANTIZED_DRAFT_MODEL, QUANTIZED_DRAFTER, DecodeConfig, DrafterSpec
+from specviz.config import (
+    DRAFT_MODEL,
+    NGRAM_DRAFTER,
+    QUANTIZED_DRAFT_MODEL,
+    QUANTIZED_DRAFTER,
+    TRANSFORMERS,
+    DecodeConfig,
+    DrafterSpec,
+)
 from specviz.drafters import registry
 from specviz.drafters.weights import int4_copy
-from specviz.metrics import summarize
+from specviz.metrics import run_wall_ms, summarize
 from specviz.models import loading as models
 from specviz.models import profiling
 from specviz.pipeline import build_pipeline, calibrate, calibration_sizes, encode_prompt
@@ -41,7 +53,9 @@ from specviz.tree_metrics import node_budget, round_depth, summarize_tree
 
 DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
 METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "specviz_tree", "hf_prompt_lookup", "hf_assisted",
-           "hf_assisted_defaults")
+           "hf_assisted_defaults", "llama_plain", "llama_speculative", "llama_ngram")
+HF_METHODS = ("hf_generate", "hf_prompt_lookup", "hf_assisted", "hf_assisted_defaults")  # they need a transformers model
+LLAMA_METHODS = ("llama_plain", "llama_speculative", "llama_ngram")  # llama.cpp's own tools (bench/llama_peer.py)
 QUICK = dict(limit=1, max_new_tokens=32, temperatures=[0.0], repeats=1)
 
 
@@ -89,8 +103,10 @@ def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = 
     hf_assisted once per draft model."""
     plan = []
     for kind in kinds:
-        if kind in ("plain", "hf_generate", "hf_prompt_lookup"):
+        if kind in ("plain", "hf_generate", "hf_prompt_lookup", "llama_plain", "llama_ngram"):
             plan.append(Method(kind))
+        elif kind == "llama_speculative":  # a draft model's GGUF: neither prompt lookup nor a 4-bit copy of transformers'
+            plan += [Method(kind, draft) for draft in drafts if DrafterSpec.parse(draft).kind == DRAFT_MODEL]
         elif kind in ("specviz", "specviz_adaptive"):
             for drafter in [NGRAM_DRAFTER, *drafts]:
                 plan.append(Method(kind, drafter))
@@ -126,11 +142,13 @@ class Runner:
 
     def __init__(self, target: str, drafts: list[str], gamma: int, max_new_tokens: int, ngram_size: int = 3,
                  draft_confidence: float = 0.0, tree_budget: int = 0, trees: bool = False, draft_window: int = 0,
-                 draft_vocab: int = 0):
-        self.target = models.load_model(target)
-        self.assistants = {draft: self._assistant_model(draft) for draft in drafts if _assistant(draft)}
+                 draft_vocab: int = 0, backend: str = TRANSFORMERS):
+        self.backend = backend
+        self.target = models.load_model(target, backend=backend)
+        self.assistants = ({draft: self._assistant_model(draft) for draft in drafts if _assistant(draft)}
+                           if backend == TRANSFORMERS else {})
         self.base = DecodeConfig(target=target, gamma=gamma, max_new_tokens=max_new_tokens, ngram_size=ngram_size,
-                                 draft_confidence=draft_confidence, tree_budget=tree_budget).validate()
+                                 draft_confidence=draft_confidence, tree_budget=tree_budget, backend=backend).validate()
         self.levers = dict(draft_window=draft_window, draft_vocab=draft_vocab)  # for specviz's draft models only
         self.pipelines = {NGRAM_DRAFTER: build_pipeline(self.base)}
         for draft in drafts:
@@ -169,10 +187,13 @@ class Runner:
         pipeline = self.pipelines[config.draft]
         if method.kind == "plain":
             baseline = engine.baseline_decode(pipeline, prompt, config)
-            return {"token_ids": baseline.token_ids, "wall_ms": baseline.wall_ms, "step_ms": baseline.step_ms}
+            return {"token_ids": baseline.token_ids, "wall_ms": baseline.wall_ms, "step_ms": baseline.step_ms,
+                    "text": baseline.text}
         if method.kind.startswith("specviz"):
             trace = engine.run_speculative(pipeline, prompt, config)
-            return {"token_ids": trace.token_ids, "wall_ms": trace.wall_ms, "trace": trace}
+            return {"token_ids": trace.token_ids, "wall_ms": run_wall_ms(trace), "trace": trace}
+        if method.kind in LLAMA_METHODS:
+            return self._llama_tool(method, prompt, config)
         hf_method = {"hf_generate": "generate", "hf_prompt_lookup": "prompt_lookup", "hf_assisted": "assisted",
                      "hf_assisted_defaults": "assisted_defaults"}[method.kind]
         prompt_ids = encode_prompt(self.target.tokenizer, prompt, config.chat)
@@ -181,6 +202,25 @@ class Runner:
         except RuntimeError as error:  # a peer that fails on one prompt is a finding, not the benchmark's end
             return {"token_ids": [], "wall_ms": 0.0, "error": f"{type(error).__name__}: {str(error)[:300]}"}
         return {"token_ids": run.token_ids, "wall_ms": run.wall_ms}
+
+    def _llama_tool(self, method: Method, prompt: str, config: DecodeConfig) -> dict:
+        """One run of llama.cpp's own tool on the target's GGUF (and the draft's), over the chat-templated prompt; its
+        text is tokenized back into the target's ids, for the identity check against plain decoding."""
+        from specviz.bench import llama_peer
+        from specviz.models.llama_cpp import gguf_file, threads
+
+        tokenizer = self.target.tokenizer
+        text = tokenizer.decode(encode_prompt(tokenizer, prompt, config.chat))
+        settings = dict(temperature=config.temperature, seed=config.seed, threads=threads())
+        model = gguf_file(config.target)
+        if method.kind == "llama_plain":
+            run = llama_peer.plain(model, text, config.max_new_tokens, **settings)
+        else:
+            draft = gguf_file(DrafterSpec.parse(method.drafter).model) if method.drafter else None
+            run = llama_peer.speculative(model, text, config.max_new_tokens, config.gamma, draft, config.ngram_size,
+                                         **settings)
+        ids = tokenizer(run.text, add_special_tokens=False)["input_ids"]
+        return {"token_ids": ids, "tokens": run.tokens, "wall_ms": run.wall_ms, "text": run.text}
 
     def target_nll(self, prompt: str, token_ids: list[int], temperature: float) -> float | None:
         """The target's mean −log p per generated token of a run's text (quality.target_nll); None for no text."""
@@ -239,17 +279,20 @@ def _median_run(method_runs: list[dict]) -> dict:
 def _prompt_rows(item: dict, temperature: float, runs: dict) -> list[dict]:
     plain_runs = next((v for m, v in runs.items() if m.kind == "plain"), None)
     plain_ids = plain_runs[0]["token_ids"] if plain_runs else None
+    plain_text = plain_runs[0].get("text", "").strip() if plain_runs else None
     plain_step_ms = statistics.median(r["step_ms"] for r in plain_runs) if plain_runs else None
     rows = []
     for method, method_runs in runs.items():
         walls = [r["wall_ms"] for r in method_runs]
         median_run = _median_run(method_runs)
-        tokens = len(median_run["token_ids"])
+        tokens = median_run.get("tokens", len(median_run["token_ids"]))  # a llama.cpp tool counts its own
         row = {"temperature": temperature, "category": item["category"], "id": item["id"], "method": method.label,
                "kind": method.kind, "drafter": method.drafter, "tokens": tokens, "wall_ms": statistics.median(walls),
                "wall_ms_runs": walls, "rss_mb": round(peak_rss_mb(), 1)}
         row["tokens_per_s"] = 1e3 * tokens / row["wall_ms"] if row["wall_ms"] else 0.0
-        row["identical"] = (median_run["token_ids"] == plain_ids) if temperature == 0 and plain_ids is not None else None
+        same = (median_run["text"].strip() == plain_text if "tokens" in median_run  # a llama.cpp tool: by its text
+                else median_run["token_ids"] == plain_ids)
+        row["identical"] = same if temperature == 0 and plain_ids is not None else None
         if "trace" in median_run:
             row.update(_speculative_figures(median_run["trace"], plain_step_ms))
         errors = [r["error"] for r in method_runs if "error" in r]

@@ -15,13 +15,16 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from specviz.config import (
+    BACKENDS,
     BUILT_IN_DRAFTERS,
     DISTILLED_DRAFTER,
     DRAFT_MODEL,
+    LLAMA_CPP,
     MODEL_FREE_DRAFTERS,
     NGRAM_DRAFTER,
     QUANTIZED_DRAFT_MODEL,
     QUANTIZED_DRAFTER,
+    TRANSFORMERS,
     DecodeConfig,
     DrafterSpec,
 )
@@ -49,6 +52,7 @@ class DrafterKind:
     build: Builder
     assistant: bool  # transformers' generate(assistant_model=…) can run it too (the benchmark's hf_assisted)
     trees: bool = True  # it drafts token trees (a draft model grows them; drafters/tree.py), not only chains
+    backends: tuple[str, ...] = tuple(BACKENDS)  # the backends (config.BACKENDS) whose models it drafts with
 
     @property
     def written(self) -> str:
@@ -82,7 +86,7 @@ def _drafter(draft_model, config, eos_ids, twin=None) -> DraftModelDrafter:
 def _own_int4(spec, target, config, eos_ids, cache) -> Built:
     target_model = target.language_model(target.logits_width)
     step = int4_draft_step(target, cache)
-    draft_model = models.LanguageModel(step, target.logits_width, target.device, QUANTIZED_DRAFTER)
+    draft_model = models.TransformersModel(step, target.logits_width, target.device, QUANTIZED_DRAFTER)
     drafter = _drafter(draft_model, config, eos_ids, twin=target_model)  # starts from the target's prompt cache
     return Built(target_model, drafter, draft_model)
 
@@ -90,12 +94,12 @@ def _own_int4(spec, target, config, eos_ids, cache) -> Built:
 def _int4_model(spec, target, config, eos_ids, cache) -> Built:
     step, vocab = int4_model_step(spec.model, target, cache)
     target_model = target.language_model(vocab)
-    draft_model = models.LanguageModel(step, vocab, target.device, str(spec.without_lookup()))
+    draft_model = models.TransformersModel(step, vocab, target.device, str(spec.without_lookup()))
     return Built(target_model, _drafter(draft_model, config, eos_ids), draft_model)
 
 
 def _model(spec, target, config, eos_ids, cache) -> Built:
-    draft = models.load_model(spec.model, target.device, target.dtype, cache=cache)
+    draft = models.load_model(spec.model, target.device, target.dtype, cache=cache, backend=config.backend)
     try:
         vocab = models.shared_vocab_size(target, draft)
     except models.IncompatibleModels as mismatch:
@@ -131,9 +135,11 @@ KINDS = {kind.name: kind for kind in (
     DrafterKind(NGRAM_DRAFTER, "copies the tokens that followed the last few tokens' earlier match in the text, no "
                                "model", _ngram, assistant=False, trees=False),  # prompt lookup
     DrafterKind(DISTILLED_DRAFTER, "the small head distilled from the offline target, shipped in assets/", _distilled,
-                assistant=False, trees=False),  # it reads the target's hidden states of one path
-    DrafterKind(QUANTIZED_DRAFTER, "the target's own 4-bit copy, on a CPU", _own_int4, assistant=True),
-    DrafterKind(QUANTIZED_DRAFT_MODEL, "a draft model run as its 4-bit copy, on a CPU", _int4_model, assistant=True),
+                assistant=False, trees=False, backends=(TRANSFORMERS,)),  # it reads the target's hidden states of one path
+    DrafterKind(QUANTIZED_DRAFTER, "the target's own 4-bit copy, on a CPU", _own_int4, assistant=True,
+                backends=(TRANSFORMERS,)),  # torch's 4-bit kernels over the float model
+    DrafterKind(QUANTIZED_DRAFT_MODEL, "a draft model run as its 4-bit copy, on a CPU", _int4_model, assistant=True,
+                backends=(TRANSFORMERS,)),
     DrafterKind(DRAFT_MODEL, "a draft model, hub id or folder; one of another tokenizer drafts the tokens both "
                              "vocabularies share", _model, assistant=True),
 )}
@@ -163,6 +169,13 @@ def check_trees(spec: DrafterSpec) -> None:
         what = {NGRAM_DRAFTER: "Prompt lookup", DISTILLED_DRAFTER: "The distilled head"}.get(spec.kind, "This drafter")
         raise ValueError(f"{what} drafts one continuation: a token tree needs a draft model (the {spec.kind!r} drafter "
                          "drafts chains only)")
+
+
+def check_backend(spec: DrafterSpec, backend: str) -> None:
+    """ValueError in words when the drafter cannot draft on this backend (before any model loads)."""
+    if backend not in KINDS[spec.kind].backends:
+        raise ValueError(f"the {str(spec)!r} drafter runs on the {' or '.join(KINDS[spec.kind].backends)} backend, not "
+                         f"{backend}: on {LLAMA_CPP} draft with prompt lookup ('ngram') or a draft model's GGUF")
 
 
 def build(spec: DrafterSpec, target: models.LoadedModel, config: DecodeConfig, eos_ids: list[int],

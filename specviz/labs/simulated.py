@@ -46,7 +46,7 @@ def with_simulated_time(trace: Trace, c: float, baseline: Baseline) -> Trace:
     rounds = [dataclasses.replace(r, draft_ms=r.drafted * c, verify_ms=1.0, draft_forwards=r.drafted) for r in trace.rounds]
     total, tokens = simulated_time(trace, c), len(baseline.token_ids)
     baseline = dataclasses.replace(baseline, wall_ms=float(tokens), step_ms=1.0)
-    return dataclasses.replace(trace, rounds=rounds, wall_ms=total, forward_ms=total, baseline=baseline)
+    return dataclasses.replace(trace, rounds=rounds, wall_ms=total, forward_ms=total, record_ms=0.0, baseline=baseline)
 
 
 def run(overlap: float, gamma: int, c: float, max_new_tokens: int = 48, seed: int = 0, temperature: float = 1.0,

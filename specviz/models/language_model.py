@@ -1,7 +1,8 @@
-"""The narrow interface the engine calls: a causal LM with its own KV cache (feed, crop, reset), timed.
+"""The transformers backend of the LanguageModel Protocol (models/protocol.py): a causal LM with its own KV cache
+(feed, crop, reset), timed.
 
-models/loading.py builds these (LoadedModel.language_model); models/static_cache.py is the same interface over a
-preallocated cache, for CUDA graphs.
+models/loading.py builds these (LoadedModel.language_model); models/static_cache.py is the same backend over a
+preallocated cache, for CUDA graphs; models/llama_cpp.py is the llama.cpp backend.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def synchronize(device: torch.device) -> None:
         torch.mps.synchronize()
 
 
-class LanguageModel:
+class TransformersModel:
     """A causal LM with its own KV cache: feed new tokens, get their logits, crop the cache back.
 
     Only logits over the first `vocab_size` ids are returned (padded embedding rows are dropped), so two
@@ -130,7 +131,7 @@ class LanguageModel:
         with torch.inference_mode():
             if self.keep_features:
                 logits = self._feed_keeping_features(input_ids, logits_to_keep)
-            elif self.head_subset is not None and type(self)._forward is LanguageModel._forward:
+            elif self.head_subset is not None and type(self)._forward is TransformersModel._forward:
                 logits = self._forward_in_halves(input_ids, logits_to_keep, attention_mask, position_ids)
             else:  # [1, logits_to_keep, V']
                 logits = self._forward(input_ids, logits_to_keep, attention_mask, position_ids)

@@ -19,10 +19,11 @@ from dataclasses import dataclass
 import torch
 
 from specviz import job
-from specviz.config import OFFLINE_MODEL
+from specviz.config import LLAMA_CPP, OFFLINE_MODEL, TRANSFORMERS
 from specviz.models.cache import WEIGHTS, WeightsCache
-from specviz.models.language_model import LanguageModel, synchronize  # noqa: F401  (re-exported)
+from specviz.models.language_model import TransformersModel, synchronize  # noqa: F401  (re-exported)
 from specviz.models.offline import ModelUnavailable, offline_checkpoint
+from specviz.models.protocol import LanguageModel  # noqa: F401  (re-exported)
 from specviz.models.split_gguf import SPLIT_MODELS, checkpoint
 
 
@@ -78,6 +79,17 @@ class LoadedModel:
     def logits_width(self) -> int:
         return int(self.hf_model.get_output_embeddings().out_features)  # not .weight: a packed-only head would unpack
 
+    @property
+    def eos_ids(self) -> list[int]:
+        """Every id that ends generation: the tokenizer's EOS and the generation config's."""
+        ids = set()
+        for source in (self.tokenizer.eos_token_id, getattr(self.hf_model.generation_config, "eos_token_id", None)):
+            if isinstance(source, int):
+                ids.add(source)
+            elif source:
+                ids.update(int(value) for value in source)
+        return sorted(ids)
+
     def language_model(self, vocab_size: int, keep_features: bool = False) -> LanguageModel:
         """The engine's view of this model, with a KV cache of its own. On CUDA with SPECVIZ_CUDA_GRAPHS=1, one
         whose decoding forwards replay as CUDA graphs (models/static_cache.py), where the model allows it."""
@@ -87,15 +99,20 @@ class LoadedModel:
             if supports_static_cache(self.hf_model):
                 return StaticCacheModel(self.hf_model, vocab_size, self.device, self.model_id,
                                         compile_options={"mode": "reduce-overhead", "fullgraph": True})
-        return LanguageModel(self.hf_model, vocab_size, self.device, self.model_id, keep_features)
+        return TransformersModel(self.hf_model, vocab_size, self.device, self.model_id, keep_features)
 
 
 # ---------------------------------------------------------------- loading
 
 
 def load_model(model_id: str, device: torch.device | None = None, dtype: torch.dtype | None = None,
-               cache: WeightsCache = WEIGHTS) -> LoadedModel:
-    """Load (once, then from the cache) a model and its tokenizer: an offline model, a folder or a hub id."""
+               cache: WeightsCache = WEIGHTS, backend: str = TRANSFORMERS) -> LoadedModel:
+    """Load (once, then from the cache) a model and its tokenizer: an offline model, a folder or a hub id; on the
+    llama.cpp backend a GGUF (models/llama_cpp.py: a LoadedGGUF, shaped alike), on the CPU whatever `device` says."""
+    if backend == LLAMA_CPP:
+        from specviz.models.llama_cpp import load_gguf
+
+        return cache.get(("gguf", model_id), lambda: load_gguf(model_id))
     device = device or choose_device()
     dtype = dtype or choose_dtype(device)
     return cache.get(("model", model_id, device, dtype), lambda: load_fresh(model_id, device, dtype))

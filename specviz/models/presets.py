@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import torch
 
-from specviz.config import OFFLINE_DRAFTER, OFFLINE_DRAFTER_OFF_CPU, OFFLINE_MODEL, QUANTIZED_DRAFT_MODEL, DrafterSpec
+from specviz.config import (
+    LLAMA_CPP,
+    NGRAM_DRAFTER,
+    OFFLINE_DRAFTER,
+    OFFLINE_DRAFTER_OFF_CPU,
+    OFFLINE_MODEL,
+    QUANTIZED_DRAFT_MODEL,
+    TRANSFORMERS,
+    DrafterSpec,
+)
 from specviz.models.loading import choose_device
 from specviz.models.split_gguf import GEMMA_270M, QWEN_CODER_DRAFT, QWEN_CODER_TARGET
 
@@ -49,11 +58,14 @@ def preset_settings(name: str | None) -> dict:
     return dict(PRESET_SETTINGS.get(name or "", {}))
 
 
-def offline_drafter(device: torch.device | None = None) -> str:
+def offline_drafter(device: torch.device | None = None, backend: str = TRANSFORMERS) -> str:
     """The offline target's default drafter on this device: lookup, else the target's own 4-bit copy, where its
-    CPU kernels run; lookup, else the distilled draft elsewhere."""
+    CPU kernels run; lookup, else the distilled draft elsewhere; prompt lookup on llama.cpp (the target is 4-bit
+    already, and the GGUF has no smaller sibling)."""
     from specviz.models.int4 import available
 
+    if backend == LLAMA_CPP:
+        return NGRAM_DRAFTER
     return OFFLINE_DRAFTER if available(device or choose_device()) else OFFLINE_DRAFTER_OFF_CPU
 
 
@@ -63,20 +75,21 @@ def offline_drafter(device: torch.device | None = None) -> str:
 INT4_ON_CPU = (QWEN_CODER_DRAFT.model_id, "Qwen/Qwen2.5-0.5B-Instruct")
 
 
-def device_draft(draft_id: str, device: torch.device | None = None) -> str:
-    """The draft as it runs on this device: 'int4:' + draft_id for INT4_ON_CPU where the kernels run."""
+def device_draft(draft_id: str, device: torch.device | None = None, backend: str = TRANSFORMERS) -> str:
+    """The draft as it runs on this device: 'int4:' + draft_id for INT4_ON_CPU where the kernels run (on transformers;
+    llama.cpp runs the draft's GGUF as it is)."""
     from specviz.models.int4 import available
 
-    if draft_id in INT4_ON_CPU and available(device or choose_device()):
+    if draft_id in INT4_ON_CPU and backend == TRANSFORMERS and available(device or choose_device()):
         return str(DrafterSpec(QUANTIZED_DRAFT_MODEL, draft_id))
     return draft_id
 
 
-def resolve_preset(name: str) -> tuple[str, str]:
+def resolve_preset(name: str, backend: str = TRANSFORMERS) -> tuple[str, str]:
     if name == "offline":
-        return OFFLINE_MODEL, offline_drafter()
+        return OFFLINE_MODEL, offline_drafter(backend=backend)
     try:
         target, draft = PRESETS[name]
     except KeyError:
         raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
-    return target, device_draft(draft)
+    return target, device_draft(draft, backend=backend)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from specviz.models.language_model import LanguageModel
+from specviz.models.language_model import TransformersModel
 
 COMPILED_TOKENS = 32  # forwards over more new tokens than this (a prompt) run eagerly: one graph per size otherwise
 STATIC_LENGTH = 4096  # tokens the cache holds (prompt and generated): the run's limit, as max_position_embeddings is
@@ -38,7 +38,7 @@ def supports_static_cache(hf_model) -> bool:
     return not any(layer.is_sliding for layer in StaticCache(config=hf_model.config, max_cache_len=1).layers)
 
 
-class StaticCacheModel(LanguageModel):
+class StaticCacheModel(TransformersModel):
     """LanguageModel over a preallocated cache; `compile_options` (torch.compile's keyword arguments, None for
     eager) choose how the short forwards run: {"mode": "reduce-overhead", "fullgraph": True} on CUDA."""
 

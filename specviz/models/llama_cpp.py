@@ -1,0 +1,257 @@
+"""The llama.cpp backend: a GGUF run in its own quantization through the llama.cpp Python bindings.
+
+llama.cpp is what CPU users run GGUFs with: a Q4_K_M 1.5B model decodes at 26-28 tokens/s on two cores, where the
+same weights dequantized to float32 for transformers take 305 ms a token (docs/results.md). Here it runs the forwards
+only: each batch asks llama.cpp for the logits of its last `logits_to_keep` positions, which become p and q as any
+backend's do, and rolling back removes the sequence's cache entries past a position. Drafting, verification,
+recording and replay are specviz's own.
+
+    loaded = load_gguf("offline:SmolLM2-135M-Instruct")      # weights memory-mapped once (the WeightsCache keeps them)
+    model = loaded.language_model(loaded.logits_width)        # a context of its own: its own KV cache
+    model.feed(torch.tensor(prompt_ids))                      # logits [1, V] after the prompt
+
+The bindings (`llama-cpp-python`, requirements-llama.txt) build llama.cpp from source: about 12 minutes on two
+cores, once (pip caches the wheel). Nothing here imports them until a model loads.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from specviz import job
+from specviz.models.offline import ModelUnavailable
+
+BACKEND = "llama.cpp"
+INSTALL_COMMAND = "pip install -r requirements-llama.txt"  # builds llama.cpp from source, about 12 minutes
+CONTEXT_TOKENS = 4096  # each context's KV cache: prompt plus generation (the app's longest runs fit)
+BATCH_TOKENS = 512  # tokens one llama_decode reads at most; a longer prompt is read in pieces
+
+
+def available() -> bool:
+    """Whether the llama.cpp bindings are installed (without importing them)."""
+    import importlib.util
+
+    return importlib.util.find_spec("llama_cpp") is not None
+
+
+def _bindings():
+    """The bindings, quiet (llama.cpp logs every load to stderr), or ModelUnavailable with the install line."""
+    try:
+        import llama_cpp
+        from llama_cpp import _internals
+    except ImportError as error:
+        raise ModelUnavailable(f"The llama.cpp backend needs the llama.cpp Python bindings; run: {INSTALL_COMMAND} "
+                               f"({error})") from error
+    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
+    return llama_cpp, _internals
+
+
+def threads() -> int:
+    """The threads llama.cpp computes with: torch's, which models/threads.py sizes to the CPU quota."""
+    return max(torch.get_num_threads(), 1)
+
+
+@dataclass
+class LoadedGGUF:
+    """A GGUF's weights, loaded once by llama.cpp, with the transformers tokenizer read from the same file.
+
+    Shaped like loading.LoadedModel where the pipeline and the drafters' builders read it: `tokenizer`, `model_id`,
+    `device`, `dtype`, `logits_width`, `eos_ids` and `language_model()`. Each language model gets a context (a KV
+    cache) of its own over the shared weights."""
+
+    model_id: str
+    path: Path
+    weights: object  # llama_cpp._internals.LlamaModel
+    tokenizer: object
+    eos_ids: list[int] = field(default_factory=list)  # every end-of-generation id, as llama.cpp's own decoding stops
+    device: torch.device = torch.device("cpu")
+    dtype: torch.dtype = torch.float32  # of the logits; the weights keep the GGUF's own types
+    backend: str = BACKEND
+    linear_kernel: str = "llama.cpp"  # the matrix kernels (loading.LoadedModel names transformers' CPU choice here)
+
+    @property
+    def logits_width(self) -> int:
+        return int(self.weights.n_vocab())
+
+    def language_model(self, vocab_size: int, keep_features: bool = False) -> LlamaCppModel:
+        if keep_features:
+            raise ValueError("the llama.cpp backend returns logits only: a drafter that reads the target's hidden "
+                             "states (the distilled head) needs the transformers backend")
+        return LlamaCppModel(self, vocab_size)
+
+
+def load_gguf(model_id: str, path: Path | None = None) -> LoadedGGUF:
+    """Load a GGUF (an offline model's, else the file `model_id` names) with llama.cpp, memory-mapped, on the CPU."""
+    llama_cpp, internals = _bindings()
+    path = Path(path or gguf_file(model_id))
+    job.stage(f"Loading {model_id} with llama.cpp ({path.name})")
+    params = llama_cpp.llama_model_default_params()
+    params.n_gpu_layers = 0  # the CPU: the regime this backend is here to show
+    try:
+        weights = internals.LlamaModel(path_model=str(path), params=params, verbose=False)
+    except ValueError as error:
+        raise ModelUnavailable(f"llama.cpp could not load {path} ({error}).") from error
+    tokenizer = gguf_tokenizer(model_id, path)
+    eos = sorted({token for token in range(weights.n_vocab()) if llama_cpp.llama_vocab_is_eog(weights.vocab, token)})
+    return LoadedGGUF(model_id, path, weights, tokenizer, eos)
+
+
+def gguf_file(model_id: str) -> Path:
+    """The GGUF behind an offline model id (the embedded SmolLM2, a split model assembled from its parts), or a
+    .gguf file's path; ModelUnavailable in one sentence otherwise."""
+    from specviz.config import OFFLINE_MODEL
+    from specviz.models.offline import gguf_path
+    from specviz.models.split_gguf import SPLIT_MODELS, assembled_gguf
+
+    if model_id == OFFLINE_MODEL:
+        return gguf_path()
+    if model_id in SPLIT_MODELS:
+        return assembled_gguf(SPLIT_MODELS[model_id])
+    path = Path(os.path.expanduser(model_id))
+    if path.suffix == ".gguf" and path.is_file():
+        return path
+    raise ModelUnavailable(f"The llama.cpp backend runs GGUF files: an offline model or a path to a .gguf file, not "
+                           f"{model_id!r}.")
+
+
+def gguf_tokenizer(model_id: str, path: Path):
+    """The transformers tokenizer stored in the GGUF (ids, chat template, EOS), read from the file once and then
+    from a folder in the cache (reading a 150k-token vocabulary from a GGUF takes seconds)."""
+    from transformers import AutoTokenizer
+
+    from specviz.models.offline import cache_root
+
+    stat = path.stat()
+    folder = cache_root() / "tokenizers" / f"{path.stem}-{stat.st_size}"
+    if (folder / "tokenizer_config.json").is_file():
+        return AutoTokenizer.from_pretrained(folder)
+    job.stage(f"Reading {model_id}'s tokenizer from its GGUF, once")
+    tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    staging = folder.with_name(folder.name + f".partial-{os.getpid()}")
+    tokenizer.save_pretrained(staging)
+    if folder.exists():  # another process saved it meanwhile
+        shutil.rmtree(staging, ignore_errors=True)
+    else:
+        os.replace(staging, folder)
+    return tokenizer
+
+
+class LlamaCppModel:
+    """The LanguageModel Protocol (models/protocol.py) over one llama.cpp context: sequence 0 of its KV cache.
+
+    feed() puts k tokens in one llama_decode at positions cached_length.., asking for logits at the last
+    logits_to_keep of them; crop() removes the sequence's entries from a position on. Chains only: a token tree
+    would need one llama.cpp sequence per path (feed_tree refuses one).
+    """
+
+    def __init__(self, loaded: LoadedGGUF, vocab_size: int, context_tokens: int = CONTEXT_TOKENS):
+        llama_cpp, internals = _bindings()
+        self._llama_cpp = llama_cpp
+        self.loaded = loaded
+        self.name = loaded.model_id
+        self.vocab_size = vocab_size
+        self.device = torch.device("cpu")
+        self.max_length = min(context_tokens, int(loaded.weights.n_ctx_train()) or context_tokens)
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx, params.n_batch, params.n_ubatch = self.max_length, BATCH_TOKENS, BATCH_TOKENS
+        params.n_threads = params.n_threads_batch = threads()
+        params.swa_full = True  # a sliding-window layer keeps every entry, so a rollback never needs a re-read
+        # flash attention on auto, as llama.cpp's own tools run (the bindings' Llama class turns it off): the logits
+        # then equal llama-completion's, which the benchmark compares with
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
+        self.context = internals.LlamaContext(model=loaded.weights, params=params, verbose=False)
+        self.batch = internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=1, verbose=False)
+        self.width = loaded.logits_width  # of each logits row llama.cpp writes
+        self._cached_length = 0
+        self.tree_parents: list[int] = []  # a chain fed by feed_tree, until keep_path
+        self.tokens_fed = self.forward_calls = 0
+        self.forward_seconds = 0.0
+
+    @property
+    def cached_length(self) -> int:
+        return self._cached_length
+
+    def reset(self) -> None:
+        self.context.kv_cache_clear()
+        self._cached_length = 0
+        self.tree_parents = []
+
+    def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1, sync: bool = True) -> torch.Tensor:
+        """Append token_ids [k]; logits [logits_to_keep, vocab_size] (float32, CPU) of the last positions."""
+        if self.tree_parents:
+            raise ValueError(f"{self.name}: keep a path of the token tree (keep_path) before feeding a sequence")
+        return self._feed(token_ids.view(-1).tolist(), logits_to_keep)
+
+    def feed_tree(self, token_ids: torch.Tensor, parents: list[int], logits_to_keep: int | None = None,
+                  sync: bool = True) -> torch.Tensor:
+        """A chain given as a tree (each entry a child of the one before): fed as a sequence, kept by keep_path."""
+        every_parent = self.tree_parents + [int(parent) for parent in parents]
+        if every_parent != list(range(-1, len(every_parent) - 1)) or len(parents) != token_ids.numel():
+            raise ValueError(f"{self.name}: the llama.cpp backend verifies chains only, not token trees")
+        logits = self._feed(token_ids.view(-1).tolist(), logits_to_keep or len(parents))
+        self.tree_parents = every_parent
+        return logits
+
+    def keep_path(self, path: list[int]) -> None:
+        if path != list(range(len(path))) or len(path) > len(self.tree_parents):
+            raise ValueError(f"{self.name}: {path} is not a path from the root of the chain")
+        base = self._cached_length - len(self.tree_parents)
+        self.tree_parents = []
+        self.crop(base + len(path))
+
+    def crop(self, length: int) -> None:
+        """Remove the cache's entries from position `length` on."""
+        if self.tree_parents:
+            if length > self._cached_length - len(self.tree_parents):
+                raise ValueError(f"{self.name}: crop into a token tree; keep a path of it first (keep_path)")
+            self.tree_parents = []
+        if length < self._cached_length:
+            if not self.context.kv_cache_seq_rm(0, length, -1):
+                raise RuntimeError(f"{self.name}: llama.cpp could not remove cache entries after position {length}")
+            self._cached_length = length
+
+    def _feed(self, ids: list[int], logits_to_keep: int) -> torch.Tensor:
+        job.check()  # a stopped run ends here, before the next forward
+        if not ids or not 1 <= logits_to_keep <= len(ids):
+            raise ValueError(f"{self.name}: feed {len(ids)} tokens keeping the logits of {logits_to_keep}")
+        if self._cached_length + len(ids) > self.max_length:
+            raise ValueError(f"{self.name}: {self._cached_length + len(ids)} tokens overflow the context of "
+                             f"{self.max_length}")
+        started = time.perf_counter()
+        rows = []
+        for start in range(0, len(ids), BATCH_TOKENS):  # a long prompt in pieces; a round's tokens in one batch
+            piece = ids[start:start + BATCH_TOKENS]
+            keep = max(0, logits_to_keep - (len(ids) - start - len(piece)))  # of this piece's last positions
+            rows.append(self._decode(piece, min(keep, len(piece))))
+        logits = torch.cat([row for row in rows if row.numel()])[-logits_to_keep:]  # [logits_to_keep, V]
+        self.forward_seconds += time.perf_counter() - started
+        self.tokens_fed += len(ids)
+        self.forward_calls += 1
+        return logits[:, : self.vocab_size]
+
+    def _decode(self, ids: list[int], keep: int) -> torch.Tensor:
+        """One llama_decode of ids at the next positions; logits [keep, width] of the last `keep` (copied out)."""
+        batch = self.batch.batch
+        batch.n_tokens = len(ids)
+        for index, token in enumerate(ids):
+            batch.token[index] = token
+            batch.pos[index] = self._cached_length + index
+            batch.n_seq_id[index] = 1
+            batch.seq_id[index][0] = 0
+            batch.logits[index] = index >= len(ids) - keep
+        self.context.decode(self.batch)
+        self._cached_length += len(ids)
+        if keep == 0:
+            return torch.empty(0, self.width)
+        pointer = self._llama_cpp.llama_get_logits(self.context.ctx)  # the kept rows, in batch order: [keep, width]
+        rows = np.ctypeslib.as_array(ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(keep, self.width))
+        return torch.from_numpy(rows.copy())

@@ -1,0 +1,99 @@
+"""The llama.cpp backend on the embedded SmolLM2-135M GGUF: greedy speculative decoding gives llama.cpp's own plain
+decoding token for token, sampling replays, and what the backend cannot do is refused before any model loads."""
+
+import json
+
+import pytest
+import torch
+
+from specviz import engine
+from specviz.config import LLAMA_CPP, OFFLINE_MODEL, DecodeConfig
+from specviz.models import llama_cpp, offline
+from specviz.pipeline import build_pipeline, encode_prompt
+
+# The real GGUF on llama.cpp: seconds, so the slow tier
+LLAMA_CPP_MARKS = [pytest.mark.slow, pytest.mark.skipif(
+    not llama_cpp.available() or offline.installed_gguf() is None,
+    reason=f"needs the llama.cpp bindings ({llama_cpp.INSTALL_COMMAND}) and {offline.INSTALL_COMMAND}")]
+
+
+def llama_cpp_only(test):
+    for mark in LLAMA_CPP_MARKS:
+        test = mark(test)
+    return test
+
+PROMPT = "List the days of the week, then list them again in the same order."
+
+
+def config(**changes) -> DecodeConfig:
+    settings = dict(target=OFFLINE_MODEL, draft="ngram", gamma=4, max_new_tokens=48, backend=LLAMA_CPP)
+    return DecodeConfig(**{**settings, **changes}).validate()
+
+
+@llama_cpp_only
+def test_greedy_speculative_decoding_is_llama_cpps_own_plain_decoding():
+    import llama_cpp as bindings
+
+    pipeline = build_pipeline(config())
+    trace = engine.run_speculative(pipeline, PROMPT, config())
+    plain = engine.baseline_decode(pipeline, PROMPT, config())
+    assert trace.token_ids == plain.token_ids and len(trace.token_ids) > 10
+    assert sum(round_.accepted for round_ in trace.rounds) > 0  # the days repeat: prompt lookup's drafts were verified
+
+    # llama.cpp's own greedy loop (the bindings' Llama.generate) over the same prompt ids. Its Llama class turns flash
+    # attention off by default, where llama.cpp's tools and this backend leave it on auto (on, on a CPU): that moves
+    # the logits by up to 0.2 here and picks another token at the 9th step, so it is asked for here as they run.
+    prompt_ids = encode_prompt(pipeline.tokenizer, PROMPT, True)
+    own = bindings.Llama(model_path=str(pipeline.target.loaded.path), n_ctx=512, n_threads=torch.get_num_threads(),
+                         flash_attn=True, verbose=False)
+    generated = []
+    for token in own.generate(prompt_ids, temp=0.0, top_k=1, reset=True):
+        generated.append(token)
+        if token in pipeline.eos_ids or len(generated) == len(plain.token_ids):
+            break
+    assert generated == plain.token_ids
+
+
+@llama_cpp_only
+def test_a_sampled_run_on_llama_cpp_replays_round_for_round():
+    from specviz.replay import first_difference
+
+    sampled = config(temperature=1.0, seed=7, max_new_tokens=32)
+    trace = engine.run_speculative(build_pipeline(sampled), PROMPT, sampled)
+    assert trace.config["backend"] == LLAMA_CPP
+    assert first_difference(trace) is None
+
+
+@pytest.mark.parametrize("changes, refusal", [
+    (dict(tree=True), "llama.cpp backend verifies chains"),
+    (dict(draft_vocab=100, draft="int4:x"), "llama.cpp backend verifies chains"),
+])
+def test_what_llama_cpp_cannot_run_is_refused_by_the_config(changes, refusal):
+    with pytest.raises(ValueError, match=refusal):
+        config(**changes)
+
+
+def test_a_drafter_of_the_transformers_backend_alone_is_refused_before_any_model_loads(monkeypatch):
+    from specviz.models import loading
+
+    monkeypatch.setattr(loading, "load_model", lambda *a, **k: pytest.fail("a model loaded"))
+    with pytest.raises(ValueError, match="runs on the transformers backend, not llama.cpp"):
+        build_pipeline(config(draft="ngram+int4"))
+
+
+def test_a_model_that_is_no_gguf_is_refused_in_one_sentence():
+    from specviz.models.offline import ModelUnavailable
+
+    with pytest.raises(ModelUnavailable, match="runs GGUF files"):
+        llama_cpp.gguf_file("Qwen/Qwen2.5-0.5B-Instruct")
+
+
+@llama_cpp_only
+def test_the_cli_names_the_backend_and_plain_decodings_rate(capsys):
+    from specviz.cli import main
+
+    code = main(["generate", "--prompt", PROMPT, "--backend", "llama.cpp", "--max-new-tokens", "24", "--baseline",
+                 "--json"])
+    summary = json.loads(capsys.readouterr().out)
+    assert code == 0 and summary["backend"] == "llama.cpp" and summary["identical"] is True
+    assert summary["speedup_measured"] == pytest.approx(summary["tokens_per_s"] / summary["baseline_tokens_per_s"])

@@ -1,0 +1,96 @@
+"""One contract for every model backend (models/protocol.py): the tests' fakes, the labs' simulated models,
+transformers and llama.cpp. Each must give a prefix's logits whatever way the prefix was fed (at once, a token at a
+time, as a chain given as a tree), and forget what a crop or a reset removed."""
+
+import pytest
+import torch
+
+from specviz.models.protocol import LanguageModel
+from tests.fakes import FakeLanguageModel
+
+PROMPT = [5, 9, 2, 7, 7, 3, 11, 4]
+
+
+def fake():
+    return FakeLanguageModel(16, salt=3), 0.0
+
+
+def simulated():
+    from specviz.labs.simulated_models import SimulatedModel, SimulatedWorld
+
+    return SimulatedModel(SimulatedWorld(16, 0, 2.0), 1.0), 0.0
+
+
+def transformers_tiny():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from specviz.models.language_model import TransformersModel
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1)
+    return TransformersModel(LlamaForCausalLM(config).eval(), 32, torch.device("cpu"), "tiny"), 1e-4
+
+
+def llama_cpp_offline():
+    """The embedded SmolLM2-135M GGUF on llama.cpp: a batched forward and one-token forwards round differently, so
+    rows agree to a tolerance (their argmaxes are checked exactly in test_llama_cpp.py)."""
+    from specviz.config import LLAMA_CPP, OFFLINE_MODEL
+    from specviz.models import llama_cpp, loading, offline
+
+    if not llama_cpp.available() or offline.installed_gguf() is None:
+        pytest.skip(f"needs the llama.cpp bindings ({llama_cpp.INSTALL_COMMAND}) and {offline.INSTALL_COMMAND}")
+    loaded = loading.load_model(OFFLINE_MODEL, backend=LLAMA_CPP)
+    return loaded.language_model(loaded.logits_width), 0.05
+
+
+BACKENDS = [fake, simulated, transformers_tiny, pytest.param(llama_cpp_offline, marks=pytest.mark.slow)]
+
+
+@pytest.fixture(params=BACKENDS, ids=["fake", "simulated", "transformers", "llama.cpp"])
+def backend(request):
+    return request.param()
+
+
+def test_every_backend_satisfies_the_protocol(backend):
+    model, _ = backend
+    assert isinstance(model, LanguageModel)
+    assert model.vocab_size > 0 and model.max_length > len(PROMPT) and model.device.type == "cpu"
+
+
+def test_a_prefix_fed_at_once_or_token_by_token_gives_the_same_logits(backend):
+    model, tolerance = backend
+    model.reset()
+    at_once = model.feed(torch.tensor(PROMPT), logits_to_keep=3)  # [3, V]
+    assert at_once.shape == (3, model.vocab_size) and at_once.dtype == torch.float32
+    assert model.cached_length == len(PROMPT)
+    model.reset()
+    assert model.cached_length == 0
+    model.feed(torch.tensor(PROMPT[:-3]))
+    one_by_one = torch.cat([model.feed(torch.tensor([token])) for token in PROMPT[-3:]])
+    torch.testing.assert_close(one_by_one, at_once, atol=tolerance, rtol=tolerance)
+
+
+def test_a_crop_forgets_what_it_removed(backend):
+    model, tolerance = backend
+    model.reset()
+    expected = model.feed(torch.tensor(PROMPT))  # [1, V] after the whole prompt
+    calls, fed = model.forward_calls, model.tokens_fed
+    model.feed(torch.tensor([1, 2, 3]))  # a draft that is then rejected
+    model.crop(len(PROMPT) - 1)
+    assert model.cached_length == len(PROMPT) - 1
+    again = model.feed(torch.tensor(PROMPT[-1:]))
+    torch.testing.assert_close(again, expected, atol=tolerance, rtol=tolerance)
+    assert (model.forward_calls, model.tokens_fed) == (calls + 2, fed + 4)
+
+
+def test_a_chain_fed_as_a_tree_keeps_the_accepted_path(backend):
+    model, tolerance = backend
+    model.reset()
+    model.feed(torch.tensor(PROMPT[:4]))
+    rows = model.feed_tree(torch.tensor(PROMPT[4:7]), [-1, 0, 1])  # [3, V]: one row per entry
+    assert rows.shape == (3, model.vocab_size)
+    model.keep_path([0, 1])  # the third entry rejected
+    assert model.cached_length == 6 and model.tree_parents == []
+    after = model.feed(torch.tensor(PROMPT[6:7]))
+    torch.testing.assert_close(after, rows[2:3], atol=tolerance, rtol=tolerance)
