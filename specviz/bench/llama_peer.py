@@ -98,7 +98,7 @@ class PeerRun:
 
 def _common(model: Path, prompt_file: Path, max_new_tokens: int, temperature: float, seed: int, threads: int) -> list[str]:
     return ["-m", str(model), "-f", str(prompt_file), "-n", str(max_new_tokens), "--temp", str(temperature),
-            "--seed", str(seed), "-t", str(threads), "-tb", str(threads), "-c", "4096", "--no-warmup"]
+            "--seed", str(seed), "-t", str(threads), "-tb", str(threads), "-c", "4096"]
 
 
 def plain(model: Path, prompt: str, max_new_tokens: int, temperature: float = 0.0, seed: int = 0,
@@ -116,18 +116,19 @@ def speculative(model: Path, prompt: str, max_new_tokens: int, draft_max: int, d
                 ngram: int = 3, temperature: float = 0.0, seed: int = 0, threads: int = 2) -> PeerRun:
     """llama-speculative-simple: with a draft model's GGUF, else n-gram drafting over the context (`ngram` tokens
     matched, at most draft_max drafted, as specviz's prompt lookup)."""
-    drafter = (["-md", str(draft), "--draft-min", "0"] if draft is not None else
-               ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(ngram), "--spec-ngram-simple-size-m",
-                str(draft_max), "--spec-ngram-simple-min-hits", "1"])
-    output = _run(["llama-speculative-simple", "--draft-max", str(draft_max), *drafter], model, prompt,
-                  max_new_tokens, temperature, seed, threads)
+    drafter = (["--spec-type", "draft-simple", "-md", str(draft), "--spec-draft-n-max", str(draft_max), "--spec-draft-n-min", "0"] if draft is not None
+               else ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(ngram), "--spec-ngram-simple-size-m",
+                     str(draft_max), "--spec-ngram-simple-min-hits", "1"])
+    output = _run(["llama-speculative-simple", *drafter], model, prompt, max_new_tokens, temperature, seed, threads)
     log = output.stdout + output.stderr
     encoded = re.search(r"encoded\s+(\d+) tokens in\s+([\d.]+) seconds", log)
     decoded = re.search(r"decoded\s+(\d+) tokens in\s+([\d.]+) seconds", log)
     drafted, accepted = re.search(r"n_drafted\s*=\s*(\d+)", log), re.search(r"n_accept\s*=\s*(\d+)", log)
     if not (encoded and decoded):
         raise RuntimeError(f"llama-speculative-simple printed no timings: {log[-500:]}")
-    return PeerRun(output.stdout, int(decoded.group(1)), 1e3 * float(encoded.group(2)), 1e3 * float(decoded.group(2)),
+    text = output.stdout.lstrip("\n")  # the tool echoes the prompt's pieces before what it generates
+    text = text[len(prompt):] if text.startswith(prompt) else text
+    return PeerRun(text, int(decoded.group(1)), 1e3 * float(encoded.group(2)), 1e3 * float(decoded.group(2)),
                    int(drafted.group(1)) if drafted else None, int(accepted.group(1)) if accepted else None)
 
 
@@ -151,7 +152,7 @@ def _run(command: list[str], model: Path, prompt: str, max_new_tokens: int, temp
     if not built():
         raise RuntimeError("llama.cpp's tools are not built: python -m specviz.bench.llama_peer build")
     with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8") as prompt_file:
-        prompt_file.write(prompt)
+        prompt_file.write(prompt + "\n")  # the tools drop one trailing newline from a prompt file (a chat prompt ends in one)
         prompt_file.flush()
         argv = [str(tools_dir() / command[0]), *command[1:],
                 *_common(model, Path(prompt_file.name), max_new_tokens, temperature, seed, threads)]

@@ -96,6 +96,10 @@ def load_gguf(model_id: str, path: Path | None = None) -> LoadedGGUF:
     job.stage(f"Loading {model_id} with llama.cpp ({path.name})")
     params = llama_cpp.llama_model_default_params()
     params.n_gpu_layers = 0  # the CPU: the regime this backend is here to show
+    # No repacked copy of the weights: llama.cpp's CPU repacking copies the quantized weights into an interleaved
+    # layout beside the mapped file (0.6 GB more for the 1.5B), and it pays only for batches of 8 tokens and more
+    # (docs/results.md), not for a round's few
+    params.use_extra_bufts = False
     try:
         weights = internals.LlamaModel(path_model=str(path), params=params, verbose=False)
     except ValueError as error:
