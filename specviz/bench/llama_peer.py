@@ -116,9 +116,12 @@ def speculative(model: Path, prompt: str, max_new_tokens: int, draft_max: int, d
                 ngram: int = 3, temperature: float = 0.0, seed: int = 0, threads: int = 2) -> PeerRun:
     """llama-speculative-simple: with a draft model's GGUF, else n-gram drafting over the context (`ngram` tokens
     matched, at most draft_max drafted, as specviz's prompt lookup)."""
-    drafter = (["--spec-type", "draft-simple", "-md", str(draft), "--spec-draft-n-max", str(draft_max), "--spec-draft-n-min", "0"] if draft is not None
-               else ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(ngram), "--spec-ngram-simple-size-m",
-                     str(draft_max), "--spec-ngram-simple-min-hits", "1"])
+    if draft is not None:
+        drafter = ["--spec-type", "draft-simple", "-md", str(draft), "--spec-draft-n-max", str(draft_max),
+                   "--spec-draft-n-min", "0"]
+    else:
+        drafter = ["--spec-type", "ngram-simple", "--spec-ngram-simple-size-n", str(ngram), "--spec-ngram-simple-size-m",
+                   str(draft_max), "--spec-ngram-simple-min-hits", "1"]
     output = _run(["llama-speculative-simple", *drafter], model, prompt, max_new_tokens, temperature, seed, threads)
     log = output.stdout + output.stderr
     encoded = re.search(r"encoded\s+(\d+) tokens in\s+([\d.]+) seconds", log)
