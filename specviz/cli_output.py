@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 from specviz.config import TRANSFORMERS
 from specviz.counters import engine_counters
+from specviz.speedup import waterfall
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
 from specviz.tree_metrics import summarize_tree, why_no_tree
 from specviz.vocab_metrics import shared_mass
@@ -40,9 +41,30 @@ def json_summary(trace, metrics, parting=None) -> dict:
         summary["shared_mass"] = across.overall
     if trace.baseline is not None:
         summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
+    reconciled = waterfall(trace, metrics.alpha)
+    if reconciled is not None:  # speedup.py: predicted ms per token, the named parts, measured ms per token
+        summary["speedup_waterfall"] = reconciled.to_dict()
     if parting is not None:
         summary["parting"] = {**asdict(parting), "is_tie": parting.is_tie}
     return summary
+
+
+def speedup_lines(trace, metrics) -> list[str]:
+    """The measured speedup (where a plain run was timed) and the predicted one, then the waterfall between them."""
+    predicted = f"predicted {metrics.speedup_predicted:.2f}x from α, c and v(k)" if metrics.speedup_predicted else ""
+    if metrics.speedup_measured is None:
+        lines = [f"speedup: {predicted or 'none predicted'}; --baseline measures it"]
+    else:
+        lines = [f"speedup: measured {metrics.speedup_measured:.2f}x ({metrics.tokens_per_s:.1f} tokens/s ÷ plain "
+                 f"decoding's {metrics.baseline_tokens_per_s:.1f}, this process); {predicted}; identical output: "
+                 f"{metrics.identical}"]
+    reconciled = waterfall(trace, metrics.alpha)
+    if reconciled is not None:
+        parts = " ".join(f"{'+' if ms >= 0 else '−'} {name} {abs(ms):.1f}" for name, ms in reconciled.parts)
+        lines.append(f"ms per token: predicted {reconciled.predicted_ms:.1f} {parts} = this run {reconciled.measured_ms:.1f}"
+                     + ("" if reconciled.plain_ms is None else f"; plain decoding {reconciled.plain_ms:.1f} "
+                        f"(one step {reconciled.step_ms:.1f})"))
+    return lines
 
 
 def _rates(values) -> str:
@@ -75,9 +97,7 @@ def print_summary(trace, metrics, parting=None) -> None:
     print(f"round anatomy: draft {metrics.draft_ms_per_round:.1f} ms + verify {metrics.verify_ms_per_round:.1f} ms per round, "
           f"of which {metrics.overhead_ms_per_round:.1f} ms outside model forwards; "
           f"c = {metrics.c:.3f} ({metrics.c_basis}); {metrics.tokens_per_s:.1f} tokens/s")
-    line = f"theoretical speedup {metrics.speedup_theoretical:.2f}x"
-    if metrics.speedup_measured is not None:
-        line += f"; measured {metrics.speedup_measured:.2f}x against plain decoding; identical output: {metrics.identical}"
-    print(line)
+    for line in speedup_lines(trace, metrics):
+        print(line)
     if parting is not None:
         print(parting.describe())

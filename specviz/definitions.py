@@ -71,12 +71,13 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
         "the plain run decodes the same prompt on the same target, backend and settings in this process (tick compare "
         "with plain decoding); both times run from the prompt's first forward to the last token, so every overhead, "
         "the recording of the rounds and a verify forward's real cost are in it"),
+    "speedup_predicted": Definition(
+        "predicted speedup", "Σ E(α, k) ÷ Σ (k·c + v(k + 1)) over the rounds",
+        "what this run's α, c and the target's measured v(k) predict, k being each round's drafts; Round anatomy's "
+        "waterfall walks from it to the measured speedup in milliseconds per token"),
     "baseline_tokens_per_s": Definition(
         "plain tokens/s", "the plain run's tokens ÷ its wall time",
         "plain decoding of the same prompt, one target forward per token, prompt read included"),
-    "rounds_against_plain": Definition(
-        "rounds against plain steps", "the tokens of the rounds shown × one target step ÷ the time those rounds took",
-        "Round anatomy's estimate from this run's timed rounds, round 1 (which encodes the prompt) left out"),
     "tokens_per_s": Definition("tokens/s", "generated tokens ÷ this run's wall time (recording the rounds included)",
                                "model loading, the plain run and drawing the views are not in it"),
     "overhead": Definition(

@@ -7,7 +7,6 @@ Each number's definition is in definitions.DEFINITIONS (re-exported here); the v
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
@@ -15,6 +14,17 @@ import torch
 
 from specviz import theory
 from specviz.definitions import DEFINITIONS, Definition  # noqa: F401  (quoted from metrics by the views)
+from specviz.speedup import (  # noqa: F401  (c's steps, v(k) and the speedups: read from metrics by the views)
+    C_BASES,
+    WARM_UP_ROUNDS,
+    baseline_tokens_per_s,
+    estimate_verify_cost,
+    measured_speedup,
+    run_wall_ms,
+    step_costs,
+    tokens_per_s,
+    waterfall,
+)
 from specviz.trace import Trace
 from specviz.tree_metrics import depth_counts, round_depth
 
@@ -49,6 +59,7 @@ class Metrics:
     baseline_tokens_per_s: float | None  # "baseline_tokens_per_s": the plain run's tokens / its wall time
     speedup_theoretical: float  # "speedup_theoretical": Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' k_r
     speedup_measured: float | None  # "speedup_measured": tokens_per_s / baseline_tokens_per_s (measured_speedup)
+    speedup_predicted: float | None  # "speedup_predicted": Σ E(α, k) / Σ (k c + v(k + 1)), beside the measured one
     identical: bool | None  # generated ids equal the baseline's (meaningful at temperature 0)
 
     def to_dict(self) -> dict:
@@ -96,37 +107,9 @@ def summarize(trace: Trace) -> Metrics:
         baseline_tokens_per_s=baseline_tokens_per_s(trace),
         speedup_theoretical=theory.speedup_over_rounds(alpha, depths, c) if depths else 0.0,
         speedup_measured=measured_speedup(trace),
+        speedup_predicted=predicted.predicted if (predicted := waterfall(trace, alpha)) is not None else None,
         identical=identical,
     )
-
-
-def run_wall_ms(trace: Trace) -> float:
-    """The speculative run's whole wall time: its rounds from the prompt's first forward to the last token, and the
-    recording of each round for the views (the plain run has none: it is a cost of showing the rounds)."""
-    return trace.wall_ms + trace.record_ms
-
-
-def tokens_per_s(trace: Trace) -> float:
-    """DEFINITIONS["tokens_per_s"]: generated tokens over run_wall_ms; 0 before any time passed."""
-    wall_ms = run_wall_ms(trace)
-    return 1e3 * len(trace.token_ids) / wall_ms if wall_ms > 0 else 0.0
-
-
-def baseline_tokens_per_s(trace: Trace) -> float | None:
-    """DEFINITIONS["baseline_tokens_per_s"]: the plain run's tokens over its wall time, prompt read included as in
-    tokens_per_s; None without a plain run."""
-    baseline = trace.baseline
-    if baseline is None or not baseline.token_ids or baseline.wall_ms <= 0:
-        return None
-    return 1e3 * len(baseline.token_ids) / baseline.wall_ms
-
-
-def measured_speedup(trace: Trace) -> float | None:
-    """THE measured speedup (DEFINITIONS["speedup_measured"]), the one every surface shows: this run's tokens per
-    second over a plain run's of the same prompt, target, settings and process. None without a plain run, or
-    before this run generated anything."""
-    plain = baseline_tokens_per_s(trace)
-    return tokens_per_s(trace) / plain if plain and trace.token_ids else None
 
 
 def measured_gamma(trace: Trace) -> float:
@@ -134,73 +117,6 @@ def measured_gamma(trace: Trace) -> float:
     if trace.config.get("adaptive"):
         return sum(r.drafted for r in trace.rounds) / len(trace.rounds)
     return int(trace.config["gamma"])
-
-
-WARM_UP_ROUNDS = 2  # round 1 also encodes the prompt; round 2 still pays first-call costs (allocations, caches)
-
-
-C_BASES = {  # where step_costs took c's two steps from, as the page words it
-    "calibrated": "both timed once per model pair on this device, alternating forwards",
-    "calibrated target": "draft step: this run's median; target step: timed once per model on this device",
-    "baseline": "draft step: this run's median; target step: the plain run's median step",
-    "verify": "draft step: this run's median; target step: this run's median verify forward (overstates it on a CPU)",
-}
-
-
-def step_costs(trace: Trace) -> tuple[float, float, str]:
-    """(draft step ms, target step ms, basis) for c: DEFINITIONS["draft_step"] and ["target_step"]; basis is a
-    key of C_BASES.
-
-    Steps timed once per model pair (pipeline.calibrate: Trace.draft_step_ms, Trace.target_forward_ms[0]) come
-    first: identical reruns then show the same c, whatever a busy machine or the views drawn meanwhile do to one
-    run. Else the run's rounds give the draft step: the median draft time per forward, warm-up rounds left out
-    (per drafted token for prompt lookup, which makes no forward); and the target step is the baseline's median
-    step, else the calibrated one, else the median verify forward (k + 1 tokens: it overstates a step on a CPU).
-    """
-    if trace.draft_step_ms > 0 and trace.target_forward_ms:
-        return trace.draft_step_ms, trace.target_forward_ms[0], "calibrated"
-    steady = trace.rounds[WARM_UP_ROUNDS:] if len(trace.rounds) > WARM_UP_ROUNDS + 2 else trace.rounds[1:] or trace.rounds
-    per_forward = [r.draft_ms / r.draft_forwards for r in steady if r.draft_forwards]
-    if per_forward:
-        draft_step_ms = statistics.median(per_forward)
-    else:
-        drafted = sum(r.drafted for r in steady)
-        draft_step_ms = sum(r.draft_ms for r in steady) / drafted if drafted else 0.0
-    if trace.baseline is not None:
-        return draft_step_ms, trace.baseline.step_ms, "baseline"
-    if trace.target_forward_ms:
-        return draft_step_ms, trace.target_forward_ms[0], "calibrated target"
-    verify = [r.verify_ms for r in steady]
-    return draft_step_ms, statistics.median(verify) if verify else 0.0, "verify"
-
-
-def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | None:
-    """v(k) for k = 1..max_k from this run's own timings: target forwards over k tokens relative to one.
-
-    Each round after the first fed the target k = drafted + 1 tokens. A least-squares line through the mean
-    verify time at each k seen in at least two rounds (and the baseline's one-token step, when it ran) gives
-    v(k) = t(k) / t(1). A k seen once is left out: a draft that almost always drafts γ leaves one short round at
-    the end, and a line through that single timing and the rest extrapolates t(1) from noise. None when fewer
-    than two k remain. A calibrated trace (Trace.target_forward_ms) gives v(k) from those timings instead, with
-    theory.verify_cost_at's extrapolation beyond them.
-    """
-    measured = trace.target_forward_ms
-    if len(measured) >= 2 and measured[0] > 0:
-        table = {k: ms / measured[0] for k, ms in enumerate(measured, start=1)}
-        return {k: max(theory.verify_cost_at(table, k), 1.0) if k > 1 else 1.0 for k in range(1, max_k + 1)}
-    by_size: dict[int, list[float]] = {}
-    for round_ in trace.rounds[1:]:
-        by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)
-    points = {k: sum(v) / len(v) for k, v in by_size.items() if len(v) >= 2}
-    if trace.baseline is not None:
-        points[1] = trace.baseline.step_ms
-    if len(points) < 2:
-        return None
-    slope, intercept = theory.fit_line(list(points.items()))  # milliseconds against k
-    if slope < 0:  # timing noise must not make longer verifies cheaper: the flat line through the mean instead
-        slope, intercept = 0.0, sum(points.values()) / len(points)
-    one = max(slope + intercept, 1e-6)
-    return {k: max(slope * k + intercept, one) / one for k in range(1, max_k + 1)}
 
 
 def chi_square_test(counts, expected_probs, min_expected: float = 5.0) -> tuple[float, int, float]:

@@ -72,13 +72,17 @@ def tree_line(trace: Trace, tree: TreeMetrics) -> str:
 
 
 def speedup_line(trace: Trace, metrics: Metrics) -> str:
-    """The theoretical speedup and, where the plain run was timed, the measured one beside it, each named."""
-    theoretical = (f"{defined('speedup_theoretical')} **{metrics.speedup_theoretical:.2f}×** (from α and c: "
-                   f"{DEFINITIONS['speedup_theoretical'].formula})")
+    """THE measured speedup, where a plain run was timed, and the predicted one beside it, each named (speedup.py);
+    Round anatomy's waterfall reconciles the two."""
+    predicted = ("" if metrics.speedup_predicted is None else
+                 f"{defined('speedup_predicted')} **{metrics.speedup_predicted:.2f}×** (from α, c and the measured v(k))")
     if metrics.speedup_measured is None:
-        return theoretical + f" · {defined('speedup_measured')}: tick *compare with plain decoding* to measure it"
-    return (f"{theoretical} · {defined('speedup_measured')} **{metrics.speedup_measured:.2f}×** (wall time against "
-            f"plain decoding in this process) · {_sameness(trace, metrics)}")
+        return (f"{defined('speedup_measured')}: tick *compare with plain decoding* to measure it"
+                + (f" · {predicted}" if predicted else ""))
+    return (f"{defined('speedup_measured')} **{metrics.speedup_measured:.2f}×** ({metrics.tokens_per_s:.1f} "
+            f"{defined('tokens_per_s')} ÷ plain decoding's {metrics.baseline_tokens_per_s:.1f}, same process)"
+            + (f" · {predicted}; Round anatomy shows where they part" if predicted else "")
+            + f" · {_sameness(trace, metrics)}")
 
 
 def stats_markdown(trace: Trace, metrics: Metrics) -> str:

@@ -124,7 +124,7 @@ LAYERS = (
     ("recording", ("specviz.recording",)),
     ("trace", ("specviz.trace", "specviz.replay", "specviz.gallery")),  # the plain data, its JSON / replay branch,
     # and the gallery's recorded runs (a trace with its provenance, read by export and the app)
-    ("metrics/theory", ("specviz.metrics", "specviz.definitions", "specviz.theory", "specviz.counters",
+    ("metrics/theory", ("specviz.metrics", "specviz.speedup", "specviz.definitions", "specviz.theory", "specviz.counters",
                         "specviz.parting", "specviz.tree_metrics", "specviz.vocab_metrics")),  # trace -> numbers
     ("figures/render", ("specviz.figures", "specviz.render", "specviz.render_tree", "specviz.render_align",
                         "specviz.stats_text",

@@ -190,10 +190,12 @@ def test_each_stats_label_carries_its_definition_on_hover_and_its_counts_in_word
     assert "mean acceptance length</abbr> **2.33** (1 + 4 accepted / 3 drafting rounds)" in stats
     assert "tokens per round</abbr>** (8 tokens / 4 target calls, plain steps included: 1 of them drafted nothing)" in stats
     assert "c</abbr> = 0.100 = " in stats and "draft step</abbr> 1.0 ms / " in stats
-    assert "theoretical speedup</abbr> **1.66×** (from α and c: Σ E(α, k)" in stats
-    assert "measured speedup</abbr> **2.00×** (wall time against plain decoding in this process)" in stats
+    predicted = summarize(trace).speedup_predicted
+    assert f"predicted speedup</abbr> **{predicted:.2f}×** (from α, c and the measured v(k))" in stats
+    # 8 tokens in 40 ms against the plain run's 8 in 80 ms
+    assert "measured speedup</abbr> **2.00×** (200.0 <abbr" in stats and "÷ plain decoding's 100.0, same process)" in stats
     for key in ("alpha", "draft_acceptance_rate", "mean_acceptance_length", "tokens_per_round", "c", "draft_step",
-                "target_step", "speedup_theoretical", "speedup_measured", "tokens_per_s", "overhead"):
+                "target_step", "speedup_predicted", "speedup_measured", "tokens_per_s", "overhead"):
         assert f'<abbr title="{html.escape(DEFINITIONS[key].sentence(), quote=True)}">' in stats, key
     trace.baseline = None
     assert "measured speedup</abbr>: tick *compare with plain decoding*" in stats_markdown(trace, summarize(trace))

@@ -2,6 +2,7 @@
 
 import pytest
 
+from specviz import speedup
 from specviz.labs import round_anatomy as anatomy
 from specviz.labs import round_anatomy_figures
 from tests.test_metrics import hand_built_trace
@@ -37,25 +38,26 @@ def test_the_summary_leaves_out_round_one_and_prices_the_overhead(trace):
     assert facts["totals_ms"] == {anatomy.DRAFT_FORWARDS: 4.0, anatomy.DRAFT_OVERHEAD: 1.0,
                                   anatomy.VERIFY_FORWARD: 24.0, anatomy.VERIFY_OVERHEAD: 6.0}
     assert (facts["tokens"], facts["plain_ms"]) == (5, 50.0)  # 3 + 1 + 1 tokens at 10 ms each
-    assert facts["against_plain"] == pytest.approx(50 / 35)
-    assert facts["against_plain_without_overhead"] == pytest.approx(50 / 28)
     assert facts["verify_in_steps"] == pytest.approx(0.8) and facts["draft_in_steps"] == pytest.approx(0.2)
     text = anatomy.explanation(facts)
-    assert "**1.43×**" in text and "**1.79×**" in text and "the plain run's median step" in text
+    assert "the plain run's median step" in text and "against plain steps" not in text  # one measured speedup only
     assert "Over rounds 2–4 (every round after round 1), 5 tokens" in text
 
 
-def test_the_summary_shows_the_theoretical_and_the_measured_speedup_side_by_side(trace):
-    """The same two numbers as the live tab's stats, each named; the measured one only where the plain run was timed."""
+def test_the_summary_shows_the_live_tabs_speedups_and_the_waterfall_between_them(trace):
+    """The live tab's sentence, word for word, then the waterfall from predicted to measured in ms per token."""
     from specviz.metrics import summarize
+    from specviz.stats_text import stats_markdown
 
     metrics = summarize(trace)
     text = anatomy.explanation(anatomy.summary(trace))
-    assert f"theoretical speedup</abbr> **{metrics.speedup_theoretical:.2f}×** (from α = 0.667 and c = 0.100" in text
-    assert "measured speedup</abbr> **2.00×** (wall time against plain decoding in this process)" in text
+    line = next(line for line in stats_markdown(trace, metrics).split("\n\n") if "measured speedup" in line)
+    assert line in text and "**2.00×**" in line
+    # 8 tokens in 40 ms: 5.0 ms a token, against the plain run's 80 ms for 8: 10.0
+    assert "= this run **5.0**." in text and "measured speedup is 10.0 ÷ 5.0 = **2.00×**" in text
     trace.baseline = None
     text = anatomy.explanation(anatomy.summary(trace))
-    assert "theoretical speedup</abbr> **" in text and "measured speedup</abbr>: tick *compare with plain decoding*" in text
+    assert "measured speedup</abbr>: tick *compare with plain decoding*" in text and "predicted speedup</abbr> **" in text
 
 
 def test_the_titles_state_exactly_the_rounds_each_covers(trace):
@@ -67,7 +69,7 @@ def test_the_titles_state_exactly_the_rounds_each_covers(trace):
     timeline_title = round_anatomy_figures.timeline_figure(segments, plain, emitted).layout.title.text
     facts = anatomy.summary(trace)
     assert timeline_title.startswith("Rounds 2–13 of 16, measured")
-    assert round_anatomy_figures.totals_figure(facts).layout.title.text.startswith("Rounds 2–16: ")
+    assert round_anatomy_figures.totals_figure(facts).layout.title.text.startswith("Rounds 2–16: where the time went")
     assert "Over rounds 2–16 (every round after round 1)" in anatomy.explanation(facts)
     segments, plain = anatomy.timeline(trace, first=16)
     assert round_anatomy_figures.timeline_figure(segments, plain, emitted).layout.title.text.startswith("Round 16 of 16")
@@ -79,9 +81,12 @@ def test_the_figures_draw_every_segment(trace):
     figure = round_anatomy_figures.timeline_figure(segments, plain, emitted)
     assert sum(len(bar.x) for bar in figure.data[:4]) == len(segments) and len(figure.data[4].x) == len(plain)
     assert "+3" in list(figure.data[2].text)  # round 1's verify segment says it produced 3 tokens
-    totals = round_anatomy_figures.totals_figure(anatomy.summary(trace))
-    assert totals.layout.title.text == "Rounds 2–4: 1.43× against plain steps, 1.79× with no overhead"
-    assert "measured" not in totals.layout.title.text  # an estimate from the rounds, not the plain run's wall time
+    facts = anatomy.summary(trace)
+    totals = round_anatomy_figures.totals_figure(facts)
+    assert totals.layout.title.text == "Rounds 2–4: where the time went, beside plain steps for their tokens"
+    bars = round_anatomy_figures.waterfall_figure(facts["waterfall"]).data[0]
+    assert list(bars.x) == ["predicted", *speedup.PART_NOTES, "this run"] and bars.y[-1] == pytest.approx(5.0)
+    assert bars.y[0] + sum(bars.y[1:-1]) == pytest.approx(bars.y[-1])  # the parts add up from predicted to measured
 
 
 def test_the_engine_records_forward_times_inside_each_round():

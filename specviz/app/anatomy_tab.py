@@ -10,8 +10,8 @@ INTRO = ("Where does a run's time go? Each round is drawn as measured: the draft
          "drafting, the target's one verify forward, then the accept/reject step and bookkeeping. Below, the plain "
          "decoder spends one target step per token. A run can accept almost everything and still be slow: this "
          f"shows why. The timeline draws {round_anatomy.TIMELINE_ROUNDS} rounds from the first one you choose; the "
-         "summary covers every round after round 1. Tick *compare with plain decoding* on the live tab for the "
-         "measured speedup.")
+         "summary covers every round after round 1. The waterfall walks from the predicted speedup to the measured one "
+         "(tick *compare with plain decoding* on the live tab to measure it), naming each part of the gap.")
 
 
 def anatomy_view(trace, first):
@@ -27,7 +27,7 @@ def anatomy_view(trace, first):
     emitted = {number: len(round_.emitted) for number, round_ in enumerate(trace.rounds, 1)}
     facts = round_anatomy.summary(trace)
     return (round_anatomy_figures.timeline_figure(segments, plain, emitted), round_anatomy_figures.totals_figure(facts),
-            round_anatomy.explanation(facts))
+            round_anatomy_figures.waterfall_figure(facts["waterfall"]), round_anatomy.explanation(facts))
 
 
 def anatomy_tab(trace_state: gr.State) -> None:
@@ -37,5 +37,6 @@ def anatomy_tab(trace_state: gr.State) -> None:
         draw = gr.Button("Draw the live run", variant="primary")
     timeline = gr.Plot(label="The rounds drawn, measured (the title says which)")
     totals = gr.Plot(label="Every round after round 1")
+    reconciled = gr.Plot(label="From the predicted to the measured speedup, in ms per token")
     summary = gr.Markdown(elem_id="sv-anatomy-summary")
-    draw.click(anatomy_view, [trace_state, first], [timeline, totals, summary], api_name="round_anatomy")
+    draw.click(anatomy_view, [trace_state, first], [timeline, totals, reconciled, summary], api_name="round_anatomy")

@@ -34,6 +34,8 @@ def _live_point(trace, verify_cost) -> tuple[tuple | None, bool]:
     alpha, c, gamma = min(max(metrics.alpha, 0.0), 1.0), max(metrics.c, 0.0), int(trace.config["gamma"])
     if metrics.speedup_measured is not None:
         return (alpha, c, gamma, metrics.speedup_measured), False
+    if metrics.speedup_predicted is not None:  # the live tab's predicted speedup (speedup.py), the same number
+        return (alpha, c, gamma, metrics.speedup_predicted), True
     values = calculator.readout(alpha, gamma, c, verify_cost=verify_cost)
     return (alpha, c, gamma, values["speedup_with_verify_cost"] or values["speedup"]), True
 

@@ -10,18 +10,18 @@ plain decoder's one step per token; here the same picture is measured. Each roun
 
 Below it the plain decoder spends one target step per emitted token (metrics.step_costs' target step, the one c
 uses). The summary covers every round after round 1 (which also encodes the prompt), the timeline the rounds it
-draws, and each says which. The summary prices those rounds against plain steps, with and without overhead
-(DEFINITIONS["rounds_against_plain"]), beside the run's theoretical and measured speedups, so "slow despite high
-acceptance" has its reasons in view: a verify forward that costs several plain steps (v(k) > 1 on a CPU), a draft
-that is not cheap (c), or overhead.
+draws, and each says which. Beside them stand the run's measured and predicted speedups and the waterfall between
+them (speedup.py), so "slow despite high acceptance" has its reasons in view: a verify forward that costs several
+plain steps (v(k) > 1 on a CPU), a draft that is not cheap (c), or time outside the forwards.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from specviz.metrics import DEFINITIONS, step_costs, summarize
-from specviz.stats_text import defined
+from specviz.metrics import step_costs, summarize
+from specviz.speedup import PART_NOTES, waterfall
+from specviz.stats_text import defined, speedup_line
 from specviz.trace import Trace
 
 DRAFT_FORWARDS, DRAFT_OVERHEAD = "draft forwards", "drafting overhead"
@@ -67,22 +67,20 @@ def timeline(trace: Trace, first: int = 1,
 
 def summary(trace: Trace) -> dict:
     """Totals by kind over the rounds after the first (all of them when there is one), the plain time for their
-    tokens, those rounds against plain steps, and the run's theoretical and measured speedups (metrics)."""
+    tokens, and the run's measured and predicted speedups with the waterfall between them (speedup.py)."""
     first = 2 if len(trace.rounds) > 1 else 1
     rounds = trace.rounds[first - 1:]
     totals = {kind: sum(round_parts(round_)[kind] for round_ in rounds) for kind in KINDS}
     _, step_ms, basis = step_costs(trace)
     tokens = sum(len(round_.emitted) for round_ in rounds)
     plain_ms, spent = tokens * step_ms, sum(totals.values())
-    forwards = totals[DRAFT_FORWARDS] + totals[VERIFY_FORWARD]
     drafted_rounds = [round_ for round_ in rounds if round_.drafted]
     metrics = summarize(trace)
     return {
         "first_round": first, "last_round": len(trace.rounds), "rounds": len(rounds), "tokens": tokens,
         "totals_ms": totals, "spent_ms": spent, "plain_ms": plain_ms, "step_ms": step_ms, "step_basis": basis,
-        "against_plain": plain_ms / spent if spent else None,  # DEFINITIONS["rounds_against_plain"]
-        "against_plain_without_overhead": plain_ms / forwards if forwards else None,
-        "speedup_theoretical": metrics.speedup_theoretical, "speedup_measured": metrics.speedup_measured,
+        "speedup_measured": metrics.speedup_measured, "speedup_predicted": metrics.speedup_predicted,
+        "speedup_line": speedup_line(trace, metrics), "waterfall": waterfall(trace, metrics.alpha),
         "alpha": metrics.alpha, "c": metrics.c,
         "verify_in_steps": (sum(round_parts(r)[VERIFY_FORWARD] for r in rounds) / len(rounds) / step_ms
                             if rounds and step_ms else None),  # a verify forward, in plain steps: v(k) at this k
@@ -98,14 +96,26 @@ def rounds_covered(facts: dict) -> str:
     return f"round {first}" if first == last else f"rounds {first}–{last}"
 
 
-def speedups_line(facts: dict) -> str:
-    """The run's theoretical and measured speedups side by side, each named (the live tab's stats say the same)."""
-    theoretical = (f"{defined('speedup_theoretical')} **{facts['speedup_theoretical']:.2f}×** (from α = "
-                   f"{facts['alpha']:.3f} and c = {facts['c']:.3f}: {DEFINITIONS['speedup_theoretical'].formula})")
-    if facts["speedup_measured"] is None:
-        return theoretical + f" · {defined('speedup_measured')}: tick *compare with plain decoding* on the live tab"
-    return (theoretical + f" · {defined('speedup_measured')} **{facts['speedup_measured']:.2f}×** (wall time against "
-            "plain decoding in this process)")
+def waterfall_line(facts: dict) -> str:
+    """From the predicted to the measured speedup in this run's milliseconds per token, each part named."""
+    reconciled = facts["waterfall"]
+    if reconciled is None:
+        return ""
+    parts = " ".join(f"{'+' if ms >= 0 else '−'} {defined_part(name)} **{abs(ms):.1f}**" for name, ms in reconciled.parts)
+    plain = ("" if reconciled.plain_ms is None else f" Plain decoding took **{reconciled.plain_ms:.1f} ms** a token "
+             f"(one step {reconciled.step_ms:.1f} ms and {reconciled.plain_beyond_step_ms:.1f} ms beside it), so the "
+             f"measured speedup is {reconciled.plain_ms:.1f} ÷ {reconciled.measured_ms:.1f} = "
+             f"**{reconciled.measured:.2f}×**.")
+    return (f"From predicted to measured, in ms per token (every round): predicted **{reconciled.predicted_ms:.1f}** "
+            f"(one step {reconciled.step_ms:.1f} ms ÷ {reconciled.predicted:.2f}×) {parts} = this run "
+            f"**{reconciled.measured_ms:.1f}**.{plain}")
+
+
+def defined_part(name: str) -> str:
+    """A waterfall part's name, its meaning on hover (as defined() does for the metrics)."""
+    import html
+
+    return f'<abbr title="{html.escape(PART_NOTES[name], quote=True)}">{name}</abbr>'
 
 
 def explanation(facts: dict) -> str:
@@ -121,14 +131,13 @@ def explanation(facts: dict) -> str:
         f"{STEP_BASIS.get(facts['step_basis'], facts['step_basis'])}). Each round yields "
         f"{facts['tokens_per_round']:.2f} tokens for one verify forward of **{facts['verify_in_steps']:.2f} plain steps**"
         + (f" and drafting worth **{facts['draft_in_steps']:.2f} steps**" if facts["draft_in_steps"] else "") + ".",
-        f"{rounds_covered(facts).capitalize()} {defined('rounds_against_plain', 'against plain steps')}: "
-        f"**{facts['against_plain']:.2f}×** (their tokens at one plain step each ÷ the time they took); with no "
-        f"overhead at all **{facts['against_plain_without_overhead']:.2f}×**.",
-        speedups_line(facts),
+        facts["speedup_line"],
+        waterfall_line(facts),
     ]
-    if facts["tokens_per_round"] >= 2.5 and facts["against_plain"] < facts["tokens_per_round"] / 2:
+    speedup = facts["speedup_measured"] or facts["speedup_predicted"]
+    if speedup and facts["tokens_per_round"] >= 2.5 and speedup < facts["tokens_per_round"] / 2:
         largest = max(totals, key=totals.get)
-        lines.append(f"High acceptance, little speed: {facts['tokens_per_round']:.2f} tokens a round, yet "
-                     f"{facts['against_plain']:.2f}×. The time goes to {largest} ({100 * totals[largest] / spent:.0f}%), "
-                     "not to rejected drafts.")
-    return "\n\n".join(lines)
+        which = "measured" if facts["speedup_measured"] else "predicted"
+        lines.append(f"High acceptance, little speed: {facts['tokens_per_round']:.2f} tokens a round, yet {speedup:.2f}× "
+                     f"{which}. The time goes to {largest} ({100 * totals[largest] / spent:.0f}%), not to rejected drafts.")
+    return "\n\n".join(line for line in lines if line)

@@ -47,16 +47,36 @@ def _covered(first: int, last: int) -> str:
 
 def totals_figure(facts: dict) -> go.Figure:
     """Where the time went over the rounds the summary covers (those after round 1): one stacked bar, beside the plain
-    time for their tokens; the title names those rounds and prices them against plain steps."""
+    time for their tokens; the title names those rounds."""
     figure = base_figure()
     for kind, ms in facts["totals_ms"].items():
         figure.add_bar(x=[ms / 1e3], y=[SPECULATIVE], orientation="h", name=kind, marker_color=KIND_COLOURS[kind],
                        hovertemplate=f"{kind}: %{{x:.2f}} s<extra></extra>")
     figure.add_bar(x=[facts["plain_ms"] / 1e3], y=[PLAIN], orientation="h", name="plain steps", marker_color=GREEN)
     figure.update_layout(**{**LAYOUT, "height": 220}, barmode="stack", xaxis_title="seconds", showlegend=False,
-                         title=f"{_covered(facts['first_round'], facts['last_round'])}: "
-                               f"{facts['against_plain']:.2f}× against plain steps, "
-                               f"{facts['against_plain_without_overhead']:.2f}× with no overhead"
-                               if facts["against_plain"] else "")
+                         title=f"{_covered(facts['first_round'], facts['last_round'])}: where the time went, beside "
+                               "plain steps for their tokens")
     figure.update_yaxes(autorange="reversed", linecolor=GREY)
+    return figure
+
+
+def waterfall_figure(reconciled) -> go.Figure:
+    """speedup.Waterfall as bars of ms per token: the prediction, each named part, this run; and plain decoding."""
+    figure = base_figure()
+    if reconciled is None:
+        return figure
+    names = ["predicted", *(name for name, _ in reconciled.parts), "this run"]
+    values = [reconciled.predicted_ms, *(ms for _, ms in reconciled.parts), reconciled.measured_ms]
+    figure.add_trace(go.Waterfall(x=names, y=values, measure=["absolute", *["relative"] * len(reconciled.parts), "total"],
+                                  text=[f"{value:+.1f}" if 0 < index < len(values) - 1 else f"{value:.1f}"
+                                        for index, value in enumerate(values)],
+                                  textposition="outside", connector=dict(line=dict(color=GREY)),
+                                  increasing=dict(marker_color=ORANGE), decreasing=dict(marker_color=GREEN),
+                                  totals=dict(marker_color=BLUE), name="this run"))
+    if reconciled.plain_ms is not None:
+        figure.add_hline(y=reconciled.plain_ms, line_color=GREEN, line_dash="dash",
+                         annotation_text=f"plain decoding {reconciled.plain_ms:.1f}", annotation_position="top left")
+    measured = "" if reconciled.measured is None else f", measured {reconciled.measured:.2f}×"
+    figure.update_layout(**{**LAYOUT, "height": 360}, showlegend=False, yaxis_title="ms per token",
+                         title=f"Predicted {reconciled.predicted:.2f}×{measured}: where they part")
     return figure

@@ -1,0 +1,79 @@
+"""One measured speedup, one predicted, and the waterfall between them (speedup.py), the same on every surface."""
+
+import json
+
+import pytest
+
+from specviz import speedup
+from specviz.cli_output import json_summary, speedup_lines
+from specviz.config import DecodeConfig
+from specviz.export import run_html
+from specviz.labs import round_anatomy
+from specviz.metrics import summarize
+from specviz.stats_text import stats_markdown
+from specviz.trace import ACCEPTED, CORRECTED, REJECTED, Baseline, Round, Token, Trace
+
+
+def scripted_trace(plain_ms_per_token: float = 30.0) -> Trace:
+    """Six rounds of a scripted pair with known step times: a 10 ms target step, v(k) = 1 + (k - 1)/4, 1 ms draft
+    steps; every round drafts 3 and keeps 2 (3 tokens a round), 4 ms outside the forwards a round; round 1 also reads
+    a prompt for 20 ms more."""
+    rounds = []
+    for index in range(6):
+        verify_forward = 10.0 * (1 + 3 / 4) + (20.0 if index == 0 else 0.0)
+        tokens = [Token(3 * index + i, f"t{i}", kind, i + 1, 0.5, 0.5, 0.1, 1.0)
+                  for i, kind in enumerate([ACCEPTED, ACCEPTED, REJECTED])] + [Token(99, "c", CORRECTED, 3, 0.5)]
+        rounds.append(Round(index, 3, 2, tokens, draft_ms=3.0, verify_ms=verify_forward + 4.0, draft_forwards=3,
+                            verify_forward_ms=verify_forward, draft_forward_ms=3.0))
+    wall = sum(round_.draft_ms + round_.verify_ms for round_ in rounds)
+    return Trace(DecodeConfig(gamma=3).to_dict(), "p", 4, "t", "d", "cpu", "float32", rounds,
+                 token_ids=list(range(18)), wall_ms=wall, record_ms=6.0, forward_ms=0.0,
+                 target_forward_ms=[10.0, 12.5, 15.0, 17.5], draft_step_ms=1.0,
+                 baseline=Baseline("", list(range(18)), 18 * plain_ms_per_token, 10.0))
+
+
+def test_the_measured_speedup_is_this_runs_rate_over_the_plain_runs():
+    trace = scripted_trace()
+    # 18 tokens in 6 × (3 + 21.5) + 20 + 6 recording = 173 ms, against 18 × 30 ms
+    assert speedup.run_wall_ms(trace) == pytest.approx(173.0)
+    assert speedup.measured_speedup(trace) == pytest.approx(540 / 173)
+    assert summarize(trace).speedup_measured == pytest.approx(540 / 173)
+    trace.baseline = None
+    assert speedup.measured_speedup(trace) is None
+
+
+def test_the_waterfall_walks_from_the_prediction_to_the_measurement_in_named_parts():
+    trace = scripted_trace()
+    reconciled = speedup.waterfall(trace)
+    alpha = 12 / 18  # 2 of every 3 drafts accepted, the third tested and rejected
+    expected = 1 + alpha + alpha**2 + alpha**3  # E(α, 3)
+    assert reconciled.predicted == pytest.approx(expected / (3 * 0.1 + 1.75))  # Σ E ÷ Σ (k c + v(k + 1))
+    assert summarize(trace).speedup_predicted == pytest.approx(reconciled.predicted)
+    parts = dict(reconciled.parts)
+    assert parts[speedup.DRAFTING] == pytest.approx(0.0)  # 3 ms of drafting is exactly 3 × c × 10 ms
+    assert parts[speedup.VERIFYING] == pytest.approx(0.0)  # every verify forward costs exactly v(4) steps
+    assert parts[speedup.PROMPT] == pytest.approx(20 / 18)
+    assert parts[speedup.OUTSIDE] == pytest.approx((6 * 4 + 6) / 18)  # accept/reject and recording
+    assert parts[speedup.TOKENS_AS_FELL] == pytest.approx(10 * 6 * 2.05 / 18 - 10 * 2.05 / expected)
+    assert reconciled.predicted_ms + sum(parts.values()) == pytest.approx(reconciled.measured_ms)
+    assert reconciled.measured == pytest.approx(speedup.measured_speedup(trace))
+
+
+def test_every_surface_shows_the_same_two_speedups():
+    trace = scripted_trace()
+    metrics = summarize(trace)
+    measured, predicted = f"**{metrics.speedup_measured:.2f}×**", f"**{metrics.speedup_predicted:.2f}×**"
+    live = stats_markdown(trace, metrics)
+    anatomy = round_anatomy.explanation(round_anatomy.summary(trace))
+    page = run_html(trace)  # the HTML export, and a gallery entry's page
+    for surface in (live, anatomy):
+        assert measured in surface and predicted in surface
+    assert f"measured speedup</abbr> <b>{metrics.speedup_measured:.2f}×</b>" in page
+    summary = json.loads(json.dumps(json_summary(trace, metrics)))
+    assert summary["speedup_measured"] == pytest.approx(metrics.speedup_measured)
+    assert summary["speedup_waterfall"]["measured"] == pytest.approx(metrics.speedup_measured)
+    assert summary["speedup_predicted"] == pytest.approx(metrics.speedup_predicted)
+    assert summary["baseline_tokens_per_s"] == pytest.approx(1e3 / 30) and summary["backend"] == "transformers"
+    terminal = "\n".join(speedup_lines(trace, metrics))
+    assert f"measured {metrics.speedup_measured:.2f}x" in terminal and f"predicted {metrics.speedup_predicted:.2f}x" in terminal
+    assert "measured speedup" not in live.replace("measured speedup</abbr>", "", 1)  # named once on the live tab
