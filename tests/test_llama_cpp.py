@@ -97,3 +97,27 @@ def test_the_cli_names_the_backend_and_plain_decodings_rate(capsys):
     summary = json.loads(capsys.readouterr().out)
     assert code == 0 and summary["backend"] == "llama.cpp" and summary["identical"] is True
     assert summary["speedup_measured"] == pytest.approx(summary["tokens_per_s"] / summary["baseline_tokens_per_s"])
+
+
+@pytest.mark.parametrize("backend, drafter, refusal", [
+    ("llama", "prompt lookup (n-gram)", "backend must be one of 'transformers', 'llama.cpp'"),
+    (LLAMA_CPP, "lookup, else draft model", "runs on the transformers backend, not llama.cpp"),
+])
+def test_the_live_tab_refuses_what_llama_cpp_cannot_run_in_one_sentence(backend, drafter, refusal, monkeypatch):
+    from specviz.app.policy import Policy
+    from specviz.app.request import OFFLINE_PAIR, RunRequest
+
+    monkeypatch.setattr(llama_cpp, "available", lambda: True)  # as where the bindings are installed
+    with pytest.raises(ValueError, match=refusal):
+        RunRequest(pair=OFFLINE_PAIR, drafter=drafter, backend=backend).to_config(Policy())
+    config = RunRequest(pair=OFFLINE_PAIR, drafter="prompt lookup (n-gram)", backend=LLAMA_CPP).to_config(Policy())
+    assert (config.backend, config.draft) == (LLAMA_CPP, "ngram")
+
+
+def test_without_the_bindings_the_live_tab_names_their_install_line(monkeypatch):
+    from specviz.app.policy import Policy
+    from specviz.app.request import OFFLINE_PAIR, RunRequest
+
+    monkeypatch.setattr(llama_cpp, "available", lambda: False)
+    with pytest.raises(ValueError, match="requirements-llama.txt"):
+        RunRequest(pair=OFFLINE_PAIR, drafter="prompt lookup (n-gram)", backend=LLAMA_CPP).to_config(Policy())

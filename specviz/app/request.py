@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from specviz.app.pair_menu import OFFLINE_PAIR, PAIRS, pair_settings
 from specviz.app.policy import Policy
 from specviz.config import (
+    BACKENDS,
+    LLAMA_CPP,
     NGRAM_DRAFTER,
+    TRANSFORMERS,
     DecodeConfig,
     DrafterSpec,
     check_field,
@@ -26,7 +29,7 @@ from specviz.config import (
     check_system_prompt,
 )
 from specviz.drafters import registry
-from specviz.models import presets, split_gguf
+from specviz.models import llama_cpp, presets, split_gguf
 
 DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
 DRAFTERS = [LOOKUP_THEN_DRAFT, PROMPT_LOOKUP, DRAFT_MODEL]
@@ -62,6 +65,7 @@ class RunRequest:
     draft_confidence: float | None = None  # stop a draft after a token it gave less than this (None: the pair's preset)
     tree: bool = False  # draft a token tree each round, verified in one target forward (exact)
     tree_budget: int = 0  # the tree's most nodes; 0: what this machine's measured v(k) affords
+    backend: str = TRANSFORMERS  # what runs the models (config.BACKENDS); llama.cpp where its bindings are installed
 
     @staticmethod
     def field_names() -> list[str]:
@@ -77,7 +81,7 @@ class RunRequest:
         if self.drafter == PROMPT_LOOKUP:
             return NGRAM_DRAFTER
         pair_draft = PAIRS.get(self.pair, (None, None))[1]
-        draft_id = presets.device_draft(pair_draft) if pair_draft else (self.draft or "").strip()
+        draft_id = presets.device_draft(pair_draft, backend=self.backend) if pair_draft else (self.draft or "").strip()
         spec = _spec(draft_id)
         if self.drafter == LOOKUP_THEN_DRAFT and spec is not None and spec.kind != NGRAM_DRAFTER:
             return str(spec.with_lookup())
@@ -106,7 +110,9 @@ class RunRequest:
             raise ValueError(split_gguf.not_installed(missing) + ".")
         try:
             config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, system_prompt=self.system_prompt,
-                                  draft_confidence=self.draft_stop(), tree=self.tree, **numbers).validate()
+                                  draft_confidence=self.draft_stop(), tree=self.tree, backend=self.backend,
+                                  **numbers).validate()
+            registry.check_backend(config.drafter, config.backend)
             if config.tree:
                 registry.check_trees(config.drafter)
             policy.check(config, self.prompt)
@@ -116,7 +122,7 @@ class RunRequest:
 
     def _checked_fields(self, policy: Policy) -> dict:
         """Check each field's type and allowed values; return the numeric ones as DecodeConfig takes them."""
-        for name, choices in (("pair", list(PAIRS)), ("drafter", DRAFTERS)):
+        for name, choices in (("pair", list(PAIRS)), ("drafter", DRAFTERS), ("backend", list(BACKENDS))):
             value = getattr(self, name)
             if not isinstance(value, str) or value not in choices:
                 raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}; got {value!r:.60}")
@@ -132,6 +138,8 @@ class RunRequest:
         check_flag("compare", self.compare)
         check_flag("adaptive", self.adaptive)
         check_flag("tree", self.tree)
+        if self.backend == LLAMA_CPP and not llama_cpp.available():
+            raise ValueError(f"the llama.cpp backend needs its bindings on this server: {llama_cpp.INSTALL_COMMAND}")
         return numbers
 
 

@@ -24,7 +24,8 @@ from specviz.app.teacher import build_teacher_lane
 from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace
 from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.app.warmup import warm_up_note
-from specviz.config import OFFLINE_MODEL
+from specviz.config import BACKENDS, OFFLINE_MODEL
+from specviz.models.llama_cpp import available as llama_cpp_available
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
@@ -153,10 +154,14 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, 
                             "distilled head draft one continuation")
     tree_budget = gr.Slider(*limits["tree_budget"], value=initial.tree_budget, step=1,
                             label="Tree budget: most nodes per round (0 = what this machine affords)")
+    backend = gr.Radio(list(BACKENDS), value=initial.backend, label="Run the models with",
+                       info="transformers: float32 weights, read in full each step (a forward bound by reading "
+                            "weights); llama.cpp: the GGUF's own 4-bit weights (a forward bound by arithmetic): see "
+                            "when speculative decoding pays", visible=llama_cpp_available(), elem_id="sv-backend")
     controls = {"pair": pair, "target": target, "draft": draft, "drafter": drafter, "prompt": prompt, "gamma": gamma,
                 "max_new_tokens": max_new_tokens, "temperature": temperature, "top_k": top_k, "top_p": top_p,
                 "seed": seed, "compare": compare, "adaptive": adaptive, "system_prompt": system_prompt,
-                "draft_confidence": draft_confidence, "tree": tree, "tree_budget": tree_budget}
+                "draft_confidence": draft_confidence, "tree": tree, "tree_budget": tree_budget, "backend": backend}
     if list(controls) != RunRequest.field_names():
         raise AssertionError(f"the live tab's widgets {list(controls)} do not match RunRequest's fields")
     return controls, custom_row, buttons, status

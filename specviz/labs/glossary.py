@@ -68,9 +68,10 @@ GLOSSARY: list[tuple[str, str]] = [
                    + DEFINITIONS["target_step"].counts + ".")),
     ("v(k)", "The cost of one target forward over k tokens relative to a forward over 1 token. On a GPU v(k) ≈ 1 "
              "for small k (decoding is memory-bound); on a small CPU it grows with k, which eats the speedup."),
-    ("theoretical speedup", _defined("speedup_theoretical", "With every round drafting γ: S = E / (γc + 1); the "
-                                     "verify-cost-aware variant is E / (γc + v(γ+1)).")),
-    ("measured speedup", _defined("speedup_measured")),
+    ("predicted speedup", _defined("speedup_predicted", "With every round drafting γ: S = E / (γc + v(γ+1)); the "
+                                   "paper's E / (γc + 1) takes a verify forward to cost one step, as on a GPU.")),
+    ("measured speedup", _defined("speedup_measured", "Round anatomy's waterfall walks from the predicted speedup to "
+                                  "this one in milliseconds per token.")),
     ("viability", "Some γ gives a speedup > 1 exactly when α > c (Leviathan et al., corollary 3.9); γ = 1 then "
                   "already guarantees (1 + α) / (1 + c)."),
     ("operations factor", "Total arithmetic relative to plain decoding, (γĉ + γ + 1) / E with ĉ the draft/target "
