@@ -104,11 +104,15 @@ class RoundTiming:
     source: str | None = None  # which part of the drafter filled the draft (Draft.source); None: nothing was drafted
 
 
-def gamma_policy(max_gamma: int, adaptive: bool, costless: bool):
-    """FixedGamma, or AdaptiveGamma with the cost model of this drafter (costless: prompt lookup)."""
+def gamma_policy(max_gamma: int, adaptive: bool, costless: bool, target_forward_ms=(), draft_step_ms: float = 0.0):
+    """FixedGamma, or AdaptiveGamma with the cost model of this drafter (costless: prompt lookup), its costs seeded
+    with the pipeline's calibrated forwards where there are any (pipeline.calibrate: the target's forward over
+    k = 1, 2, .. tokens and one draft step), so that its first rounds already price drafts as this machine does."""
     if not adaptive:
         return FixedGamma()
-    return AdaptiveGamma(max_gamma, COSTLESS_PRIOR_ALPHA if costless else PRIOR_ALPHA, costless)
+    policy = AdaptiveGamma(max_gamma, COSTLESS_PRIOR_ALPHA if costless else PRIOR_ALPHA, costless)
+    policy.seed_costs(list(target_forward_ms), draft_step_ms)
+    return policy
 
 
 class AdaptiveGamma:
@@ -121,6 +125,17 @@ class AdaptiveGamma:
         self.scores = PositionalAcceptance(max_gamma, prior_alpha, PRIOR_WEIGHT, DECAY)  # a_i, and proposals watched
         self.verify_points: dict[int, list[float]] = {}  # fed tokens n -> [weight, mean ms]
         self.draft_step = [0.0, 0.0]  # [weight, mean ms per draft forward]
+
+    def seed_costs(self, target_forward_ms: list[float], draft_step_ms: float) -> None:
+        """Start from calibrated costs, as one observation each (the rounds' own timings soon outweigh them): the
+        target's forward over k = 1, 2, .. tokens, and one draft forward. Where a forward is bound by arithmetic
+        (v(2) ≈ 1.8 for 4-bit weights on llama.cpp) a draft model is then priced right from the first round, and
+        adaptive γ decodes plainly instead of exploring drafts that cannot pay."""
+        for fed, ms in enumerate(target_forward_ms, start=1):
+            if ms > 0:
+                self.verify_points[fed] = [1.0, ms]
+        if draft_step_ms > 0:
+            self.draft_step = [1.0, draft_step_ms]
 
     # ------------------------------------------------------------ estimates
 

@@ -111,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "first that differs")
     cost = commands.add_parser("verify-cost", help="measure v(k), the target's forward time over k tokens")
     cost.add_argument("--target", default=OFFLINE_MODEL)
+    cost.add_argument("--backend", choices=list(BACKENDS), default=TRANSFORMERS, help="what runs the target's forwards")
     cost.add_argument("--context", type=int, default=256, help="tokens already in the cache")
     cost.add_argument("--max-k", type=int, default=16)
     cost.add_argument("--repeats", type=int, default=7)
@@ -237,16 +238,16 @@ def verify_cost(args) -> int:
 
     if not 1 <= args.max_k <= 64 or not 1 <= args.context <= 8000 or not 1 <= args.repeats <= 100:
         raise ValueError("need 1 ≤ --max-k ≤ 64, 1 ≤ --context ≤ 8000 and 1 ≤ --repeats ≤ 100")
-    loaded = models.load_model(args.target)
+    loaded = models.load_model(args.target, backend=args.backend)
     model = loaded.language_model(loaded.logits_width)
     context = [(i * 7919) % 1000 + 100 for i in range(args.context)]  # ordinary token ids, fixed
     timings = measure_verify_costs(model, context, args.max_k, args.repeats)
     relative = relative_costs(timings)
     if args.json:
-        print(json.dumps({"device": models.describe_device(loaded.device), "context": args.context,
+        print(json.dumps({"device": models.describe_device(loaded.device), "backend": args.backend, "context": args.context,
                           "ms": timings, "v": relative}))
     else:
-        print(f"verify cost on {models.describe_device(loaded.device)} after {args.context} cached tokens")
+        print(f"verify cost on {models.describe_device(loaded.device)} ({args.backend}) after {args.context} cached tokens")
         for k in timings:
             print(f"k={k:2d}  {timings[k]:7.2f} ms  v(k)={relative[k]:.2f}")
     return 0

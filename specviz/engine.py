@@ -47,7 +47,8 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
     target, drafter, device = pipeline.target, pipeline.drafter, pipeline.device
     standardize = Standardizer(config.temperature, config.top_k, config.top_p)
     generator = torch.Generator(device=device).manual_seed(config.seed)
-    policy = policy or gamma_policy(config.gamma, config.adaptive, drafter.costless)
+    policy = policy or gamma_policy(config.gamma, config.adaptive, drafter.costless, pipeline.target_forward_ms,
+                                    pipeline.draft_step_ms)
     shape = tree_shape(pipeline, config)  # None: chains
     texts, text = TokenTexts(pipeline.tokenizer), IncrementalText(pipeline.tokenizer)
     sequence = list(prompt_ids)

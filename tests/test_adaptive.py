@@ -154,3 +154,18 @@ def test_a_draft_that_first_caught_up_on_the_prompt_is_not_priced_as_draft_steps
 
     assert after_first_draft(caught_up=60).choose(4, costless=False) > 0  # the catch-up is not a draft step
     assert after_first_draft(caught_up=1).choose(4, costless=False) == 0  # a real 600 ms step: drafting does not pay
+
+
+def test_seeded_with_an_arithmetic_bound_targets_costs_adaptive_gamma_decodes_plainly_from_the_first_round():
+    """4-bit weights on llama.cpp: v(2) = 1.8, a draft step 0.47 of the target's (this CPU, docs/results.md). At the
+    prior α of 0.5 no draft pays, and the seeded policy knows it before any round is timed; unseeded, it prices
+    verification with a GPU's flat prior and a draft as free, and drafts."""
+    from specviz.adaptive import gamma_policy
+
+    steps = [85.0, 153.0, 214.0, 282.0, 350.0]  # the target's forward over k = 1..5 tokens, ms
+    seeded = gamma_policy(4, adaptive=True, costless=False, target_forward_ms=steps, draft_step_ms=40.0)
+    assert seeded.before_draft(4) == 0
+    assert gamma_policy(4, adaptive=True, costless=False).before_draft(4) > 0
+    flat = gamma_policy(4, adaptive=True, costless=False, target_forward_ms=[30.0, 30.5, 31.0, 31.5, 32.0],
+                        draft_step_ms=3.0)  # a forward bound by reading weights, a cheap draft: it drafts
+    assert flat.before_draft(4) > 0

@@ -16,6 +16,7 @@ from specviz.app.sampling_tab import overlap_view, sampling_tab
 from specviz.app.seeds_tab import seeds_tab
 from specviz.app.simulated_tab import simulated_tab
 from specviz.app.tree_theory_tab import tree_theory_section, tree_theory_views
+from specviz.app.when_it_pays_tab import pays_view, when_it_pays_tab
 from specviz.app.you_draft_tab import you_draft_tab
 from specviz.counters import vocabulary_markdown
 from specviz.labs import calculator, calculator_figures, execution_trace_figures, glossary, oracle_gamma, oracle_gamma_figures
@@ -148,6 +149,9 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
     rules.select(follow_run, [trace_state, *rules_where], list(rules_where), queue=False)
     with gr.Tab("Round anatomy"):
         anatomy_tab(trace_state)
+    with gr.Tab("When it pays") as pays:
+        pays_inputs, pays_outputs = when_it_pays_tab(trace_state)
+    pays.select(pays_view, pays_inputs, pays_outputs)  # redrawn on opening: the live run joins the regimes
     with gr.Tab("You are the drafter"):
         you_draft_tab()
     with gr.Tab("Simulated models"):

@@ -153,9 +153,10 @@ class Runner:
         self.pipelines = {NGRAM_DRAFTER: build_pipeline(self.base)}
         for draft in drafts:
             self.pipelines[draft] = build_pipeline(DecodeConfig(**self._settings(draft)))
-            if trees and _drafts_trees(draft):  # the tree's budget and shape read v(k) and the draft step (as the app)
-                tree_config = DecodeConfig(**{**self._settings(draft), "tree": True})
-                calibrate(self.pipelines[draft], target, calibration_sizes(tree_config))
+        for draft, pipeline in self.pipelines.items():  # as the app and the CLI do before a run: adaptive γ starts
+            # from these costs, and a tree's budget and shape read v(k) and the draft step
+            tree = trees and draft != NGRAM_DRAFTER and _drafts_trees(draft)
+            calibrate(pipeline, target, calibration_sizes(DecodeConfig(**{**self._settings(draft), "tree": tree})))
 
     def _settings(self, draft: str) -> dict:
         """The base settings with this drafter, and the draft-model levers where it runs a draft model."""

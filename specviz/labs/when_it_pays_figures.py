@@ -1,0 +1,59 @@
+"""The figures of "When it pays": v(k) per regime, and the predicted speedup against γ per regime."""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+from specviz import theory
+from specviz.figures import BLUE, GREEN, GREY, LAYOUT, ORANGE, RED, base_figure
+from specviz.labs.when_it_pays import MAX_GAMMA, WEIGHT_BOUND_V, Regime
+
+COLOURS = [BLUE, ORANGE, GREEN, "#8e44ad", "#16a085"]
+LIVE_COLOUR = RED
+BELOW = dict(orientation="h", yanchor="top", y=-0.25, x=0)  # the legend under the plot, clear of the axis titles
+
+
+def _colour(index: int, regime: Regime) -> str:
+    return LIVE_COLOUR if regime.source == "the live tab" else COLOURS[index % len(COLOURS)]
+
+
+def verify_cost_figure(regimes: list[Regime], max_k: int = MAX_GAMMA + 1) -> go.Figure:
+    """v(k) against k for each regime (measured sizes marked, the rest as theory.verify_cost_at reads them), with the
+    line below which a forward is bound by reading the weights."""
+    figure = base_figure()
+    ks = list(range(1, max_k + 1))
+    for index, regime in enumerate(regimes):
+        colour = _colour(index, regime)
+        figure.add_scatter(x=ks, y=[theory.verify_cost_at(regime.verify_cost, k) for k in ks], mode="lines",
+                           name=regime.name, line=dict(color=colour))
+        measured = sorted(k for k in regime.verify_cost if k <= max_k)
+        figure.add_scatter(x=measured, y=[regime.verify_cost[k] for k in measured], mode="markers", showlegend=False,
+                           marker=dict(color=colour, size=7), hovertemplate="v(%{x}) = %{y:.2f}<extra></extra>")
+    figure.add_hline(y=WEIGHT_BOUND_V, line_color=GREY, line_dash="dash")
+    figure.add_annotation(x=max_k, y=WEIGHT_BOUND_V, text="reading weights ↓ · arithmetic ↑", showarrow=False,
+                          xanchor="right", yanchor="bottom", font=dict(color=GREY))
+    figure.update_layout(**{**LAYOUT, "height": 400, "legend": BELOW, "margin": {**LAYOUT["margin"], "b": 110}},
+                         title="A forward over k tokens, in one-token forwards",
+                         xaxis=dict(title="k (tokens in one forward)", dtick=2), yaxis=dict(title="v(k)", rangemode="tozero"))
+    return figure
+
+
+def payoff_figure(regimes: list[Regime], max_gamma: int = MAX_GAMMA) -> go.Figure:
+    """The predicted speedup E(α, γ) ÷ (γ·c + v(γ + 1)) against γ for each regime, with its measured speedup where
+    the benchmark ran it, and the line of plain decoding."""
+    figure = base_figure()
+    gammas = list(range(1, max_gamma + 1))
+    for index, regime in enumerate(regimes):
+        colour = _colour(index, regime)
+        figure.add_scatter(x=gammas, y=[regime.predicted(g) for g in gammas], mode="lines+markers", name=regime.name,
+                           line=dict(color=colour), marker=dict(size=5))
+        if regime.measured_speedup is not None and regime.measured_gamma:
+            figure.add_scatter(x=[regime.measured_gamma], y=[regime.measured_speedup], mode="markers",
+                               name=f"measured {regime.measured_speedup:.2f}×", showlegend=False,
+                               marker=dict(symbol="diamond", size=13, color=colour, line=dict(color="black", width=1)),
+                               hovertemplate=f"{regime.name}: measured %{{y:.2f}}× at γ %{{x}}<extra></extra>")
+    figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
+    figure.update_layout(**{**LAYOUT, "height": 400, "legend": BELOW, "margin": {**LAYOUT["margin"], "b": 110}},
+                         title="Predicted speedup against γ (◆ measured)",
+                         xaxis=dict(title="γ (drafted tokens per round)", dtick=2), yaxis=dict(title="speedup ×"))
+    return figure

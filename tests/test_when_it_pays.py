@@ -1,0 +1,68 @@
+"""When it pays (labs/when_it_pays.py): recorded regimes, the live run beside them, and the two acceptance rules."""
+
+import json
+
+import pytest
+
+from specviz.labs import when_it_pays
+from specviz.labs.when_it_pays_figures import payoff_figure, verify_cost_figure
+from specviz.trace import TopToken
+from tests.test_speedup import scripted_trace
+
+READING_WEIGHTS = {1: 1.0, 2: 1.02, 4: 1.04, 8: 1.1, 16: 1.4}  # v(k) of a forward bound by reading the weights
+ARITHMETIC = {1: 1.0, 2: 1.8, 4: 3.3, 8: 6.0, 16: 9.0}  # ... and of one bound by arithmetic
+
+
+def regime(verify_cost, alpha=0.8, c=0.3, **more):
+    return when_it_pays.Regime("r", "m", "2026-11-27", "b", "p", 10.0, verify_cost, alpha, c, "s", **more)
+
+
+def test_a_forward_bound_by_reading_weights_pays_and_one_bound_by_arithmetic_does_not():
+    weights, arithmetic = regime(READING_WEIGHTS), regime(ARITHMETIC)
+    assert weights.weight_bound_up_to == 8 and arithmetic.weight_bound_up_to == 1
+    gamma, best = weights.best()
+    assert gamma >= 3 and best > 1.5
+    assert arithmetic.best() == (0, 1.0)  # E(0.8, 1) = 1.8 < 0.3 + v(2) = 2.1: plain decoding
+    assert "It pays" in when_it_pays.verdict(weights)
+    assert "No γ pays" in when_it_pays.verdict(arithmetic) and "bound by arithmetic" in when_it_pays.verdict(arithmetic)
+    cheap_draft = regime(ARITHMETIC, alpha=0.9, c=0.0)  # prompt lookup where text repeats: 1.9 against 1.8 at γ 1
+    assert cheap_draft.best()[0] in (1, 2) and 1.0 < cheap_draft.best()[1] < 1.1  # it pays, a little
+
+
+def test_the_recorded_regimes_load_with_their_date_machine_and_source(tmp_path):
+    shipped = when_it_pays.load_regimes()
+    assert len(shipped) >= 3 and all(r.date and r.machine and r.source and r.verify_cost[1] == 1.0 for r in shipped)
+    backends = {r.backend for r in shipped}
+    assert {"transformers", "llama.cpp"} <= backends
+    by_backend = {r.backend: r for r in shipped if "CPU" in r.name}
+    assert by_backend["transformers"].best()[0] > 0 and by_backend["llama.cpp"].weight_bound_up_to == 1
+    broken = tmp_path / "regimes.json"
+    broken.write_text(json.dumps({"regimes": [{"name": "no fields"}]}))
+    with pytest.raises(ValueError, match="not a regimes file"):
+        when_it_pays.load_regimes(broken)
+
+
+def test_the_live_run_joins_the_regimes_with_its_measured_costs():
+    live = when_it_pays.live_regime(scripted_trace())
+    assert live.verify_cost[4] == pytest.approx(1.75) and live.c == pytest.approx(0.1)
+    assert live.measured_speedup == pytest.approx(540 / 173) and live.measured_gamma == 3
+    figure = payoff_figure([regime(READING_WEIGHTS), live])
+    assert [trace.name for trace in figure.data if trace.showlegend is not False] == ["r", "this run"]
+    assert verify_cost_figure([regime(ARITHMETIC)]).data[1].y[-1] == 9.0  # the measured point at k = 16
+    assert when_it_pays.live_regime(None) is None
+
+
+def test_matching_accepts_less_often_than_rejection_sampling_and_equally_when_one_hot():
+    beta, match = when_it_pays.acceptance_by_rule({1: 0.5, 2: 0.5}, {1: 0.5, 2: 0.5})
+    assert (beta, match) == (1.0, 0.5)  # identical distributions: rejection sampling always accepts
+    assert when_it_pays.acceptance_by_rule([0.0, 1.0], [0.0, 1.0]) == (1.0, 1.0)  # greedy: one-hot, the rules agree
+    trace = scripted_trace()
+    assert when_it_pays.live_rules(trace) is None  # no tested draft kept its distributions
+    for round_ in trace.rounds:
+        for token in round_.tokens[:3]:  # p = (0.6, 0.4), q = (0.4, 0.6): β = 0.8, Σ p·q = 0.48
+            token.overlap = 0.8
+            token.target_top = [TopToken(1, "a", 0.6), TopToken(2, "b", 0.4)]
+            token.draft_top = [TopToken(2, "b", 0.6), TopToken(1, "a", 0.4)]
+    rules = when_it_pays.live_rules(trace)
+    assert rules["positions"] == 18 and rules["rejection_sampling"] == pytest.approx(0.8)
+    assert rules["matching"] == pytest.approx(0.48)
