@@ -13,6 +13,17 @@ ACCEPTED_CHIP = (217, 242, 225)  # .sv-accepted's background in assets/specviz.c
 PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and tokens-per-round plots
 
 
+def open_tab(page, name: str) -> None:
+    """Click a tab by its name. Tabs that do not fit the page's width sit in Gradio's overflow menu (the "⋯" button
+    at the end of the tab bar): a tab not shown in the bar is picked from that menu."""
+    tab = page.get_by_role("tab", name=name, exact=True)
+    if tab.is_visible():
+        tab.click()
+        return
+    page.locator(".overflow-menu > button").first.click()
+    page.locator(".overflow-dropdown").get_by_role("button", name=name, exact=True).click()
+
+
 def choose_pair(page, name: str) -> None:
     """Pick a pair from the menu by its PAIRS key (the menu shows MENU_LABELS' short label)."""
     from specviz.app.pair_menu import MENU_LABELS

@@ -6,7 +6,7 @@ import pytest
 
 from specviz import gallery
 from specviz.trace import REJECTED
-from tests.browser import error_badges, plotted_rounds, row_count, screenshot_tab, wait_until_settled
+from tests.browser import error_badges, open_tab, plotted_rounds, row_count, screenshot_tab, wait_until_settled
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -43,3 +43,10 @@ def test_a_recorded_real_run_opens_in_one_click_with_its_provenance(page, tmp_pa
         assert "across tokenizers" in page.locator("#sv-stats").inner_text()
     assert error_badges(page) == 0
     screenshot_tab(page, tmp_path, f"gallery-{name}.png")
+    # Round anatomy draws the opened run and repeats the live tab's speedup sentence (speedup.py) word for word
+    live = next(line for line in page.locator("#sv-stats").inner_text().splitlines() if "speedup" in line)
+    open_tab(page, "Round anatomy")
+    page.get_by_role("button", name="Draw the live run", exact=True).click()
+    summary = page.locator("#sv-anatomy-summary")
+    summary.get_by_text("From predicted to measured", exact=False).wait_for(timeout=60_000)
+    assert live.strip() in summary.inner_text() and error_badges(page) == 0

@@ -5,24 +5,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import choose_pair, error_badges, run_with_the_draft_model, screenshot_tab, wait_until_settled
+from tests.browser import (
+    choose_pair,
+    error_badges,
+    open_tab,
+    run_with_the_draft_model,
+    screenshot_tab,
+    wait_until_settled,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
 
-def open_tab(page, name: str) -> None:
-    """Click a tab by its name. Tabs that do not fit the page's width sit in Gradio's overflow menu (the "⋯" button
-    at the end of the tab bar): a tab not shown in the bar is picked from that menu."""
-    tab = page.get_by_role("tab", name=name, exact=True)
-    if tab.is_visible():
-        tab.click()
-        return
-    page.locator(".overflow-menu > button").first.click()
-    page.locator(".overflow-dropdown").get_by_role("button", name=name, exact=True).click()
-
-
 LAB_TABS = [  # tab, button to press (or None), text that must then appear in the tab
     ("Theory", None, "E[tokens per iteration]"),
+    ("When it pays", None, "It pays"),  # the recorded regimes' verdicts, drawn when the tab opens
     ("Sampling lab", "Sample N", "p-value"),
     ("Simulated models", "Run on the simulated models", "Simulated speedup"),
     ("Memory bandwidth", "Measure this machine (the offline target, k = 1..32 tokens)", "bandwidth-bound"),
