@@ -85,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--top-k", type=field("top_k"), default=defaults.top_k, help="0 turns it off")
     gen.add_argument("--top-p", type=field("top_p"), default=defaults.top_p, help="1 turns it off")
     gen.add_argument("--seed", type=field("seed"), default=defaults.seed)
-    gen.add_argument("--adaptive", action="store_true",
+    gen.add_argument("--adaptive", action=argparse.BooleanOptionalAction, default=None,
                      help="choose each round's draft length in [0, γ] from running acceptance and measured costs")
     gen.add_argument("--tree", action="store_true",
                      help="draft a token tree each round, γ deep, verified in one target forward with the node budget "
@@ -135,11 +135,12 @@ def config_from_args(args) -> DecodeConfig:
     # a preset's draft goes with its target; the default offline draft fits only the offline target
     draft = args.draft or (draft if args.preset or target == OFFLINE_MODEL else NGRAM_DRAFTER)
     check_prompt(args.prompt)
-    settings = {**DecodeConfig().to_dict(), **preset_settings(args.preset)}  # the preset's, where the user set none
+    settings = {**DecodeConfig().to_dict(), **preset_settings(args.preset, args.backend)}  # the preset's, where unset
     return DecodeConfig(
         target=target, draft=draft, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
-        chat=args.chat, ngram_size=args.ngram_size, adaptive=args.adaptive, system_prompt=args.system_prompt,
+        chat=args.chat, ngram_size=args.ngram_size, adaptive=settings["adaptive"] if args.adaptive is None else args.adaptive,
+        system_prompt=args.system_prompt,
         tree=args.tree or args.tree_budget is not None, tree_budget=args.tree_budget or 0, backend=args.backend,
         **{name: settings[name] if getattr(args, name) is None else getattr(args, name)
            for name in ("gamma", "draft_confidence", "draft_window", "draft_vocab")},

@@ -48,14 +48,19 @@ def model_terms(*model_ids: str | None) -> str | None:
 # What a preset runs with unless the user sets it. The Qwen2.5-Coder pair drafts up to 12 tokens and stops a
 # draft after a token its 0.5B draft gave less than 0.6: long drafts where the two agree (code, maths), short
 # ones in prose. Measured on this pair in docs/results.md; the rule is transformers' assistant_confidence_threshold.
-PRESET_SETTINGS: dict[str, dict] = {
-    "qwen2.5-coder": dict(gamma=12, draft_confidence=0.6),
+# On llama.cpp the same pair's forward is bound by arithmetic (v(2) ≈ 1.8 for its 4-bit weights on a 2-core CPU), so
+# no fixed draft length pays there: adaptive γ, seeded with the measured costs, decodes plainly where drafting cannot
+# pay and drafts where it can (docs/results.md, "Against llama.cpp").
+PRESET_SETTINGS: dict[tuple[str, str], dict] = {
+    ("qwen2.5-coder", TRANSFORMERS): dict(gamma=12, draft_confidence=0.6),
+    ("qwen2.5-coder", LLAMA_CPP): dict(gamma=4, draft_confidence=0.6, adaptive=True),
 }
 
 
-def preset_settings(name: str | None) -> dict:
-    """The settings `name` runs with unless told otherwise (gamma, draft_confidence); {} for none."""
-    return dict(PRESET_SETTINGS.get(name or "", {}))
+def preset_settings(name: str | None, backend: str = TRANSFORMERS) -> dict:
+    """The settings `name` runs with on `backend` unless told otherwise (gamma, draft_confidence, adaptive); {} for
+    none."""
+    return dict(PRESET_SETTINGS.get((name or "", backend), {}))
 
 
 def offline_drafter(device: torch.device | None = None, backend: str = TRANSFORMERS) -> str:
