@@ -78,3 +78,14 @@ def test_every_surface_shows_the_same_two_speedups():
     assert f"measured {metrics.speedup_measured:.2f}x" in terminal and f"predicted {metrics.speedup_predicted:.2f}x" in terminal
     assert live.count(">measured speedup</abbr>") == live.count(">predicted speedup</abbr>") == 1  # each named once
     assert "theoretical speedup" not in live and "against plain steps" not in live + anatomy
+
+
+def test_round_anatomy_says_so_when_the_machine_ran_slower_than_when_it_was_timed():
+    trace = scripted_trace()
+    assert "a busy machine" not in round_anatomy.waterfall_line(round_anatomy.summary(trace))
+    for round_ in trace.rounds:  # every forward three times as slow as calibrated
+        round_.draft_ms, round_.verify_forward_ms = 3 * round_.draft_ms, 3 * round_.verify_forward_ms
+        round_.verify_ms = round_.verify_forward_ms + 4.0
+    trace.wall_ms = sum(round_.draft_ms + round_.verify_ms for round_ in trace.rounds)
+    line = round_anatomy.waterfall_line(round_anatomy.summary(trace))
+    assert "a busy machine" in line and f"= this run **{speedup.waterfall(trace).measured_ms:.1f}**" in line

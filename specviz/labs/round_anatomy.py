@@ -20,13 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from specviz.metrics import step_costs, summarize
-from specviz.speedup import PART_NOTES, waterfall
+from specviz.speedup import DRAFTING, PART_NOTES, VERIFYING, waterfall
 from specviz.stats_text import defined, speedup_line
 from specviz.trace import Trace
 
 DRAFT_FORWARDS, DRAFT_OVERHEAD = "draft forwards", "drafting overhead"
 VERIFY_FORWARD, VERIFY_OVERHEAD = "verify forward", "accept/reject and bookkeeping"
 KINDS = (DRAFT_FORWARDS, DRAFT_OVERHEAD, VERIFY_FORWARD, VERIFY_OVERHEAD)
+SLOWER_SHARE = 0.25  # drafting and verifying each this far over the prediction: the machine slowed, say so
 TIMELINE_ROUNDS = 12  # rounds the timeline draws: more would be too thin to read
 STEP_BASIS = {"calibrated": "timed once per model pair on this device", "calibrated target": "timed once per model on "
               "this device", "baseline": "the plain run's median step", "verify": "estimated from this run's verify "
@@ -106,9 +107,13 @@ def waterfall_line(facts: dict) -> str:
              f"(one step {reconciled.step_ms:.1f} ms and {reconciled.plain_beyond_step_ms:.1f} ms beside it), so the "
              f"measured speedup is {reconciled.plain_ms:.1f} ÷ {reconciled.measured_ms:.1f} = "
              f"**{reconciled.measured:.2f}×**.")
+    parts_ms = dict(reconciled.parts)
+    slower = (" Drafting and verifying both took far longer than the forwards timed before the run: the machine ran "
+              "slower during the run than when c and v(k) were timed (a busy machine), not the method."
+              if min(parts_ms[DRAFTING], parts_ms[VERIFYING]) > SLOWER_SHARE * reconciled.predicted_ms else "")
     return (f"From predicted to measured, in ms per token (every round): predicted **{reconciled.predicted_ms:.1f}** "
             f"(one step {reconciled.step_ms:.1f} ms ÷ {reconciled.predicted:.2f}×) {parts} = this run "
-            f"**{reconciled.measured_ms:.1f}**.{plain}")
+            f"**{reconciled.measured_ms:.1f}**.{plain}{slower}")
 
 
 def defined_part(name: str) -> str:
