@@ -83,8 +83,8 @@ def test_every_surface_shows_the_same_two_speedups():
 def test_round_anatomy_says_so_when_the_machine_ran_slower_than_when_it_was_timed():
     trace = scripted_trace()
     assert "a busy machine" not in round_anatomy.waterfall_line(round_anatomy.summary(trace))
-    for round_ in trace.rounds:  # every forward three times as slow as calibrated
-        round_.draft_ms, round_.verify_forward_ms = 3 * round_.draft_ms, 3 * round_.verify_forward_ms
+    for round_ in trace.rounds:  # every forward four times as slow as calibrated
+        round_.draft_ms, round_.verify_forward_ms = 4 * round_.draft_ms, 4 * round_.verify_forward_ms
         round_.verify_ms = round_.verify_forward_ms + 4.0
     trace.wall_ms = sum(round_.draft_ms + round_.verify_ms for round_ in trace.rounds)
     line = round_anatomy.waterfall_line(round_anatomy.summary(trace))
