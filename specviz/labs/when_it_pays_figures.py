@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import plotly.graph_objects as go
 
 from specviz import theory
@@ -17,21 +19,34 @@ def _colour(index: int, regime: Regime) -> str:
     return LIVE_COLOUR if regime.source == "the live tab" else COLOURS[index % len(COLOURS)]
 
 
+def _shared_name(names: list[str]) -> str:
+    """The part of several regimes' names they share, to its last comma: 'the 4-bit target, CPU, a draft' and
+    'the 4-bit target, CPU, lookup' -> 'the 4-bit target, CPU'."""
+    shared = os.path.commonprefix(names)
+    return shared[: shared.rfind(",")] if "," in shared else shared.strip() or names[0]
+
+
 def verify_cost_figure(regimes: list[Regime], max_k: int = MAX_GAMMA + 1) -> go.Figure:
     """v(k) against k for each regime (measured sizes marked, the rest as theory.verify_cost_at reads them), with the
     line below which a forward is bound by reading the weights."""
     figure = base_figure()
     ks = list(range(1, max_k + 1))
+    drawn: dict[tuple, str] = {}  # regimes of one target on one machine share their v(k): one curve, named once
     for index, regime in enumerate(regimes):
-        colour = _colour(index, regime)
+        key = tuple(sorted(regime.verify_cost.items()))
+        if key in drawn:
+            continue
+        colour = drawn[key] = _colour(index, regime)
+        names = [other.name for other in regimes if tuple(sorted(other.verify_cost.items())) == key]
         figure.add_scatter(x=ks, y=[theory.verify_cost_at(regime.verify_cost, k) for k in ks], mode="lines",
-                           name=regime.name, line=dict(color=colour))
+                           name=names[0] if len(names) < 2 else _shared_name(names),
+                           line=dict(color=colour))
         measured = sorted(k for k in regime.verify_cost if k <= max_k)
         figure.add_scatter(x=measured, y=[regime.verify_cost[k] for k in measured], mode="markers", showlegend=False,
                            marker=dict(color=colour, size=7), hovertemplate="v(%{x}) = %{y:.2f}<extra></extra>")
     figure.add_hline(y=WEIGHT_BOUND_V, line_color=GREY, line_dash="dash")
-    figure.add_annotation(x=max_k, y=WEIGHT_BOUND_V, text="reading weights ↓ · arithmetic ↑", showarrow=False,
-                          xanchor="right", yanchor="bottom", font=dict(color=GREY))
+    figure.add_annotation(x=1, y=WEIGHT_BOUND_V, text=f"v = {WEIGHT_BOUND_V}: below, bound by reading weights",
+                          showarrow=False, xanchor="left", yanchor="top", font=dict(color=GREY, size=11))
     figure.update_layout(**{**LAYOUT, "height": 400, "legend": BELOW, "margin": {**LAYOUT["margin"], "b": 110}},
                          title="A forward over k tokens, in one-token forwards",
                          xaxis=dict(title="k (tokens in one forward)", dtick=2), yaxis=dict(title="v(k)", rangemode="tozero"))
