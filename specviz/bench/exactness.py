@@ -31,7 +31,7 @@ import torch
 
 from specviz import engine
 from specviz.bench.run import load_prompts
-from specviz.config import DecodeConfig
+from specviz.config import BACKENDS, TRANSFORMERS, DecodeConfig
 from specviz.metrics import chi_square_test
 from specviz.models.offline import ModelUnavailable
 from specviz.pipeline import Pipeline, build_pipeline
@@ -115,6 +115,7 @@ def run_terms(pipeline: Pipeline, prompts: list[str], config: DecodeConfig, seed
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m specviz.bench.exactness", description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", required=True)
+    parser.add_argument("--backend", choices=list(BACKENDS), default=TRANSFORMERS, help="what runs the forwards")
     parser.add_argument("--draft", nargs="+", required=True, help="each draft is tested with the exact rule")
     parser.add_argument("--questions", default="../shared/data/spec_bench/question.jsonl")
     parser.add_argument("--prompts", type=int, default=4, help="the first N prompts, one category after another")
@@ -138,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         prompts = [item["prompt"] for item in load_prompts(args.questions, None, None)][: args.prompts]
         base = DecodeConfig(target=args.target, gamma=args.gamma, draft_confidence=args.draft_confidence,
-                            temperature=args.temperature, max_new_tokens=args.tokens)
+                            temperature=args.temperature, max_new_tokens=args.tokens, backend=args.backend)
         exact = [("plain", args.draft[0], 1.0)] + [("specviz", draft, 1.0) for draft in args.draft]
         cases = ([] if args.controls_only else exact) + [("specviz", args.draft[0], value) for value in args.lenience]
         rows = []
