@@ -79,9 +79,11 @@ def row_count(page) -> int:
     return page.locator("#sv-rows .sv-row").count()
 
 
-def wait_until_settled(page) -> None:
-    """Gradio marks a component .generating or .pending (an orange frame, faded) while an update is on its way."""
-    page.wait_for_function("document.querySelectorAll('.generating, .pending').length == 0", timeout=60_000)
+def wait_until_settled(page, timeout_ms: int = 240_000) -> None:
+    """Gradio marks a component .generating or .pending (an orange frame, faded) while an update is on its way. A lab
+    button's work takes up to about 135 s on a fast 2-core machine and more on a slower one (an AVX2-only VM timed out
+    at 60 s), so the wait is as long as the lab tests' other waits."""
+    page.wait_for_function("document.querySelectorAll('.generating, .pending').length == 0", timeout=timeout_ms)
     page.wait_for_timeout(500)  # plotly redraws after the update lands
 
 
