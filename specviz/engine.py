@@ -149,6 +149,7 @@ def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Tr
         target_name=config.target,
         draft_name=config.draft,
         device=models.describe_device(pipeline.device),
+        kernels=models.cpu_kernels(pipeline.device),
         dtype=str(pipeline.dtype).removeprefix("torch."),
         token_ids=[],
         target_forward_ms=list(pipeline.target_forward_ms),

@@ -14,6 +14,10 @@ trace is replayed with its recorded lengths (ScriptedGamma: the length asked of 
 random numbers for every token it drafts, and the length kept after an EOS or the policy cut it); the rest of
 each round must still come out the same.
 `first_difference` stops the re-run at the first round that differs and names it with a one-line reason.
+
+All of this holds on the kernels the trace ran on (Trace.kernels). CPU kernels for another instruction set round
+differently: float32 forwards still agree within TOLERANCE, but the 4-bit draft's bfloat16 kernel does not, and
+a moved q(x) can move a draft. The reason then says so.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import NamedTuple
 from specviz.adaptive import ScriptedGamma
 from specviz.config import DecodeConfig
 from specviz.engine import speculative_decode
+from specviz.models.loading import cpu_kernels
 from specviz.pipeline import Pipeline, build_pipeline
 from specviz.trace import Round, Trace
 
@@ -43,6 +48,18 @@ def first_difference(trace: Trace, pipeline: Pipeline | None = None) -> Mismatch
     config = DecodeConfig.from_dict(trace.config)
     if pipeline is None:
         pipeline = build_pipeline(config)
+    mismatch = _first_difference(trace, config, pipeline)
+    if mismatch is None:
+        return None
+    here = cpu_kernels(pipeline.device)
+    if trace.kernels != here and here:
+        recorded_on = f"{trace.kernels} kernels" if trace.kernels else "CPU kernels it does not name"
+        return mismatch._replace(reason=f"{mismatch.reason}; the trace ran on {recorded_on} and this machine's are "
+                                        f"{here}, which round differently")
+    return mismatch
+
+
+def _first_difference(trace: Trace, config: DecodeConfig, pipeline: Pipeline) -> Mismatch | None:
     recorded = trace.rounds
     # A fixed γ is replayed by the engine's own policy; adaptive lengths are read from the trace.
     policy = ScriptedGamma([r.drafted for r in recorded], [r.asked for r in recorded]) if config.adaptive else None

@@ -117,6 +117,9 @@ class Trace:
     # Median ms of one draft forward over one token, timed alternately with the target's one-token forwards once per
     # model pair and device (pipeline.draft_step_ms): c's draft step. 0 when not measured (prompt lookup).
     draft_step_ms: float = 0.0
+    # The instruction set torch's CPU kernels ran on (models.cpu_kernels: AVX512, AVX2, ...): an exact replay
+    # needs the same. "" on a GPU, and in traces written before it was recorded.
+    kernels: str = ""
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

@@ -25,11 +25,12 @@ def open_tab(page, name: str) -> None:
 
 
 def choose_pair(page, name: str) -> None:
-    """Pick a pair from the menu by its PAIRS key (the menu shows MENU_LABELS' short label)."""
-    from specviz.app.pair_menu import MENU_LABELS
+    """Pick a pair from the menu by its PAIRS key (the menu shows pair_choices' short label)."""
+    from specviz.app.pair_menu import pair_choices
 
+    shown = {key: label for label, key in pair_choices()}
     page.get_by_label("Model pair (target ← draft)").click()
-    page.get_by_role("option", name=MENU_LABELS.get(name, name)).click()
+    page.get_by_role("option", name=shown.get(name, name)).click()
 
 
 def error_badges(page, toasts: bool = True) -> int:

@@ -7,11 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from specviz import cli, engine, gallery
 from specviz.config import DecodeConfig
 from specviz.export import trace_from_text
 from specviz.models import split_gguf
+from specviz.models.loading import cpu_kernels
 from specviz.trace import BONUS, CORRECTED, REJECTED, Trace
 from tests.fakes import fake_pipeline
 
@@ -120,12 +122,15 @@ def test_the_gallery_ships_the_pair_at_both_temperatures_on_code_and_prose():
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", SHIPPED, ids=[entry.name for entry in SHIPPED])
 def test_each_shipped_entry_reproduces_on_the_pair(entry, capsys):
-    """`replay --check` on this machine's pair: every round of the shipped run comes out the same."""
+    """`replay --check` on this machine's pair: every round of the shipped run comes out the same, where this CPU's
+    kernels are the ones it ran on (an entry that does not name them ran on float32 forwards that agree anyway)."""
     models = [model["id"] for model in entry.provenance["models"].values()]
     if split_gguf.first_missing(models) is not None:
         pytest.skip(f"needs {split_gguf.first_missing(models).name} installed (README: the Qwen2.5-Coder pair)")
     trace = Trace.from_dict(gallery.trace_data(json.loads(entry.path.read_text(encoding="utf-8"))))
     if trace.device != "cpu":
         pytest.skip(f"recorded on {trace.device}")
+    if trace.kernels and trace.kernels != cpu_kernels(torch.device("cpu")):
+        pytest.skip(f"recorded on {trace.kernels} kernels; this CPU's are {cpu_kernels(torch.device('cpu'))}")
     assert cli.main(["replay", str(entry.path), "--check"]) == 0
     assert f"all {len(trace.rounds)} rounds reproduce" in capsys.readouterr().out

@@ -4,9 +4,11 @@ import copy
 import json
 
 import pytest
+import torch
 
 from specviz import cli, cli_output, engine
 from specviz.config import DecodeConfig
+from specviz.models.loading import cpu_kernels
 from specviz.replay import TOLERANCE, first_difference
 from specviz.trace import REJECTED, Trace
 from tests.fakes import fake_pipeline
@@ -83,6 +85,27 @@ def test_probabilities_within_the_tolerance_still_reproduce(recorded):
         round_.tokens[0].draft_prob -= TOLERANCE / 10
 
     assert _tampered(recorded, nudge) is None
+
+
+def test_a_trace_names_the_cpu_kernels_it_ran_on(recorded):
+    assert recorded.kernels == cpu_kernels(torch.device("cpu")) != ""
+
+
+@pytest.mark.parametrize("kernels,named", [("other", "ran on other kernels"),
+                                           ("", "ran on CPU kernels it does not name")])
+def test_a_mismatch_on_other_kernels_says_they_round_differently(recorded, kernels, named):
+    """Kernels for another instruction set round otherwise (the 4-bit draft's by up to a few percent): the reason says
+    so after what differs. A trace that reproduces anyway passes, whatever kernels it names."""
+    here = cpu_kernels(torch.device("cpu"))
+    elsewhere = copy.deepcopy(recorded)
+    elsewhere.kernels = kernels.replace("other", "AVX2" if here != "AVX2" else "AVX512")
+    assert _replay(elsewhere) is None
+    mismatch = _tampered(elsewhere, lambda r: _set(r.tokens[0], "draft_prob", r.tokens[0].draft_prob - 1e-3))
+    assert mismatch.reason.startswith("q_1(x)") and "\n" not in mismatch.reason
+    named = named.replace("other", elsewhere.kernels)
+    assert mismatch.reason.endswith(f"; the trace {named} and this machine's are {here}, which round differently")
+    assert "round differently" not in _tampered(recorded, lambda r: _set(r, "accepted", 0) if r.accepted else
+                                                _set(r, "accepted", 1)).reason  # the same kernels: no such note
 
 
 def test_missing_or_extra_rounds_are_named(recorded):

