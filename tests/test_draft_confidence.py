@@ -96,9 +96,9 @@ def test_the_app_runs_the_coder_pair_with_its_preset_and_shows_it():
     from specviz.app.policy import Policy
     from specviz.app.request import RunRequest
 
-    assert pair_settings(CODER_PAIR) == {"gamma": 12, "draft_confidence": 0.6}
+    assert pair_settings(CODER_PAIR) == {"gamma": 12, "draft_confidence": 0.6, "adaptive": False}
     assert pair_settings(CODER_PAIR, Policy(hosted=True, max_gamma=8))["gamma"] == 8  # held to a hosted cap
-    assert pair_settings(OFFLINE_PAIR) == {"gamma": 4, "draft_confidence": 0.0}
+    assert pair_settings(OFFLINE_PAIR) == {"gamma": 4, "draft_confidence": 0.0, "adaptive": False}
     assert "Preset: γ 12 with a draft stop of 0.6" in pair_help(CODER_PAIR)
     assert "γ capped at 8" in pair_help(CODER_PAIR, Policy(hosted=True, max_gamma=8))
     assert "Qwen2.5-Coder-0.5B-Instruct" in drafter_help(CODER_PAIR) and "distilled" in drafter_help(OFFLINE_PAIR)
@@ -106,3 +106,24 @@ def test_the_app_runs_the_coder_pair_with_its_preset_and_shows_it():
     assert RunRequest(pair=CODER_PAIR, draft_confidence=0.0).draft_stop() == 0.0
     with pytest.raises(ValueError, match="draft_confidence must be"):
         RunRequest(pair=OFFLINE_PAIR, draft_confidence=1.5).to_config(Policy())
+
+
+def test_the_page_sets_the_coder_pairs_preset_for_the_backend_chosen():
+    """On llama.cpp the Qwen pair's preset is adaptive γ up to 4 with the stop of 0.6 (presets.PRESET_SETTINGS):
+    choosing the pair with llama.cpp picked, or llama.cpp with the pair chosen, sets the page to it and says why
+    under the menu; going back to transformers sets γ 12 and a fixed γ again."""
+    from specviz.app import ui
+    from specviz.app.pair_menu import CODER_PAIR, OFFLINE_PAIR
+    from specviz.app.request import RunRequest
+    from specviz.config import LLAMA_CPP, TRANSFORMERS
+
+    def shown(updates):  # (help, γ, stop, adaptive), as the page would show them
+        return (updates[0]["info"], *(update["value"] for update in updates[1:]))
+
+    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP))
+    assert settings == [4, 0.6, True] and "Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6" in help_text
+    assert shown(ui._pair_changed(CODER_PAIR, LLAMA_CPP)[2:]) == shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP))
+    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS))
+    assert settings == [12, 0.6, False] and "Preset: γ 12 with a draft stop of 0.6" in help_text
+    assert shown(ui._backend_changed(OFFLINE_PAIR, LLAMA_CPP))[1:] == (4, 0.0, False)  # no preset: the plain defaults
+    assert RunRequest(pair=CODER_PAIR, backend=LLAMA_CPP).draft_stop() == 0.6  # an API call that leaves it out

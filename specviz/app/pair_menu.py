@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from specviz import gallery
 from specviz.app.policy import Policy
-from specviz.config import DISTILLED_DRAFTER, NGRAM_DRAFTER, OFFLINE_MODEL, QUANTIZED_DRAFTER, DrafterSpec
+from specviz.config import (
+    DISTILLED_DRAFTER,
+    LLAMA_CPP,
+    NGRAM_DRAFTER,
+    OFFLINE_MODEL,
+    QUANTIZED_DRAFTER,
+    TRANSFORMERS,
+    DrafterSpec,
+)
 from specviz.drafters import registry
 from specviz.models import presets, split_gguf
 
@@ -24,6 +32,14 @@ PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from
     CODER_GEMMA_PAIR: presets.PRESETS["qwen2.5-coder-gemma-draft"],
     "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["qwen2.5-1.5b-smollm2-draft"],
     CUSTOM_PAIR: (None, None),
+}
+# Why a pair's preset (presets.PRESET_SETTINGS) is what it is on each backend, said under the menu.
+PRESET_ON = {TRANSFORMERS: "", LLAMA_CPP: " on llama.cpp"}
+PRESET_WHY = {
+    TRANSFORMERS: "long drafts where the two agree (code, maths), short ones in prose; the fastest setting measured on "
+                  "39 Spec-Bench prompts (docs/results.md)",
+    LLAMA_CPP: "on 4-bit weights a forward over k tokens costs far more than one, so each round drafts only as many "
+               "tokens as the measured costs and acceptance say pay, down to none (When it pays)",
 }
 OFFLINE_SUFFIX, NOT_INSTALLED = " · offline", " · not installed"  # a menu label's ending, as the pair is here
 MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values sent stay PAIRS' keys
@@ -55,20 +71,24 @@ def _preset_name(pair: str) -> str | None:
     return next((name for name, models in presets.PRESETS.items() if models == PAIRS.get(pair)), None)
 
 
-def pair_settings(pair: str, policy: Policy | None = None) -> dict:
-    """γ and the draft stop the pair runs with unless the user moves them: its preset's (presets.PRESET_SETTINGS),
-    else γ = DEFAULT_GAMMA and no stop; γ held to `policy`'s cap.
+def pair_settings(pair: str, policy: Policy | None = None, backend: str = TRANSFORMERS) -> dict:
+    """γ, the draft stop and adaptive γ the pair runs with on `backend` unless the user moves them: its preset's
+    (presets.PRESET_SETTINGS), else γ = DEFAULT_GAMMA, no stop and a fixed γ; γ held to `policy`'s cap.
 
     >>> pair_settings(CODER_PAIR), pair_settings(OFFLINE_PAIR)
-    ({'gamma': 12, 'draft_confidence': 0.6}, {'gamma': 4, 'draft_confidence': 0.0})
+    ({'gamma': 12, 'draft_confidence': 0.6, 'adaptive': False}, {'gamma': 4, 'draft_confidence': 0.0, 'adaptive': False})
+    >>> pair_settings(CODER_PAIR, backend=LLAMA_CPP)
+    {'gamma': 4, 'draft_confidence': 0.6, 'adaptive': True}
     """
-    settings = {"gamma": DEFAULT_GAMMA, "draft_confidence": 0.0, **presets.preset_settings(_preset_name(pair))}
+    settings = {"gamma": DEFAULT_GAMMA, "draft_confidence": 0.0, "adaptive": False,
+                **presets.preset_settings(_preset_name(pair), backend)}
     if policy is not None:
         settings["gamma"] = min(settings["gamma"], policy.max_gamma)
     return settings
 
 
-def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: str = "") -> str:
+def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: str = "",
+              backend: str = TRANSFORMERS) -> str:
     """One line under the pair menu: the two models in full, why the pair's γ and draft stop are what they are,
     the install command where its offline models are missing, and the terms of a model that has its own (Gemma),
     also where the Custom pair's boxes (`target`, `draft`) name one."""
@@ -80,12 +100,12 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
     models = f"{target.removeprefix('offline:')} drafted for by {draft.removeprefix('offline:')}"
     if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
         models = f"{target.removeprefix('offline:')} drafted for by {registry.describe(draft)}"
-    settings, preset = pair_settings(pair, policy), presets.preset_settings(_preset_name(pair))
+    settings, preset = pair_settings(pair, policy, backend), presets.preset_settings(_preset_name(pair), backend)
     if preset:
         capped = f" (γ capped at {settings['gamma']} on this server)" if settings["gamma"] < preset["gamma"] else ""
-        models += (f". Preset: γ {preset['gamma']} with a draft stop of {preset['draft_confidence']}{capped}: long "
-                   "drafts where the two agree (code, maths), short ones in prose; the fastest setting measured on "
-                   "39 Spec-Bench prompts (docs/results.md), and exact either way")
+        adaptive = "adaptive γ up to " if preset.get("adaptive") else "γ "
+        models += (f". Preset{PRESET_ON[backend]}: {adaptive}{preset['gamma']} with a draft stop of "
+                   f"{preset['draft_confidence']}{capped}: {PRESET_WHY[backend]}, and exact either way")
     commands = dict.fromkeys(split_gguf.SPLIT_MODELS[model].install_command for model in PAIRS[pair]
                              if split_gguf.first_missing((model,)) is not None)  # each missing model's, in order
     terms = presets.model_terms(*PAIRS[pair])

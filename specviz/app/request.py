@@ -90,7 +90,7 @@ class RunRequest:
     def draft_stop(self) -> float:
         """The draft stop asked for; left out (an API caller), the pair's preset (presets.PRESET_SETTINGS)."""
         if self.draft_confidence is None:
-            return pair_settings(self.pair)["draft_confidence"]
+            return pair_settings(self.pair, backend=self.backend)["draft_confidence"]
         return check_field("draft_confidence", self.draft_confidence)
 
     def to_config(self, policy: Policy) -> DecodeConfig:

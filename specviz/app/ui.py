@@ -115,7 +115,7 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, 
     """One widget per RunRequest field, showing `initial`; returns them by field name, the Custom pair's row, the
     buttons and the status line beside them."""
     pair = gr.Dropdown(pair_choices(), value=initial.pair, label="Model pair (target ← draft)",
-                       info=pair_help(initial.pair, policy), elem_id="sv-pair")
+                       info=pair_help(initial.pair, policy, backend=initial.backend), elem_id="sv-pair")
     with gr.Row(visible=False) as custom_row:
         target = gr.Textbox(initial.target, label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
         draft = gr.Textbox(initial.draft, label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")
@@ -126,7 +126,7 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, 
     status = gr.Markdown("Press **Run** to decode the prompt, or **Step** for one round at a time.",
                          elem_id="sv-status")
     gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
-    settings = pair_settings(initial.pair, policy)
+    settings = pair_settings(initial.pair, policy, initial.backend)
     drafter = gr.Radio(DRAFTERS, value=initial.drafter, label="Drafter", info=drafter_help(initial.pair))
     system_prompt = gr.Textbox(initial.system_prompt, label="System prompt (empty: none)", lines=1, max_lines=6,
                                info="Sent before your prompt. Left empty the model reads nothing hidden; SmolLM2's "
@@ -175,13 +175,21 @@ def _caps(policy: Policy) -> dict[str, str]:
             "max_new_tokens": f"Up to {policy.max_new_tokens} on this shared server"}
 
 
-def _pair_changed(choice: str):
-    """A new pair: show the Custom boxes or not, and set the drafter, γ and draft stop this pair runs best with."""
-    policy, settings = current_policy(), pair_settings(choice, current_policy())
+def _pair_changed(choice: str, backend: str):
+    """A new pair: show the Custom boxes or not, and set the drafter, γ, draft stop and adaptive γ this pair runs
+    best with on the backend chosen."""
     offline_smollm = PAIRS[choice][0] == OFFLINE_MODEL
-    return (gr.update(visible=choice == CUSTOM_PAIR), gr.update(info=pair_help(choice, policy)),
+    return (gr.update(visible=choice == CUSTOM_PAIR),
             gr.update(value=LOOKUP_THEN_DRAFT if offline_smollm else DRAFT_MODEL, info=drafter_help(choice)),
-            gr.update(value=settings["gamma"]), gr.update(value=settings["draft_confidence"]))
+            *_backend_changed(choice, backend))
+
+
+def _backend_changed(choice: str, backend: str):
+    """Another backend: the pair's settings on it (a preset differs by backend), and the reason under the menu."""
+    policy = current_policy()
+    settings = pair_settings(choice, policy, backend)
+    return (gr.update(info=pair_help(choice, policy, backend=backend)), gr.update(value=settings["gamma"]),
+            gr.update(value=settings["draft_confidence"]), gr.update(value=settings["adaptive"]))
 
 
 def _custom_named(pair: str, target: str, draft: str):
@@ -204,9 +212,10 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     gpu = gpu_decorator()  # ZeroGPU on a Space, else nothing
     controls, outputs, trace_state = live.controls, list(live.outputs.values()), live.outputs["trace"]
     queue = queue_shown(live.outputs["status"])  # a waiting Run or Step shows its place on the status line
-    controls["pair"].change(_pair_changed, controls["pair"],
-                            [live.custom_row, controls["pair"], controls["drafter"], controls["gamma"],
-                             controls["draft_confidence"]], queue=False)
+    settings = [controls["pair"], controls["gamma"], controls["draft_confidence"], controls["adaptive"]]
+    controls["pair"].change(_pair_changed, [controls["pair"], controls["backend"]],
+                            [live.custom_row, controls["drafter"], *settings], queue=False)
+    controls["backend"].change(_backend_changed, [controls["pair"], controls["backend"]], settings, queue=False)
     gr.on([controls["target"].change, controls["draft"].change], _custom_named,  # a Gemma typed in: its terms
           [controls["pair"], controls["target"], controls["draft"]], controls["pair"], queue=False)
     run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state, trace_state], inputs_kwargs=controls,
