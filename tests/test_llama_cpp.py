@@ -54,6 +54,28 @@ def test_greedy_speculative_decoding_is_llama_cpps_own_plain_decoding():
     assert generated == plain.token_ids
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(offline.installed_gguf() is None, reason=offline.INSTALL_COMMAND)
+def test_the_tokenizer_read_from_a_gguf_is_transformers_own(tmp_path, monkeypatch):
+    """gguf_tokenizer reads only the tokenizer's fields; it must give what AutoTokenizer's GGUF path gives: the same
+    ids, chat template, special tokens and text back; then it comes from the cache."""
+    from transformers import AutoTokenizer
+
+    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
+    path = offline.installed_gguf()
+    ours = llama_cpp.gguf_tokenizer(OFFLINE_MODEL, path)
+    theirs = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+    messages = [{"role": "user", "content": "Naïve café: 漢字, tabs\tand  spaces 🙂\n\ndef f(x):\n    return x ** 2"}]
+    assert ours.apply_chat_template(messages, tokenize=False, add_generation_prompt=True) == \
+        theirs.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    text = theirs.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    ids = theirs(text, add_special_tokens=False)["input_ids"]
+    assert ours(text, add_special_tokens=False)["input_ids"] == ids and ours.decode(ids) == theirs.decode(ids)
+    assert (ours.eos_token, ours.bos_token, len(ours)) == (theirs.eos_token, theirs.bos_token, len(theirs))
+    assert (tmp_path / "tokenizers").is_dir()
+    assert llama_cpp.gguf_tokenizer(OFFLINE_MODEL, path)(text, add_special_tokens=False)["input_ids"] == ids
+
+
 @llama_cpp_only
 def test_a_sampled_run_on_llama_cpp_replays_round_for_round():
     from specviz.replay import first_difference

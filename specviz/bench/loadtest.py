@@ -98,15 +98,17 @@ def one_run(client, request: RunRequest) -> dict:
             "own": is_own(result, request.prompt, request.seed)}
 
 
-def page_request(client, pair: str | None, drafter: str | None, max_new_tokens: int | None):
+def page_request(client, pair: str | None, drafter: str | None, max_new_tokens: int | None,
+                 backend: str | None = None):
     """What a student's page sends when they press Run untouched: the /run endpoint's defaults (the widgets'
-    initial values, the pair the server offers first), with the pair's drafter, γ and draft stop when --pair
-    chooses another (as the pair menu sets them). Returns a function (who, seed) -> RunRequest with a prompt of
-    that person's own and that seed."""
+    initial values, the pair the server offers first), with the pair's drafter, γ, draft stop and adaptive γ when
+    `pair` or `backend` chooses another (as the pair menu and the backend radio set them). Returns a function
+    (who, seed) -> RunRequest with a prompt of that person's own and that seed."""
     parameters = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/run"]["parameters"]
     base = RunRequest(**{parameter["parameter_name"]: parameter.get("parameter_default") for parameter in parameters})
-    if pair is not None:
-        base = dataclasses.replace(base, pair=pair, **pair_settings(pair),
+    if pair is not None or backend is not None:
+        pair, backend = pair or base.pair, backend or base.backend
+        base = dataclasses.replace(base, pair=pair, backend=backend, **pair_settings(pair, backend=backend),
                                    drafter=LOOKUP_THEN_DRAFT if PAIRS[pair][0] == OFFLINE_MODEL else DRAFT_MODEL)
     base = dataclasses.replace(base, drafter=drafter or base.drafter, max_new_tokens=max_new_tokens or base.max_new_tokens)
 
