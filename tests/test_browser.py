@@ -164,7 +164,8 @@ def test_run_and_its_status_line_are_in_view_without_scrolling(page, app_url, wi
 
 def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
     """Every pair's label fits the menu at 1366×768 (none cut off); choosing the Qwen2.5-Coder pair sets γ 12 and the
-    draft stop 0.6 on the page, with the reason under the menu; going back sets γ 4 and no stop."""
+    draft stop 0.6 on the page, with the reason under the menu; going back sets γ 4 and no stop. Where llama.cpp is
+    offered, choosing it sets that backend's preset (adaptive γ up to 4) and transformers sets γ 12 back."""
     from specviz.app.pair_menu import CODER_PAIR, OFFLINE_PAIR, pair_choices
 
     shown = {key: label for label, key in pair_choices()}  # "· not installed" on a pair whose parts are missing here
@@ -188,6 +189,17 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
         choose_pair(small, CODER_PAIR)
         small.wait_for_function("document.querySelector('#sv-pair').innerText.includes("
                                 "'Preset: γ 12 with a draft stop of 0.6')", timeout=10_000)  # the reason, under the menu
+        backend = small.locator("#sv-backend")
+        if backend.is_visible():  # the llama.cpp bindings are installed: the pair's preset there is another
+            adaptive = small.get_by_label("Adaptive γ", exact=False).first
+            backend.get_by_label("llama.cpp").check()
+            small.wait_for_function("document.querySelector('#sv-pair').innerText.includes("
+                                    "'Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6')", timeout=10_000)
+            assert (gamma.input_value(), stop.input_value(), adaptive.is_checked()) == ("4", "0.6", True)
+            backend.get_by_label("transformers").check()
+            small.wait_for_function("document.querySelector('#sv-pair').innerText.includes('Preset: γ 12')",
+                                    timeout=10_000)
+            assert (gamma.input_value(), adaptive.is_checked()) == ("12", False)
     finally:
         small.close()
 
