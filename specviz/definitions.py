@@ -45,7 +45,7 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
                               "proposes only those; the rest of its belief costs acceptance, never exactness"),
     "alpha_tree": Definition("α (tree)", "accepted tokens ÷ depth levels tested", "a level is tested when the walk tried "
                              "a child there and counts once however many siblings it tried; for a chain, α. The "
-                             "theoretical speedup reads each tree as a chain of its depth accepting with this α"),
+                             "predicted speedup reads each tree as a chain of its depth accepting with this α"),
     "acceptance_by_depth": Definition("acceptance at depth d", "rounds that accepted a node at depth d ÷ rounds whose "
                                       "walk tested a node there", "for a chain, α at position d"),
     "acceptance_by_sibling_rank": Definition("acceptance of the r-th sibling", "r-th siblings accepted ÷ r-th siblings "
@@ -62,10 +62,6 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
     "c": Definition(
         "c", "draft step ÷ target step",
         "what one drafted token costs in target steps (Leviathan et al.'s c); prompt lookup costs about 0"),
-    "speedup_theoretical": Definition(
-        "theoretical speedup", "Σ E(α, k) ÷ Σ (k·c + 1) over the rounds, E(α, k) = (1 − α^(k+1)) ÷ (1 − α)",
-        "what α and c predict, k being each round's drafts; it assumes a verify forward costs one target step and "
-        "that nothing but forwards takes time"),
     "speedup_measured": Definition(
         "measured speedup", "this run's tokens/s ÷ a plain run's tokens/s",
         "the plain run decodes the same prompt on the same target, backend and settings in this process (tick compare "

@@ -1,4 +1,4 @@
-"""Trace -> numbers: acceptance, tokens per round, cost ratio c, and measured against theoretical speedup; and the
+"""Trace -> numbers: acceptance, tokens per round, cost ratio c, and the measured speedup beside the predicted one; and the
 two statistics every check of the output's distribution uses (Pearson's χ² test and the total variation distance).
 
 Each number's definition is in definitions.DEFINITIONS (re-exported here); the views quote it.
@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass
 
 import torch
 
-from specviz import theory
 from specviz.definitions import DEFINITIONS, Definition  # noqa: F401  (quoted from metrics by the views)
 from specviz.speedup import (  # noqa: F401  (c's steps, v(k) and the speedups: read from metrics by the views)
     C_BASES,
@@ -57,7 +56,6 @@ class Metrics:
     c_basis: str  # where the two steps came from: a key of C_BASES
     tokens_per_s: float  # "tokens_per_s": generated tokens / run_wall_ms
     baseline_tokens_per_s: float | None  # "baseline_tokens_per_s": the plain run's tokens / its wall time
-    speedup_theoretical: float  # "speedup_theoretical": Σ_r E(α, k_r) / Σ_r (k_r c + 1) over the rounds' k_r
     speedup_measured: float | None  # "speedup_measured": tokens_per_s / baseline_tokens_per_s (measured_speedup)
     speedup_predicted: float | None  # "speedup_predicted": Σ E(α, k) / Σ (k c + v(k + 1)), beside the measured one
     identical: bool | None  # generated ids equal the baseline's (meaningful at temperature 0)
@@ -72,7 +70,6 @@ def summarize(trace: Trace) -> Metrics:
     alpha = accepted_total / tested if tested else 0.0
     rounds = max(len(trace.rounds), 1)
     draft_lengths = [round_.drafted for round_ in trace.rounds]  # k_r: fewer than γ with adaptive γ or near the end
-    depths = [round_depth(round_) for round_ in trace.rounds]  # the theory's k_r: a tree's levels (a chain's k_r)
     drafting_rounds = sum(1 for length in draft_lengths if length > 0)
     draft_ms = sum(round_.draft_ms for round_ in trace.rounds)
     verify_ms = sum(round_.verify_ms for round_ in trace.rounds)
@@ -105,7 +102,6 @@ def summarize(trace: Trace) -> Metrics:
         c_basis=basis,
         tokens_per_s=tokens_per_s(trace),
         baseline_tokens_per_s=baseline_tokens_per_s(trace),
-        speedup_theoretical=theory.speedup_over_rounds(alpha, depths, c) if depths else 0.0,
         speedup_measured=measured_speedup(trace),
         speedup_predicted=predicted.predicted if (predicted := waterfall(trace, alpha)) is not None else None,
         identical=identical,

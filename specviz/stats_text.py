@@ -2,7 +2,7 @@
 
 Every number carries its counts in words, and its label the definition from metrics.DEFINITIONS on hover (an
 <abbr title>), so two numbers that look alike (α and the draft acceptance rate, tokens per round and the mean
-acceptance length, the theoretical and the measured speedup) say why they differ.
+acceptance length, the predicted and the measured speedup) say why they differ.
 """
 
 from __future__ import annotations

@@ -173,3 +173,22 @@ def test_a_peer_that_fails_on_a_prompt_is_a_row_that_says_so_and_out_of_every_fi
                and summary["category"] in ("ALL", r["category"])]
         assert summary["prompts"] == len(ran)
     assert "**failed** at T = 0 on prompt" in (out / "report.md").read_text()
+
+
+def test_resume_keeps_whole_prompts_of_a_run_with_the_same_settings(tmp_path, capsys):
+    """llama.cpp's speculative decoding may pass max_new_tokens (here 133 of 128): its rows are kept all the same;
+    a run made with other settings is not resumed from."""
+    import argparse
+
+    plan = [bench.Method("plain"), bench.Method("llama_speculative", drafter="d")]
+    settings = dict(target="t", draft=["d"], backend="llama.cpp", gamma=4, draft_confidence=0.0, max_new_tokens=128,
+                    draft_window=0, draft_vocab=0)
+    rows = [dict(temperature=0.0, id=1, method="plain", tokens=128), dict(temperature=0.0, id=1, method=plan[1].label, tokens=133),
+            dict(temperature=0.0, id=2, method="plain", tokens=128)]  # prompt 2 was cut off before its second method
+    (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (tmp_path / "run.json").write_text(json.dumps({"args": settings}))
+    kept = command._earlier_rows(tmp_path / "rows.jsonl", argparse.Namespace(**settings), plan)
+    assert [(row["id"], row["tokens"]) for row in kept] == [(1, 128), (1, 133)]
+    other = argparse.Namespace(**{**settings, "max_new_tokens": 64})
+    assert command._earlier_rows(tmp_path / "rows.jsonl", other, plan) == []
+    assert "other max_new_tokens" in capsys.readouterr().err

@@ -32,7 +32,7 @@ def test_json_output_has_the_contract_keys(offline_target):
     assert stages[0].startswith("specviz: Loading offline:SmolLM2-135M-Instruct on cpu"), result.stderr
     assert all(line.startswith("specviz: ") and line.endswith("…") for line in stages), result.stderr
     summary = json.loads(result.stdout)
-    for key in ("text", "rounds", "alpha", "alpha_per_position", "tokens_per_round", "c", "speedup_theoretical",
+    for key in ("text", "rounds", "alpha", "alpha_per_position", "tokens_per_round", "c", "speedup_predicted",
                 "baseline_text", "speedup_measured", "identical"):
         assert key in summary
     assert summary["identical"] is True and summary["text"] == summary["baseline_text"]

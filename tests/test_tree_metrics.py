@@ -86,7 +86,7 @@ def test_summarize_reads_a_tree_alpha_over_depth_levels():
     assert metrics.tokens_per_round == pytest.approx(5 / 3)  # still emitted tokens ÷ rounds
     assert metrics.draft_acceptance_rate == pytest.approx(2 / 10)  # vLLM's: every node drafted counts
     assert metrics.mean_acceptance_length == pytest.approx(1 + 2 / 2)
-    assert metrics.speedup_theoretical == pytest.approx(theory.speedup_over_rounds(2 / 3, [3, 3, 0], metrics.c))
+    assert metrics.speedup_predicted == pytest.approx(theory.speedup_over_rounds(2 / 3, [3, 3, 0], metrics.c))  # no v(k)
 
 
 def test_every_tree_number_has_a_definition():

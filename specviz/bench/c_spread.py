@@ -1,6 +1,6 @@
 """How steady is c between identical runs? `python -m specviz.bench.c_spread`
 
-c (a draft step's time over a target step's) feeds the theoretical speedup, so a student who runs the same
+c (a draft step's time over a target step's) feeds the predicted speedup, so a student who runs the same
 prompt twice should see about the same c, also after the server restarted. This builds each pair once, as the
 app does on its first Run, then decodes the same prompt `--runs` times in a row with no warm-up and prints c for
 every run, its median and its spread: the largest distance from the median, in percent of it (the goal is within

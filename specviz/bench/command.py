@@ -114,17 +114,27 @@ def _write(results: dict, out: Path) -> None:
     print(report.markdown(results))
 
 
+RESUME_KEYS = ("target", "draft", "backend", "gamma", "draft_confidence", "max_new_tokens", "draft_window", "draft_vocab")
+
+
 def _earlier_rows(rows_file: Path, args, plan: list[Method]) -> list[dict]:
-    """The rows of an interrupted run, kept per (temperature, prompt) only where every planned method has one."""
+    """The rows of an interrupted run, kept per (temperature, prompt) only where every planned method has one, and
+    only if that run (its run.json) measured with these RESUME_KEYS' settings. A row's token count is no test of
+    that: llama.cpp's speculative decoding may pass max_new_tokens by up to its draft length."""
     if not rows_file.exists():
+        return []
+    run_file = rows_file.parent / "run.json"
+    earlier = json.loads(run_file.read_text(encoding="utf-8"))["args"] if run_file.exists() else {}
+    changed = [key for key in RESUME_KEYS if earlier.get(key) != vars(args).get(key)]
+    if changed:
+        print(f"not resuming: {run_file} was run with other {', '.join(changed)}", file=sys.stderr)
         return []
     rows = _read_rows(rows_file)
     labels = {method.label for method in plan}
     by_prompt: dict[tuple, list[dict]] = {}
     for row in rows:
         by_prompt.setdefault((row["temperature"], row["id"]), []).append(row)
-    kept = [row for group in by_prompt.values() if {r["method"] for r in group} == labels for row in group
-            if row["tokens"] <= args.max_new_tokens]
+    kept = [row for group in by_prompt.values() if {r["method"] for r in group} == labels for row in group]
     print(f"resuming: {len(kept) // max(1, len(labels))} prompt runs kept from {rows_file}", file=sys.stderr)
     return kept
 
