@@ -25,7 +25,7 @@ from specviz.speedup import (  # noqa: F401  (c's steps, v(k) and the speedups: 
     waterfall,
 )
 from specviz.trace import Trace
-from specviz.tree_metrics import depth_counts, round_depth
+from specviz.tree_metrics import depth_counts
 
 
 @dataclass

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specviz import job
+from specviz import calibration_store, job
 from specviz.config import DecodeConfig
 from specviz.drafters import registry
 from specviz.drafters.base import Drafter
@@ -99,18 +99,32 @@ def calibrate(pipeline: Pipeline, target_id: str, max_k: int) -> list[float]:
 
     sizes = max(max_k, MIN_CALIBRATED_K)
     key = ("target-forward-ms", target_id, pipeline.device, pipeline.dtype)
+    context = pipeline.tokenizer(CALIBRATION_PROMPT, add_special_tokens=False)["input_ids"]
+
+    def time_step() -> float:  # one target step now, to rescale the timings an earlier start kept
+        job.stage(f"Timing one {target_id} step (v(k) and c as this machine timed them before)")
+        step = profiling.measure_verify_costs(pipeline.target, context, max_k=1, repeats=5, warmup=1)[1]
+        pipeline.target.reset()
+        return step
+
+    kept = calibration_store.KeptTimings(calibration_store.machine_key(
+        type(pipeline.target).__name__, target_id, pipeline.device, pipeline.dtype), time_step)
 
     def measure() -> list[float]:
+        forwards = kept.forwards(sizes)
+        if forwards is not None:
+            return forwards
         job.stage(f"Timing {target_id}'s forward over 1..{sizes} tokens, once (for c and v(k))")
-        context = pipeline.tokenizer(CALIBRATION_PROMPT, add_special_tokens=False)["input_ids"]
         timings = profiling.measure_verify_costs(pipeline.target, context, max_k=sizes, repeats=3, warmup=1)
         pipeline.target.reset()
-        return [timings[k] for k in range(1, sizes + 1)]
+        forwards = [timings[k] for k in range(1, sizes + 1)]
+        kept.keep_forwards(forwards)
+        return forwards
 
     if key in pipeline.cache and len(pipeline.cache.get(key, measure)) < sizes:
         pipeline.cache.clear_key(key)  # measured for a smaller γ: measure again, up to this one
     pipeline.target_forward_ms = pipeline.cache.get(key, measure)[:sizes]
-    steps = step_times(pipeline, target_id)
+    steps = step_times(pipeline, target_id, kept)
     if steps is not None:
         pipeline.draft_step_ms = steps[0]
         pipeline.target_forward_ms = [steps[1], *pipeline.target_forward_ms[1:]]
@@ -125,20 +139,31 @@ def calibrated_pipeline(config: DecodeConfig) -> Pipeline:
     return pipeline
 
 
-def step_times(pipeline: Pipeline, target_id: str) -> tuple[float, float] | None:
+def step_times(pipeline: Pipeline, target_id: str, kept: calibration_store.KeptTimings | None = None
+               ) -> tuple[float, float] | None:
     """(draft step ms, target step ms): the medians of STEP_SAMPLES one-token forwards of each, alternating, timed
     once per pair and device, then read from the cache; None for prompt lookup (no model: c ≈ 0).
 
     Each proposal drafts CALIBRATION_DRAFTS tokens after the target has read one more token of a fixed context,
     as a round does, so every draft forward reads one token; the target's one-token forward that follows is its
     step. Alternating makes a busy moment slow both alike, so their ratio c holds; one measurement per pair makes
-    identical reruns show the same c. Leaves the target's and the drafter's caches empty."""
+    identical reruns show the same c. Leaves the target's and the drafter's caches empty. `kept`: the steps an
+    earlier start timed on this machine, read in place of timing them and kept once timed."""
     drafter = pipeline.drafter.model if isinstance(pipeline.drafter, LookupThenModelDrafter) else pipeline.drafter
     if drafter.costless:
         return None
     target, device = pipeline.target, pipeline.device
 
     def measure() -> tuple[float, float] | None:
+        steps = kept.steps(drafter.name) if kept is not None else None
+        if steps is not None:
+            return steps
+        steps = timed()
+        if steps is not None and kept is not None:
+            kept.keep_steps(drafter.name, *steps)
+        return steps
+
+    def timed() -> tuple[float, float] | None:
         job.stage(f"Timing a {drafter.name} draft step against a {target_id} step, once (for c)")
         context = pipeline.tokenizer(CALIBRATION_PROMPT, add_special_tokens=False)["input_ids"]
         first = len(context) - STEP_SAMPLES - STEP_WARM_UP

@@ -14,6 +14,12 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(autouse=True)
+def own_calibration_file(tmp_path, monkeypatch):
+    """Each test starts with no calibration kept by an earlier start (calibration_store), and keeps its own."""
+    monkeypatch.setenv("SPECVIZ_CALIBRATION", str(tmp_path / "calibration.json"))
+
+
 @pytest.fixture(scope="session")
 def offline_target():
     """The embedded SmolLM2-135M-Instruct (converted from its GGUF on first use, then cached)."""

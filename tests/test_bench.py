@@ -183,7 +183,8 @@ def test_resume_keeps_whole_prompts_of_a_run_with_the_same_settings(tmp_path, ca
     plan = [bench.Method("plain"), bench.Method("llama_speculative", drafter="d")]
     settings = dict(target="t", draft=["d"], backend="llama.cpp", gamma=4, draft_confidence=0.0, max_new_tokens=128,
                     draft_window=0, draft_vocab=0)
-    rows = [dict(temperature=0.0, id=1, method="plain", tokens=128), dict(temperature=0.0, id=1, method=plan[1].label, tokens=133),
+    rows = [dict(temperature=0.0, id=1, method="plain", tokens=128),
+            dict(temperature=0.0, id=1, method=plan[1].label, tokens=133),
             dict(temperature=0.0, id=2, method="plain", tokens=128)]  # prompt 2 was cut off before its second method
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
     (tmp_path / "run.json").write_text(json.dumps({"args": settings}))

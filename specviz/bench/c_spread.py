@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 
@@ -36,6 +37,7 @@ def spread(values: list[float]) -> float:
 
 def measure(target: str, draft: str, runs: int, max_new_tokens: int, prompt: str, keep_timings: bool = False) -> dict:
     config = DecodeConfig(target=target, draft=draft, max_new_tokens=max_new_tokens).validate()
+    os.environ["SPECVIZ_CALIBRATION"] = "off"  # fresh calibrations, not the ratios an earlier start kept on disk
     pipeline = build_pipeline(config)
     cs, rounds = [], []
     for _ in range(runs):
