@@ -22,6 +22,7 @@ import statistics
 from collections import defaultdict
 
 from specviz import theory
+from specviz.bench import peer_table
 
 ALL = "ALL"
 
@@ -34,8 +35,11 @@ def build_results(args: dict, environment: dict, verify_costs: dict[int, float],
         groups[(row["temperature"], row["category"], row["method"])].append(row)
         groups[(row["temperature"], ALL, row["method"])].append(row)
     summaries = [_summarize(t, category, method, group, verify_costs) for (t, category, method), group in groups.items()]
+    peer = peer_table.ratios_to_peer(rows)
     return {"args": args, "environment": environment, "verify_costs": {str(k): v for k, v in verify_costs.items()},
             "summaries": summaries, "figures": headline_figures(rows, summaries), "rows": rows + failed,
+            "against_llama_plain": {f"T={t:g}": methods for t, methods in peer.items()},
+            "goals": peer_table.goals(peer),
             "failed": [{key: row[key] for key in ("temperature", "id", "method", "error")} for row in failed]}
 
 
@@ -173,6 +177,7 @@ def markdown(results: dict) -> str:
             lines.append(f"- **{key}**: " + "; ".join(shown))
         else:
             lines.append(f"- **{key}**: {entry}")
+    lines += peer_table.markdown(peer_table.ratios_to_peer([r for r in results["rows"] if "error" not in r]))
     for failure in results.get("failed", []):  # a peer that failed on a prompt: out of every figure, said here
         lines.append(f"- **failed** at T = {failure['temperature']:g} on prompt #{failure['id']}: {failure['method']}, "
                      f"{failure['error']}")

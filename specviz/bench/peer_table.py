@@ -1,0 +1,98 @@
+"""Benchmark rows -> every method against llama.cpp's plain decoding of the same prompt, and issue 43's goals.
+
+Each prompt gives each method one ratio: its tokens/s over `llama_plain`'s on that prompt, both over the whole
+decoding, the prompt's reading included. A method's figure is the geometric mean of its ratios over the prompts
+(per category: over that category's prompts), so every prompt weighs alike whatever its length. Only prompts where
+llama_plain ran count.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+
+PEER = "llama_plain"  # the fastest plain decoder on a CPU: llama.cpp's own, on the same GGUF
+REPEATING = ("summarization", "rag", "extraction")  # the categories where the output copies the prompt
+OVERALL_GOAL = 1.0  # specviz's fastest exact path, over all prompts
+REPEATING_GOAL = 1.1  # ... on each category where text repeats
+CATEGORY_FLOOR = 0.95  # ... on every category
+PLAIN_GOAL = 0.9  # specviz's plain decoding on its llama.cpp backend
+
+
+def ratios_to_peer(rows: list[dict]) -> dict:
+    """{temperature: {method: {"overall", "categories": {category: geomean}, "prompts", "lowest"}}} over the
+    prompts where PEER ran; methods other than PEER only."""
+    table: dict = {}
+    for temperature in sorted({r["temperature"] for r in rows}):
+        by_prompt: dict = defaultdict(dict)
+        for r in rows:
+            if r["temperature"] == temperature and "error" not in r and r["tokens_per_s"]:
+                by_prompt[(r["category"], r["id"])][r["method"]] = r["tokens_per_s"]
+        per_method: dict = defaultdict(lambda: defaultdict(list))
+        for (category, _), rates in by_prompt.items():
+            for method, rate in rates.items():
+                if PEER in rates and method != PEER:
+                    per_method[method][category].append(rate / rates[PEER])
+        table[temperature] = {}
+        for method, categories in per_method.items():
+            every = [ratio for ratios in categories.values() for ratio in ratios]
+            means = {category: statistics.geometric_mean(ratios) for category, ratios in sorted(categories.items())}
+            lowest = min(means, key=means.get)
+            table[temperature][method] = {"overall": statistics.geometric_mean(every), "prompts": len(every),
+                                          "categories": means, "lowest": [lowest, means[lowest]]}
+    return table
+
+
+def goals(table: dict) -> list[dict]:
+    """Issue 43's goals at each temperature: what was measured and whether it met the goal."""
+    found = []
+    for temperature, methods in table.items():
+        exact = {m: f for m, f in methods.items() if m.startswith("specviz")}  # speculative, and exact: specviz's
+        if not exact:
+            continue
+        fastest = max(exact, key=lambda m: exact[m]["overall"])
+        best = exact[fastest]
+        t = f"T = {temperature:g}"
+        found.append(_goal(t, f"fastest exact speculative path ({fastest}) overall", best["overall"], OVERALL_GOAL))
+        for category in REPEATING:
+            if category in best["categories"]:
+                found.append(_goal(t, f"{fastest} on {category}", best["categories"][category], REPEATING_GOAL))
+        found.append(_goal(t, f"{fastest}, lowest category ({best['lowest'][0]})", best["lowest"][1], CATEGORY_FLOOR))
+        if "plain" in methods:
+            found.append(_goal(t, "specviz's plain decoding overall", methods["plain"]["overall"], PLAIN_GOAL))
+        for method, figures in methods.items():
+            if method.startswith("llama_speculative["):
+                ours = "specviz[" + method.split("[", 1)[1]
+                if ours in methods:
+                    found.append(_goal(t, f"{ours} over {method}", methods[ours]["overall"] / figures["overall"], 1.0,
+                                       strictly=True))
+    return found
+
+
+def _goal(temperature: str, what: str, value: float, goal: float, strictly: bool = False) -> dict:
+    met = value > goal if strictly else value >= goal
+    return {"temperature": temperature, "what": what, "value": value, "goal": f"{'>' if strictly else '≥'} {goal:g}×",
+            "met": met}
+
+
+def markdown(table: dict) -> list[str]:
+    """The section report.md opens with when the run has llama.cpp's plain decoding."""
+    if not table:
+        return []
+    lines = ["", f"## Against llama.cpp's plain decoding ({PEER})", "",
+             "Geometric mean over prompts of each method's tokens/s over llama.cpp's plain decoding of the same prompt.",
+             ""]
+    for temperature, methods in table.items():
+        categories = sorted({c for figures in methods.values() for c in figures["categories"]})
+        lines += [f"### T = {temperature:g}", "", "| method | prompts | overall | lowest category | "
+                  + " | ".join(categories) + " |", "|---|---|---|---|" + "---|" * len(categories)]
+        for method, f in sorted(methods.items(), key=lambda item: -item[1]["overall"]):
+            cells = " | ".join(f"{f['categories'][c]:.2f}" if c in f["categories"] else "–" for c in categories)
+            lines.append(f"| {method} | {f['prompts']} | **{f['overall']:.2f}×** | {f['lowest'][1]:.2f}× "
+                         f"({f['lowest'][0]}) | {cells} |")
+        lines.append("")
+    lines += ["### Issue 43's goals", "", "| T | what | measured | goal | |", "|---|---|---|---|---|"]
+    for goal in goals(table):
+        lines.append(f"| {goal['temperature']} | {goal['what']} | {goal['value']:.2f}× | {goal['goal']} "
+                     f"| {'met' if goal['met'] else 'missed'} |")
+    return lines
