@@ -119,7 +119,7 @@ LAYERS = (
     # the config every stage reads, the tensor maths of steps 3 and 4, the cancel flag, output-path checks
     ("models", ("specviz.models",)),  # loading, caches, kernels (cpu_linear, int4), v(k) measurement, presets
     ("drafters", ("specviz.drafters",)),
-    ("pipeline", ("specviz.pipeline",)),
+    ("pipeline", ("specviz.pipeline", "specviz.calibration_store")),  # the pipeline, and its timings kept on disk
     ("engine", ("specviz.engine", "specviz.adaptive", "specviz.tree_budget")),  # the rounds; the γ and tree policies
     ("recording", ("specviz.recording",)),
     ("trace", ("specviz.trace", "specviz.replay", "specviz.gallery")),  # the plain data, its JSON / replay branch,

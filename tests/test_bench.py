@@ -198,21 +198,22 @@ def test_resume_keeps_whole_prompts_of_a_run_with_the_same_settings(tmp_path, ca
 def test_every_method_is_held_against_llama_cpps_plain_decoding_of_the_same_prompt():
     from specviz.bench import peer_table
 
-    def row(category, id_, method, rate):
-        return dict(temperature=0.0, category=category, id=id_, method=method, tokens_per_s=rate)
+    def row(category, id_, method, rate, tokens=128):
+        return dict(temperature=0.0, category=category, id=id_, method=method, tokens_per_s=rate, tokens=tokens)
 
     draft, peer_draft = "specviz[d]", "llama_speculative[d]"
     rows = [row("rag", 1, "llama_plain", 10.0), row("rag", 1, "specviz_adaptive[ngram]", 12.0), row("rag", 1, draft, 6.0),
-            row("rag", 1, peer_draft, 5.0), row("qa", 2, "llama_plain", 10.0), row("qa", 2, "specviz_adaptive[ngram]", 9.0),
+            row("rag", 1, peer_draft, 5.0), row("qa", 2, "llama_plain", 10.0), row("qa", 2, "specviz_adaptive[ngram]", 9.0, 60),
             row("qa", 2, draft, 6.0), row("qa", 2, peer_draft, 6.0), row("qa", 3, draft, 99.0)]  # #3: no llama_plain
     table = peer_table.ratios_to_peer(rows)[0.0]
     adaptive = table["specviz_adaptive[ngram]"]
     assert adaptive["overall"] == pytest.approx((1.2 * 0.9) ** 0.5) and adaptive["prompts"] == 2
     assert adaptive["categories"] == {"qa": pytest.approx(0.9), "rag": pytest.approx(1.2)}
     assert adaptive["lowest"] == ["qa", pytest.approx(0.9)] and table[draft]["prompts"] == 2
+    assert adaptive["same_length"] == [pytest.approx(1.2), 1]  # on #2 it wrote 60 tokens, llama.cpp 128
     found = {goal["what"]: goal for goal in peer_table.goals({0.0: table})}
     assert found["fastest exact speculative path (specviz_adaptive[ngram]) overall"]["met"]
     assert found["specviz_adaptive[ngram] on rag"]["met"] and not found["specviz_adaptive[ngram], lowest category (qa)"]["met"]
     assert found[f"{draft} over {peer_draft}"]["value"] == pytest.approx(((0.6 / 0.5) * 1.0) ** 0.5)
     lines = "\n".join(peer_table.markdown({0.0: table}))
-    assert "| specviz_adaptive[ngram] | 2 | **1.04×** | 0.90× (qa) | 0.90 | 1.20 |" in lines
+    assert "| specviz_adaptive[ngram] | 2 | **1.04×** | 1.20× (1) | 0.90× (qa) | 0.90 | 1.20 |" in lines

@@ -4,6 +4,12 @@ Each prompt gives each method one ratio: its tokens/s over `llama_plain`'s on th
 decoding, the prompt's reading included. A method's figure is the geometric mean of its ratios over the prompts
 (per category: over that category's prompts), so every prompt weighs alike whatever its length. Only prompts where
 llama_plain ran count.
+
+Where two decoders' texts part (another rounding, at a tie) they may stop at EOS after different token counts, and
+on a long prompt the one that writes more spreads the prompt's reading over more tokens: summarization #242 read
+its prompt and wrote 60 tokens in specviz's plain decoding and 105 in llama.cpp's, which alone moved that prompt's
+ratio to 0.68. So each method also gets `same_length`: the geometric mean over the prompts where it wrote as many
+tokens as llama.cpp's plain decoding did.
 """
 
 from __future__ import annotations
@@ -27,19 +33,25 @@ def ratios_to_peer(rows: list[dict]) -> dict:
         by_prompt: dict = defaultdict(dict)
         for r in rows:
             if r["temperature"] == temperature and "error" not in r and r["tokens_per_s"]:
-                by_prompt[(r["category"], r["id"])][r["method"]] = r["tokens_per_s"]
+                by_prompt[(r["category"], r["id"])][r["method"]] = r
         per_method: dict = defaultdict(lambda: defaultdict(list))
-        for (category, _), rates in by_prompt.items():
-            for method, rate in rates.items():
-                if PEER in rates and method != PEER:
-                    per_method[method][category].append(rate / rates[PEER])
+        same_length: dict = defaultdict(list)
+        for (category, _), runs in by_prompt.items():
+            for method, run in runs.items():
+                if PEER in runs and method != PEER:
+                    ratio = run["tokens_per_s"] / runs[PEER]["tokens_per_s"]
+                    per_method[method][category].append(ratio)
+                    if run["tokens"] == runs[PEER]["tokens"]:
+                        same_length[method].append(ratio)
         table[temperature] = {}
         for method, categories in per_method.items():
             every = [ratio for ratios in categories.values() for ratio in ratios]
             means = {category: statistics.geometric_mean(ratios) for category, ratios in sorted(categories.items())}
             lowest = min(means, key=means.get)
+            equal = same_length[method]
             table[temperature][method] = {"overall": statistics.geometric_mean(every), "prompts": len(every),
-                                          "categories": means, "lowest": [lowest, means[lowest]]}
+                                          "categories": means, "lowest": [lowest, means[lowest]],
+                                          "same_length": [statistics.geometric_mean(equal) if equal else None, len(equal)]}
     return table
 
 
@@ -80,15 +92,18 @@ def markdown(table: dict) -> list[str]:
     if not table:
         return []
     lines = ["", f"## Against llama.cpp's plain decoding ({PEER})", "",
-             "Geometric mean over prompts of each method's tokens/s over llama.cpp's plain decoding of the same prompt.",
+             "Geometric mean over prompts of each method's tokens/s over llama.cpp's plain decoding of the same prompt "
+             "(as many tokens: over the prompts where both wrote as many tokens).",
              ""]
     for temperature, methods in table.items():
         categories = sorted({c for figures in methods.values() for c in figures["categories"]})
-        lines += [f"### T = {temperature:g}", "", "| method | prompts | overall | lowest category | "
-                  + " | ".join(categories) + " |", "|---|---|---|---|" + "---|" * len(categories)]
+        lines += [f"### T = {temperature:g}", "", "| method | prompts | overall | as many tokens (prompts) | lowest "
+                  "category | " + " | ".join(categories) + " |", "|---|---|---|---|---|" + "---|" * len(categories)]
         for method, f in sorted(methods.items(), key=lambda item: -item[1]["overall"]):
             cells = " | ".join(f"{f['categories'][c]:.2f}" if c in f["categories"] else "–" for c in categories)
-            lines.append(f"| {method} | {f['prompts']} | **{f['overall']:.2f}×** | {f['lowest'][1]:.2f}× "
+            equal, count = f["same_length"]
+            lines.append(f"| {method} | {f['prompts']} | **{f['overall']:.2f}×** | "
+                         f"{'–' if equal is None else f'{equal:.2f}×'} ({count}) | {f['lowest'][1]:.2f}× "
                          f"({f['lowest'][0]}) | {cells} |")
         lines.append("")
     lines += ["### Issue 43's goals", "", "| T | what | measured | goal | |", "|---|---|---|---|---|"]
