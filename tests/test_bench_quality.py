@@ -39,3 +39,18 @@ def test_no_text_or_no_temperature_is_refused():
         target_nll(_loaded(), [1], [2], 0.0)
     with pytest.raises(ValueError, match="generated tokens"):
         target_nll(_loaded(), [1], [], 1.0)
+
+
+def test_a_backend_without_transformers_model_scores_through_its_language_model():
+    """llama.cpp's LoadedGGUF has no hf_model: the text is scored by one forward of its LanguageModel, as the
+    engine runs it; on the same weights that gives transformers' own score."""
+    loaded = _loaded()
+
+    class Backend:  # what quality.target_nll may read of a LoadedGGUF
+        tokenizer, device = loaded.tokenizer, loaded.device
+
+        def language_model(self, vocab_size):
+            return loaded.language_model(vocab_size)
+
+    prompt, text = [5, 6, 7], [9, 3, 11, 2]
+    assert target_nll(Backend(), prompt, text, 1.0) == pytest.approx(target_nll(loaded, prompt, text, 1.0), abs=1e-4)

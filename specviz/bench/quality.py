@@ -12,14 +12,22 @@ import torch
 from specviz.models import loading as models
 
 
-def target_nll(loaded: models.LoadedModel, prompt_ids: list[int], token_ids: list[int], temperature: float) -> float:
+def target_nll(loaded: models.LoadedModel, prompt_ids: list[int], token_ids: list[int], temperature: float,
+               language_model=None) -> float:
     """Mean over the generated tokens of −log p_T(token | everything before it), p_T the target's softmax at
-    `temperature`, in one teacher-forced forward (outside any timing)."""
+    `temperature`, in one teacher-forced forward (outside any timing). A backend without transformers' model
+    (llama.cpp's LoadedGGUF) runs it through `language_model`, or a new one of `loaded`'s."""
     if not token_ids or temperature <= 0:
         raise ValueError("the target's likelihood of a text needs generated tokens and a temperature above 0")
     ids = torch.tensor([list(prompt_ids) + list(token_ids)], dtype=torch.long, device=loaded.device)  # [1, P + n]
     with torch.inference_mode():
-        logits = loaded.hf_model(ids, logits_to_keep=len(token_ids) + 1).logits[0, :-1].float()  # [n, V']: row i → token i
+        if hasattr(loaded, "hf_model"):  # transformers: the model's own forward
+            logits = loaded.hf_model(ids, logits_to_keep=len(token_ids) + 1).logits[0, :-1].float()  # [n, V']: row i → token i
+        else:  # another backend (llama.cpp): one forward of its language model, through the LanguageModel protocol
+            model = language_model or loaded.language_model(len(loaded.tokenizer))
+            model.reset()
+            logits = model.feed(ids[0], logits_to_keep=len(token_ids) + 1)[:-1].float()  # [n, V]
+            model.reset()
     logits = logits[:, : len(loaded.tokenizer)] / temperature  # the padded rows are no tokens
     log_probs = torch.log_softmax(logits, dim=-1)  # [n, V]
     chosen = torch.tensor(token_ids, device=log_probs.device)

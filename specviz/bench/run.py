@@ -151,6 +151,7 @@ class Runner:
                                  draft_confidence=draft_confidence, tree_budget=tree_budget, backend=backend).validate()
         self.levers = dict(draft_window=draft_window, draft_vocab=draft_vocab)  # for specviz's draft models only
         self.pipelines = {NGRAM_DRAFTER: build_pipeline(self.base)}
+        self._scorer = None  # the target's language model that scores texts (target_nll), on a backend without hf_model
         for draft in drafts:
             self.pipelines[draft] = build_pipeline(DecodeConfig(**self._settings(draft)))
         for draft, pipeline in self.pipelines.items():  # as the app and the CLI do before a run: adaptive γ starts
@@ -226,7 +227,11 @@ class Runner:
     def target_nll(self, prompt: str, token_ids: list[int], temperature: float) -> float | None:
         """The target's mean −log p per generated token of a run's text (quality.target_nll); None for no text."""
         prompt_ids = encode_prompt(self.target.tokenizer, prompt, self.base.chat)
-        return quality.target_nll(self.target, prompt_ids, token_ids, temperature) if token_ids else None
+        if not token_ids:
+            return None
+        if not hasattr(self.target, "hf_model") and self._scorer is None:  # llama.cpp: one context, kept for every text
+            self._scorer = self.target.language_model(len(self.target.tokenizer))
+        return quality.target_nll(self.target, prompt_ids, token_ids, temperature, self._scorer)
 
     def verify_costs(self, prompt: str, max_k: int) -> dict[int, float]:
         """Measured v(k) = t(k)/t(1) for k = 1..max_k, after the prompt (the target forward over k tokens)."""
