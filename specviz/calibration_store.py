@@ -72,6 +72,12 @@ class KeptTimings:
             self._scale = self._time_step() / self.entry["forwards_ms"][0]
         return self._scale
 
+    def align(self, one_step_ms: float) -> None:
+        """This process already timed a target step (one_step_ms, a forward over one token): scale to it, not to a new
+        timing."""
+        if self._scale is None and self.entry.get("forwards_ms"):
+            self._scale = one_step_ms / self.entry["forwards_ms"][0]
+
     def forwards(self, sizes: int) -> list[float] | None:
         """The target's forward over 1..sizes tokens, in this start's milliseconds; None if fewer were kept."""
         kept = self.entry.get("forwards_ms", [])

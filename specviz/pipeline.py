@@ -124,6 +124,7 @@ def calibrate(pipeline: Pipeline, target_id: str, max_k: int) -> list[float]:
     if key in pipeline.cache and len(pipeline.cache.get(key, measure)) < sizes:
         pipeline.cache.clear_key(key)  # measured for a smaller γ: measure again, up to this one
     pipeline.target_forward_ms = pipeline.cache.get(key, measure)[:sizes]
+    kept.align(pipeline.target_forward_ms[0])  # timed earlier in this process: c's kept steps scale to it
     steps = step_times(pipeline, target_id, kept)
     if steps is not None:
         pipeline.draft_step_ms = steps[0]

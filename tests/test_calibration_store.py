@@ -33,6 +33,9 @@ def test_kept_milliseconds_follow_this_starts_pace(tmp_path):
     assert slower.forwards(3) == [20.0, 36.0, 50.0] and slower.steps("draft") == (8.0, 20.0)
     assert slower.forwards(4) is None and slower.steps("other draft") is None  # not kept: timed afresh
     assert "timed" in json.loads(path.read_text())["key"]
+    aligned = calibration_store.KeptTimings("key", lambda: pytest.fail("timed again"), path)
+    aligned.align(5.0)  # this process timed a step already: no new timing
+    assert aligned.steps("draft") == (2.0, 5.0)
 
 
 def test_timings_are_kept_per_machine_setting_and_can_be_turned_off(monkeypatch, tmp_path):
