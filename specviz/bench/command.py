@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -154,15 +153,16 @@ def _environment(runner: Runner, started: float) -> dict:
 
 
 def _cpu_name() -> str:
-    """The CPU's model name and widest vector extension, from /proc/cpuinfo where there is one."""
+    """The CPU's model name (calibration_store.cpu_name) and widest vector extension, from /proc/cpuinfo."""
+    from specviz.calibration_store import cpu_name
+
     try:
         info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
     except OSError:
-        return platform.processor() or "unknown"
-    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), "unknown")
+        return cpu_name()
     flags = set(next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), []))
     widest = next((flag for flag in ("amx_tile", "avx512f", "avx2") if flag in flags), None)
-    return f"{name} ({widest})" if widest else name
+    return f"{cpu_name()} ({widest})" if widest else cpu_name()
 
 
 def _main(args) -> int:
