@@ -9,7 +9,7 @@
 # forward's time depends on the model's shapes only). Cheapest and most important first (the Qwen2.5 pair); it
 # stops starting new steps when BUDGET seconds are spent. Each step writes its JSON as it goes, so a cut run keeps
 # its figures. PAIRS, MAX_K (MAX_K_EAGER for the eager process), DRAFT_MAX_K, TOKENS, CONTEXT, REPEATS, WARMUP and
-# ORDER change what it measures; on a CPU the graphs setting falls back to the dynamic cache, so both settings time
+# ORDER change what it measures (EXTRA: more measure.py arguments, e.g. "--tree-sizes --tree-budget 0"); on a CPU the graphs setting falls back to the dynamic cache, so both settings time
 # the same code there.
 #   PAIRS="smollm2-135m:smollm2-135m" MAX_K=4 DRAFT_MAX_K=2 CONTEXT=32 TOKENS=8 REPEATS=1 WARMUP=1 ... (CPU try)
 set -uo pipefail
@@ -19,7 +19,7 @@ WORK=${WORK:-/tmp/specviz-random-weights}
 BUDGET=${BUDGET:-400}
 PAIRS=${PAIRS:-"qwen2.5-1.5b:qwen2.5-0.5b smollm2-1.7b:smollm2-135m"}
 MAX_K=${MAX_K:-64} DRAFT_MAX_K=${DRAFT_MAX_K:-16} CONTEXT=${CONTEXT:-256} TOKENS=${TOKENS:-128}
-REPEATS=${REPEATS:-7} WARMUP=${WARMUP:-3} ORDER=${ORDER:-"1 0"}  # graphs first: its compile time is the unknown
+REPEATS=${REPEATS:-7} WARMUP=${WARMUP:-3} ORDER=${ORDER:-"1 0"} EXTRA=${EXTRA:-}  # graphs first: its compile time is the unknown
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD HF_HUB_OFFLINE=1
 mkdir -p "$OUT" "$WORK"
 
@@ -34,7 +34,7 @@ measure() {  # measure PAIR_LABEL TARGET DRAFT GRAPHS [extra arguments]
   echo "== $label SPECVIZ_CUDA_GRAPHS=$graphs (at most $limit s) =="
   env ${logs:+TORCH_LOGS=$logs} SPECVIZ_CUDA_GRAPHS=$graphs timeout "$limit" python docs/data/gpu-cuda-graphs/measure.py \
     --target "$target" --draft "$draft" --out "$OUT/$label-g$graphs.json" --max-k "$max_k" \
-    --draft-max-k "$DRAFT_MAX_K" --context "$CONTEXT" --tokens "$TOKENS" --repeats "$REPEATS" --warmup "$WARMUP" "$@" \
+    --draft-max-k "$DRAFT_MAX_K" --context "$CONTEXT" --tokens "$TOKENS" --repeats "$REPEATS" --warmup "$WARMUP" $EXTRA "$@" \
     || echo "!! $label graphs=$graphs exited $?"
 }
 
