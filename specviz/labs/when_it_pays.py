@@ -131,7 +131,8 @@ def verdict(regime: Regime) -> str:
     """Whether and why speculative decoding pays in this regime, in two sentences (Markdown)."""
     gamma, best = regime.best()
     bound = regime.weight_bound_up_to
-    reading = (f"A forward reads the weights once for up to **{bound} tokens** (v({bound}) = "
+    upto = "every size measured, up to" if bound == max(regime.verify_cost) else "up to"  # where the table ends
+    reading = (f"A forward reads the weights once for {upto} **{bound} tokens** (v({bound}) = "
                f"{theory.verify_cost_at(regime.verify_cost, bound):.2f})" if bound > 1 else
                f"Already two tokens cost **{theory.verify_cost_at(regime.verify_cost, 2):.2f}** forwards: the forward is "
                "bound by arithmetic, not by reading the weights")
