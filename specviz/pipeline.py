@@ -165,7 +165,7 @@ def step_times(pipeline: Pipeline, target_id: str, kept: calibration_store.KeptT
         return steps
 
     def timed() -> tuple[float, float] | None:
-        job.stage(f"Timing a {drafter.name} draft step against a {target_id} step, once (for c)")
+        job.stage(f"Timing the draft's step ({drafter.name}) against the target's ({target_id}), once (for c)")
         context = pipeline.tokenizer(CALIBRATION_PROMPT, add_special_tokens=False)["input_ids"]
         first = len(context) - STEP_SAMPLES - STEP_WARM_UP
         standardize, generator = Standardizer(0.0, 0, 1.0), torch.Generator(device=device).manual_seed(0)

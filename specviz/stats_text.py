@@ -13,6 +13,7 @@ from specviz.metrics import C_BASES, DEFINITIONS, Metrics
 from specviz.trace import USER_STOP, Trace
 from specviz.tree_metrics import TreeMetrics, node_budget, summarize_tree, why_no_tree
 from specviz.vocab_metrics import shared_mass
+from specviz.words import count, rate
 
 
 def defined(key: str, label: str | None = None) -> str:
@@ -21,12 +22,8 @@ def defined(key: str, label: str | None = None) -> str:
     return f'<abbr title="{html.escape(definition.sentence(), quote=True)}">{label or definition.label}</abbr>'
 
 
-def _rate(value: float | None, digits: int) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
 def _rates(values: list[float | None]) -> str:
-    return " · ".join("–" if a is None else f"{a:.2f}" for a in values)
+    return " · ".join(rate(a, 2) for a in values)
 
 
 def acceptance_lines(metrics: Metrics, tree: TreeMetrics | None = None) -> list[str]:
@@ -34,23 +31,24 @@ def acceptance_lines(metrics: Metrics, tree: TreeMetrics | None = None) -> list[
     numbers) words α over depth levels and the drafts as nodes."""
     untested = metrics.drafted_tokens - metrics.tested_positions
     plain_steps = metrics.rounds - metrics.drafting_rounds
+    alpha_shown = rate(metrics.alpha if metrics.tested_positions else None, 3)  # "—" until a draft is tested
     if tree is not None:  # the tree line (tree_line) gives acceptance by depth
-        alpha = (f"**{defined('alpha_tree')} = {metrics.alpha:.3f}** ({metrics.accepted_tokens} accepted / "
+        alpha = (f"**{defined('alpha_tree')} = {alpha_shown}** ({metrics.accepted_tokens} accepted / "
                  f"{metrics.tested_positions} depth levels tested, {tree.sibling_tests} sibling tests)")
         drafts = f"{metrics.drafted_tokens - metrics.accepted_tokens} nodes off the accepted path) · "
     else:
-        alpha = (f"**{defined('alpha')} = {metrics.alpha:.3f}** ({metrics.accepted_tokens} accepted / "
+        alpha = (f"**{defined('alpha')} = {alpha_shown}** ({metrics.accepted_tokens} accepted / "
                  f"{metrics.tested_positions} tested) · {defined('alpha_per_position', 'per position')} "
                  f"{_rates(metrics.alpha_per_position)}")
         drafts = f"{untested} drafted after a rejection, never tested) · " if untested else "every draft was tested) · "
     return [
         alpha,
-        f"{defined('draft_acceptance_rate')} **{_rate(metrics.draft_acceptance_rate, 3)}** ({metrics.accepted_tokens} "
+        f"{defined('draft_acceptance_rate')} **{rate(metrics.draft_acceptance_rate, 3)}** ({metrics.accepted_tokens} "
         f"accepted / {metrics.drafted_tokens} drafted: " + drafts +
-        f"{defined('mean_acceptance_length')} **{_rate(metrics.mean_acceptance_length, 2)}** (1 + "
+        f"{defined('mean_acceptance_length')} **{rate(metrics.mean_acceptance_length, 2)}** (1 + "
         f"{metrics.accepted_tokens} accepted / {metrics.drafting_rounds} drafting rounds)",
-        f"**{metrics.tokens_per_round:.2f} {defined('tokens_per_round')}** ({metrics.generated_tokens} tokens / "
-        f"{metrics.target_calls} target calls, " + (f"plain steps included: {plain_steps} of them drafted nothing)"
+        f"**{metrics.tokens_per_round:.2f} {defined('tokens_per_round')}** ({count(metrics.generated_tokens, 'token')} / "
+        f"{count(metrics.target_calls, 'target call')}, " + (f"plain steps included: {plain_steps} of them drafted nothing)"
                                                     if plain_steps else "every one of them drafted)"),
     ]
 
@@ -157,7 +155,7 @@ def _stop_text(trace: Trace) -> str:
     "stopped by …" while it runs."""
     reason = trace.stop_reason
     if reason in (USER_STOP, "Stop"):  # "Stop": traces saved before the reason was worded
-        return f"stopped by you after {len(trace.rounds)} rounds"
+        return f"stopped by you after {count(len(trace.rounds), 'round')}"
     return f"stopped by {_plain(reason) or '…'}"
 
 

@@ -72,6 +72,17 @@ def test_hierarchy_caption_says_which_figure_is_corrected():
         assert number in caption
 
 
+def test_the_tab_opens_on_the_card_its_caption_corrects():
+    """The headline (the opening preset's weight read) and the caption's corrected figure are one number: 14.1 ms,
+    not the blog post's 11.4 ms."""
+    from specviz.app.bandwidth_tab import bandwidth_preset, bandwidth_view
+
+    headline = bandwidth_view(*bandwidth_preset(bandwidth.OPENING_PRESET), 1, 1000)[0]
+    read_ms = 11e9 * 2 / bandwidth.PRESETS[bandwidth.OPENING_PRESET]["bandwidth_bytes_per_s"] * 1e3
+    assert f"**{read_ms:.2f} ms**" in headline and f"**{read_ms:.1f} ms**" in bandwidth.hierarchy_caption()
+    assert "11.37" not in headline
+
+
 @pytest.mark.parametrize("call", [
     lambda: bandwidth.hierarchy_read_times(0),
     lambda: bandwidth.hierarchy_read_times(1e9, [dict(tier="x", capacity_bytes=1e9, bandwidth_bytes_per_s=-1.0)]),

@@ -203,6 +203,21 @@ def test_seed_002s_d_lk_exercise_is_a_preset_and_in_the_glossary():
     assert "D_LK" in dict(glossary.GLOSSARY) and "β = 1 − D_LK" in dict(glossary.GLOSSARY)["D_LK"]
 
 
+def test_every_glossary_cell_is_whole():
+    """A "|" inside a definition (D_LK's Σₓ |p(x) − M(x)|, TVD's ½ Σ |a − b|) is escaped, so each row has exactly
+    its three cell borders and the definition reaches its end."""
+    import re
+
+    from specviz.labs import glossary
+
+    rows = glossary.glossary_markdown().splitlines()[2:]
+    assert len(rows) == len(glossary.GLOSSARY)
+    for row, (term, definition) in zip(rows, glossary.GLOSSARY):
+        assert len(re.findall(r"(?<!\\)\|", row)) == 3, term
+        assert row.endswith(glossary.table_cell(definition) + " |"), term
+    assert sum("\\|" in row for row in rows) >= 2  # D_LK and TVD hold bars
+
+
 def test_the_theory_tab_draws_its_best_gamma_and_the_last_run_and_names_the_papers():
     from specviz import engine
     from specviz.app.lab_tabs import theory_views

@@ -68,6 +68,19 @@ def test_a_run_without_drafts_has_no_engine_rates():
     assert metrics.draft_acceptance_rate is None and metrics.mean_acceptance_length is None
 
 
+def test_a_run_without_a_tested_draft_shows_no_alpha_and_counts_in_the_singular():
+    """After one plain step the page says α = — (nothing tested), not 0.000, and "1 token / 1 target call"."""
+    from specviz.stats_text import acceptance_lines
+
+    trace = hand_built_trace()
+    trace.rounds, trace.token_ids = [trace.rounds[2]], trace.token_ids[6:7]  # the plain step only
+    alpha, rates, per_round = acceptance_lines(summarize(trace))
+    assert "= —**" in alpha and "0.000" not in alpha and "(0 accepted / 0 tested)" in alpha
+    assert "(1 token / 1 target call," in per_round and "**—**" in rates
+    assert "= 0.667**" in acceptance_lines(summarize(hand_built_trace()))[0]  # a tested draft: the number
+    assert "(8 tokens / 4 target calls," in acceptance_lines(summarize(hand_built_trace()))[2]
+
+
 def test_every_shown_number_is_defined_once_with_a_formula_and_what_it_counts():
     from specviz.metrics import DEFINITIONS
 

@@ -58,7 +58,7 @@ def measure_machine():
 
 
 def bandwidth_tab() -> tuple:
-    first = list(bandwidth.PRESETS)[0]
+    first = bandwidth.OPENING_PRESET
     params, bytes_per_param, bandwidth_gb_s, tflops = bandwidth_preset(first)
     with gr.Row():
         preset = gr.Dropdown(list(bandwidth.PRESETS), value=first, label="Preset")

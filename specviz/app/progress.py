@@ -21,6 +21,7 @@ from specviz.config import DecodeConfig
 from specviz.job import Cancelled, Job
 from specviz.pipeline import calibrated_pipeline
 from specviz.trace import USER_STOP, Trace
+from specviz.words import count
 
 STATUS_INTERVAL_S = 0.25  # while loading (or a slow round), say what is happening this often
 
@@ -67,19 +68,19 @@ def waiting_line(job: Job, started: float, queued: bool = False) -> str:
 
 
 def decoding_line(trace: Trace, started: float) -> str:
-    """While rounds stream in, e.g. "**Round 7** · 28 tokens · 3.1 s since Run"."""
-    return (f"**Round {len(trace.rounds)}** · {len(trace.token_ids)} tokens · "
+    """While rounds stream in, e.g. "**Round 7** · 28 tokens · 3.1 s since Run" ("1 token" after one)."""
+    return (f"**Round {len(trace.rounds)}** · {count(len(trace.token_ids), 'token')} · "
             f"{time.perf_counter() - started:.1f} s since Run · Stop keeps what is decoded")
 
 
 def done_line(trace: Trace, started: float) -> str:
-    return (f"**Done**: {len(trace.token_ids)} tokens in {len(trace.rounds)} rounds · "
+    return (f"**Done**: {count(len(trace.token_ids), 'token')} in {count(len(trace.rounds), 'round')} · "
             f"{time.perf_counter() - started:.1f} s since Run")
 
 
 def stopped_line(trace: Trace) -> str:
-    return (f"**Stopped by you after {len(trace.rounds)} rounds** ({len(trace.token_ids)} tokens): everything "
-            "decoded so far is shown")
+    return (f"**Stopped by you after {count(len(trace.rounds), 'round')}** ({count(len(trace.token_ids), 'token')}): "
+            "everything decoded so far is shown")
 
 
 def stopped_early_line(previous: Trace | None) -> str:
@@ -90,9 +91,9 @@ def stopped_early_line(previous: Trace | None) -> str:
 
 def step_line(trace: Trace, finished: bool) -> str:
     if finished:
-        return (f"**Stopped by you after {len(trace.rounds)} rounds**" if trace.stop_reason == USER_STOP else
-                f"**Done**: {len(trace.token_ids)} tokens in {len(trace.rounds)} rounds")
-    return f"**Round {len(trace.rounds)}** · {len(trace.token_ids)} tokens · Step for the next round"
+        return (f"**Stopped by you after {count(len(trace.rounds), 'round')}**" if trace.stop_reason == USER_STOP else
+                f"**Done**: {count(len(trace.token_ids), 'token')} in {count(len(trace.rounds), 'round')}")
+    return f"**Round {len(trace.rounds)}** · {count(len(trace.token_ids), 'token')} · Step for the next round"
 
 
 def _plain(text: str) -> str:

@@ -83,7 +83,15 @@ GLOSSARY: list[tuple[str, str]] = [
 ]
 
 
+def table_cell(text: str) -> str:
+    """Text made safe for one Markdown table cell: a bare "|" would end the cell (Σ |p − q| cut at the bar).
+    >>> table_cell("½ Σ |a − b|")
+    '½ Σ \\\\|a − b\\\\|'
+    """
+    return text.replace("|", "\\|")
+
+
 def glossary_markdown() -> str:
     """The glossary as one Markdown table."""
-    rows = "\n".join(f"| **{term}** | {definition} |" for term, definition in GLOSSARY)
+    rows = "\n".join(f"| **{table_cell(term)}** | {table_cell(definition)} |" for term, definition in GLOSSARY)
     return "| term | meaning |\n|---|---|\n" + rows

@@ -23,6 +23,7 @@ from specviz.config import DecodeConfig
 from specviz.metrics import chi_square_test, summarize, total_variation
 from specviz.pipeline import Pipeline, encode_prompt
 from specviz.sampling import Standardizer
+from specviz.words import count
 
 NOISE_TRIALS = 200  # simulated samples behind each noise band
 MIN_EXPECTED = 5  # chi-square bins with fewer expected counts are pooled into one "other" bin
@@ -114,8 +115,8 @@ def _first_tokens(pipeline: Pipeline, prompt: str, config: DecodeConfig, tokens:
 
 def first_token_counts(counts: Counter) -> Counter:
     first = Counter()
-    for sequence, count in counts.items():
-        first[sequence[0]] += count
+    for sequence, times in counts.items():
+        first[sequence[0]] += times
     return first
 
 
@@ -172,7 +173,7 @@ def check_greedy(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Greed
     if difference is None and len(speculative_ids) != len(plain_ids):
         difference = min(len(speculative_ids), len(plain_ids))
     if difference is None:
-        explanation = f"Identical: {len(plain_ids)} tokens, token for token ({trace.dtype} on {trace.device})."
+        explanation = f"{count(len(plain_ids), 'token')}, token for token ({trace.dtype} on {trace.device})."
     elif str(pipeline.dtype) in ("torch.float16", "torch.bfloat16"):
         explanation = (f"Diverges at token {difference + 1}. In {trace.dtype}, a forward over several tokens and one "
                        "over a single token round differently; where the top two logits nearly tie, argmax can flip. "
