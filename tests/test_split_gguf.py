@@ -222,5 +222,6 @@ def test_a_pipeline_with_a_missing_split_model_is_refused_before_anything_loads(
     monkeypatch.setattr(split_gguf, "_part", lambda model, index: None)
     monkeypatch.setattr(loading, "load_model", lambda *args, **kwargs: pytest.fail("a model was loaded"))
     config = DecodeConfig(target="gpt2", draft="ngram+offline:Qwen2.5-Coder-0.5B-Instruct").validate()
-    with pytest.raises(ModelUnavailable, match=r"Qwen2.5-Coder-0.5B-Instruct is not installed; install it with: .*requirements-pair.txt$"):
+    refusal = r"Qwen2.5-Coder-0.5B-Instruct is not installed; install it with: .*requirements-pair.txt$"
+    with pytest.raises(ModelUnavailable, match=refusal):
         build_pipeline(config)
