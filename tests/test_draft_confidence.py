@@ -122,8 +122,35 @@ def test_the_page_sets_the_coder_pairs_preset_for_the_backend_chosen():
 
     help_text, *settings = shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP))
     assert settings == [4, 0.6, True] and "Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6" in help_text
-    assert shown(ui._pair_changed(CODER_PAIR, LLAMA_CPP)[2:]) == shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP))
+    assert shown(ui._pair_changed(CODER_PAIR, LLAMA_CPP, OFFLINE_PAIR)[2:6]) == shown(ui._backend_changed(CODER_PAIR,
+                                                                                                         LLAMA_CPP))
     help_text, *settings = shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS))
     assert settings == [12, 0.6, False] and "Preset: γ 12 with a draft stop of 0.6" in help_text
     assert shown(ui._backend_changed(OFFLINE_PAIR, LLAMA_CPP))[1:] == (4, 0.0, False)  # no preset: the plain defaults
     assert RunRequest(pair=CODER_PAIR, backend=LLAMA_CPP).draft_stop() == 0.6  # an API call that leaves it out
+
+
+def test_an_unreachable_hub_pair_is_refused_at_once_and_the_menu_goes_back(monkeypatch):
+    """Offline, with the hub pair's models not cached: choosing it says why in one sentence (a toast and the status
+    line), loads nothing, and the menu returns to the pair before, so Run runs that."""
+    from specviz.app import pair_menu, ui
+    from specviz.app.pair_menu import HUB_SUFFIX, MENU_LABELS, OFFLINE_PAIR, PAIRS, unreachable
+    from specviz.config import TRANSFORMERS
+    from specviz.models import loading
+
+    hub = "gpt2-xl ← gpt2"
+    assert MENU_LABELS[hub].endswith(HUB_SUFFIX) and not MENU_LABELS[OFFLINE_PAIR].endswith(HUB_SUFFIX)
+    assert all(MENU_LABELS[pair].endswith(HUB_SUFFIX) == bool(pair_menu.hub_models(pair)) for pair in PAIRS)
+    assert unreachable(hub, at_hand=lambda model: True) is None
+    assert unreachable(OFFLINE_PAIR, at_hand=lambda model: pytest.fail("an offline pair needs no hub")) is None
+    monkeypatch.setattr(loading, "hub_model_at_hand", lambda model: model != "openai-community/gpt2-xl")
+    sentence = unreachable(hub)
+    assert sentence == ("gpt2-xl ← gpt2 needs internet: this server cannot reach the Hugging Face hub and does not "
+                        "have openai-community/gpt2-xl in its cache. Choose an offline pair.")
+    warned = []
+    monkeypatch.setattr(ui.gr, "Warning", warned.append)
+    *_, menu, gamma, stop, adaptive, status, accepted = ui._pair_changed(hub, TRANSFORMERS, OFFLINE_PAIR)
+    assert menu["value"] == OFFLINE_PAIR and accepted == OFFLINE_PAIR and warned == [sentence]
+    assert status == f"**Not available**: {sentence}" and gamma == stop == adaptive == ui.gr.skip()
+    *_, status, accepted = ui._pair_changed(OFFLINE_PAIR, TRANSFORMERS, OFFLINE_PAIR)  # the menu's own change back
+    assert status == ui.gr.skip() and accepted == OFFLINE_PAIR  # the refusal stays on the status line

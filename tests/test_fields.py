@@ -108,6 +108,32 @@ def test_the_apps_callback_names_the_field_of_any_wrong_value(name, value, sente
     assert error.value.message.startswith(sentence) and not error.value.print_exception
 
 
+@pytest.mark.parametrize("name,value,sentence", [
+    ("max_new_tokens", 100000, "max_new_tokens must be a whole number from 1 to 512, got 100000."),
+    ("gamma", 0, "gamma must be a whole number from 1 to 16, got 0."),
+    ("temperature", -3, "temperature must be a number from 0 to 2 (0 means greedy), got -3."),
+])
+def test_run_and_step_refuse_an_out_of_range_number_on_the_status_line_and_run_nothing(name, value, sentence,
+                                                                                      monkeypatch):
+    """Never clamped (the page's fields are plain numbers, not sliders that clamp what is typed): Run and Step put
+    the field's sentence on the status line, where it stays once the toast has faded, and load nothing."""
+    from specviz.app import callbacks, live
+    from specviz.app.views import LiveView
+
+    monkeypatch.setattr(callbacks, "build_pipeline", lambda config: pytest.fail("a model was loaded"))
+    status = LiveView.names().index("status")
+    controls = {**RunRequest(drafter=PROMPT_LOOKUP, prompt="hi").__dict__, name: value}
+    for stream in (live.run(**controls), live.step(None, **controls)):
+        answers = []
+        with pytest.raises(gr.Error) as refusal:
+            for answer in stream:
+                answers.append(answer)
+        assert refusal.value.message == sentence and not refusal.value.print_exception
+        assert len(answers) == 1 and answers[0][status].startswith("**Not run**: ")
+        assert answers[0][status].removeprefix("**Not run**: ").replace("\\", "") == sentence  # Markdown's escapes aside
+        assert all(shown == gr.skip() for i, shown in enumerate(answers[0][:len(LiveView.names())]) if i != status)
+
+
 def test_the_request_checks_every_numeric_field_of_the_config():
     assert set(NUMBERS) <= set(NUMBER_FIELDS) and set(NUMBERS) <= set(RunRequest.field_names())
 

@@ -147,15 +147,16 @@ def test_the_app_refuses_what_hosted_mode_forbids_before_loading_anything(hosted
 
 @pytest.mark.slow
 def test_hosted_app_says_its_caps_and_refuses_a_value_above_one_in_words(hosted):
-    """The sliders keep their full range (a browser would quietly clamp a typed 300 to a slider's end of 256 and
-    run that): the cap is said under the slider, and a value above it gets the field's sentence."""
+    """The live tab's numbers are boxes, not sliders (a slider quietly clamps a typed 300 to its end and runs that):
+    the cap is said under the box, and a value above it gets the field's sentence."""
     from specviz.app.ui import build_app
 
     demo = build_app()
-    sliders = [block for block in demo.blocks.values() if isinstance(block, gr.Slider)]  # live tab first
-    first = lambda label: next(block for block in sliders if block.label == label)  # noqa: E731
-    assert first("γ: tokens drafted per round").maximum == 16 and "Up to 8" in first("γ: tokens drafted per round").info
-    assert first("Max new tokens").maximum == 512 and "Up to 256" in first("Max new tokens").info
+    first = lambda label: next(block for block in demo.blocks.values() if getattr(block, "label", None) == label)  # noqa: E731
+    assert all(isinstance(first(label), gr.Number) for label in ("γ: tokens drafted per round", "Max new tokens"))
+    assert first("γ: tokens drafted per round").info == "A whole number from 1 to 8 on this shared server"
+    assert first("Max new tokens").info == "A whole number from 1 to 256 on this shared server"
+    assert first("γ: tokens drafted per round").maximum is None  # nothing for a browser to clamp to
     with pytest.raises(gr.Error, match="max_new_tokens must be a whole number from 1 to 256, got 300"):
         make_config(RunRequest(pair=OFFLINE, drafter=PROMPT_LOOKUP, max_new_tokens=300))
 

@@ -45,6 +45,15 @@ class StepSession:
 
 
 def run(slot: JobSlot | None = None, previous: Trace | None = None, **controls):
+    """Stream a whole run (_run); a refusal or failure also stays on the status line once its toast has faded."""
+    try:
+        yield from _run(slot, previous, **controls)
+    except gr.Error as error:
+        yield LiveView(status=progress.not_run_line(error)).values()
+        raise
+
+
+def _run(slot: JobSlot | None = None, previous: Trace | None = None, **controls):
     """Stream a whole run, then the final views.
 
     Loading reports its stage every STATUS_INTERVAL_S beside the Run button; the page keeps the previous run until
@@ -140,6 +149,15 @@ KEEP_SESSION = (gr.skip(),)  # Step's last output (its session) while it waits
 
 
 def step(session: StepSession | None, slot: JobSlot | None = None, **controls):
+    """One round (_step); a refusal or failure also stays on the status line once its toast has faded."""
+    try:
+        yield from _step(session, slot, **controls)
+    except gr.Error as error:
+        yield (*LiveView(status=progress.not_run_line(error)).values(), *KEEP_SESSION)
+        raise
+
+
+def _step(session: StepSession | None, slot: JobSlot | None = None, **controls):
     """Advance one round; the first click (or one after a finished run) starts a new run from the controls,
     reporting the loading stages as it goes. Each click is a job of its own: Stop cancels the round in flight."""
     slot = slot or JobSlot()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from specviz import gallery
 from specviz.app.policy import Policy
 from specviz.config import (
+    BUILT_IN_DRAFTERS,
     DISTILLED_DRAFTER,
     LLAMA_CPP,
     NGRAM_DRAFTER,
@@ -42,16 +43,17 @@ PRESET_WHY = {
                "tokens as the measured costs and acceptance say pay, down to none (When it pays)",
 }
 OFFLINE_SUFFIX, NOT_INSTALLED = " · offline", " · not installed"  # a menu label's ending, as the pair is here
+HUB_SUFFIX = " · needs internet"  # a hub pair's: its models download from the Hugging Face hub on first use
 MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values sent stay PAIRS' keys
     OFFLINE_PAIR: "SmolLM2-135M ← distilled draft · offline",
     "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy": "SmolLM2-135M ← its 4-bit copy · offline",
     CODER_PAIR: "Qwen2.5-Coder-1.5B ← 0.5B · offline",
-    "gpt2-xl ← gpt2": "gpt2-xl ← gpt2 · hub",
-    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": "SmolLM2-1.7B ← 135M · hub",
-    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": "Qwen2.5-1.5B ← 0.5B · hub",
+    "gpt2-xl ← gpt2": "gpt2-xl ← gpt2" + HUB_SUFFIX,
+    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": "SmolLM2-1.7B ← 135M" + HUB_SUFFIX,
+    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": "Qwen2.5-1.5B ← 0.5B" + HUB_SUFFIX,
     "Offline: Qwen2.5-Coder-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-Coder-1.5B ← SmolLM2-135M · offline",
     CODER_GEMMA_PAIR: "Qwen2.5-Coder-1.5B ← Gemma-3-270M · offline",
-    "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-1.5B ← SmolLM2-135M · hub",
+    "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-1.5B ← SmolLM2-135M" + HUB_SUFFIX,
     CUSTOM_PAIR: "Custom: any target and draft",
 }
 # What the drafter help adds to the registry's line on a pair's built-in drafter (registry.describe).
@@ -114,6 +116,28 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
     return (models + (f". Not installed: {' and '.join(commands)}" if commands else "")
             + ("; meanwhile its real runs, recorded, open in the Gallery below with no model" if recorded else "")
             + (f". {terms}" if terms else "") + ".")
+
+
+def hub_models(pair: str) -> list[str]:
+    """The pair's models that come from the Hugging Face hub (not offline ids, not drafters such as prompt lookup).
+
+    >>> hub_models("gpt2-xl ← gpt2"), hub_models(OFFLINE_PAIR), hub_models(CUSTOM_PAIR)
+    (['openai-community/gpt2-xl', 'openai-community/gpt2'], [], [])
+    """
+    return [model for model in PAIRS.get(pair, (None, None))
+            if model and not model.startswith("offline:") and model not in BUILT_IN_DRAFTERS]
+
+
+def unreachable(pair: str, at_hand=None) -> str | None:
+    """The sentence that refuses a hub pair this server cannot load (no internet, and its models not in the local
+    cache), or None where the pair can run. `at_hand(model_id)` defaults to loading.hub_model_at_hand."""
+    if at_hand is None:
+        from specviz.models.loading import hub_model_at_hand as at_hand
+    missing = [model for model in hub_models(pair) if not at_hand(model)]
+    if not missing:
+        return None
+    return (f"{MENU_LABELS[pair].removesuffix(HUB_SUFFIX)} needs internet: this server cannot reach the Hugging Face "
+            f"hub and does not have {' or '.join(missing)} in its cache. Choose an offline pair.")
 
 
 def drafter_help(pair: str) -> str:

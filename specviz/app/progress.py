@@ -67,6 +67,13 @@ def waiting_line(job: Job, started: float, queued: bool = False) -> str:
     return f"**{_plain(stage)}** · {in_stage:.1f} s ({total:.1f} s since Run)"
 
 
+def not_run_line(error: gr.Error) -> str:
+    """A refusal (bad settings, a model not installed or unreachable) or a failure, as the status line keeps it:
+    "**Not run**: gamma must be a whole number from 1 to 16, got 0." """
+    word = "Failed" if error.print_exception else "Not run"  # a refusal is quiet (callbacks.Refusal); a bug is not
+    return f"**{word}**: {_plain(str(error.message))}"
+
+
 def decoding_line(trace: Trace, started: float) -> str:
     """While rounds stream in, e.g. "**Round 7** · 28 tokens · 3.1 s since Run" ("1 token" after one)."""
     return (f"**Round {len(trace.rounds)}** · {count(len(trace.token_ids), 'token')} · "

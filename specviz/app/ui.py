@@ -16,7 +16,16 @@ from specviz.app.callbacks import quiet_refusals
 from specviz.app.gallery_panel import gallery_buttons, wire_gallery
 from specviz.app.lab_tabs import build_lab_tabs
 from specviz.app.live import JobSlot, reset, run, step, stop
-from specviz.app.pair_menu import CUSTOM_PAIR, PAIRS, default_pair, drafter_help, pair_choices, pair_help, pair_settings
+from specviz.app.pair_menu import (
+    CUSTOM_PAIR,
+    PAIRS,
+    default_pair,
+    drafter_help,
+    pair_choices,
+    pair_help,
+    pair_settings,
+    unreachable,
+)
 from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.progress import queue_shown
 from specviz.app.request import DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRAFT, RunRequest, field_limits
@@ -24,7 +33,7 @@ from specviz.app.teacher import build_teacher_lane
 from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace
 from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.app.warmup import warm_up_note
-from specviz.config import BACKENDS, OFFLINE_MODEL
+from specviz.config import BACKENDS, NUMBER_FIELDS, OFFLINE_MODEL
 from specviz.models.llama_cpp import available as llama_cpp_available
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
@@ -131,29 +140,28 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, 
     system_prompt = gr.Textbox(initial.system_prompt, label="System prompt (empty: none)", lines=1, max_lines=6,
                                info="Sent before your prompt. Left empty the model reads nothing hidden; SmolLM2's "
                                     "template would otherwise add its own. The rows show the whole templated text.")
-    limits, caps = field_limits(Policy()), _caps(policy)  # the sliders' full ranges; a hosted cap is refused in words
-    gamma = gr.Slider(*limits["gamma"], value=settings["gamma"], step=1, label="γ: tokens drafted per round",
-                      info=caps.get("gamma"))
-    draft_confidence = gr.Slider(0, 0.95, value=settings["draft_confidence"], step=0.05,
-                                 label="Draft stop: end a draft after a token the draft gave less than this (0 = off)",
-                                 info="Saves drafting what would likely be rejected; the output stays exact")
+    number = _number_fields(policy)
+    with gr.Row():
+        gamma = number("gamma", settings["gamma"], "γ: tokens drafted per round", 1)
+        max_new_tokens = number("max_new_tokens", initial.max_new_tokens, "Max new tokens", 1)
+        temperature = number("temperature", initial.temperature, "Temperature (0 = greedy)", 0.05)
+    draft_confidence = number("draft_confidence", settings["draft_confidence"],
+                              "Draft stop: end a draft after a token the draft gave less than this (0 = off)", 0.05,
+                              "Saves drafting what would likely be rejected; the output stays exact")
     adaptive = gr.Checkbox(initial.adaptive, label="Adaptive γ: each round drafts 0..γ tokens, chosen from the "
                                                    "running acceptance and the measured costs")
-    max_new_tokens = gr.Slider(*limits["max_new_tokens"], value=initial.max_new_tokens, step=1, label="Max new tokens",
-                               info=caps.get("max_new_tokens"))
-    temperature = gr.Slider(*limits["temperature"], value=initial.temperature, step=0.05, label="Temperature (0 = greedy)")
     with gr.Row():
-        top_k = gr.Number(initial.top_k, label="Top-k (0 = off)", precision=0, minimum=0)
-        top_p = gr.Slider(*limits["top_p"], value=initial.top_p, step=0.01, label="Top-p (1 = off)")
-        seed = gr.Number(initial.seed, label="Seed", precision=0, minimum=0)
+        top_k = gr.Number(initial.top_k, label="Top-k (0 = off)", precision=0)
+        top_p = number("top_p", initial.top_p, "Top-p (1 = off)", 0.01)
+        seed = gr.Number(initial.seed, label="Seed", precision=0)
     compare = gr.Checkbox(initial.compare, label="Compare with plain decoding (measures the speedup)")
     # one above the other: side by side, each label wrapped over four lines or more
     tree = gr.Checkbox(initial.tree, label="Token tree: draft several continuations, γ deep, all verified in one "
                                            "target forward (exact)", elem_id="sv-tree",
                        info="Needs a draft model (a pair's own draft or its 4-bit copy): prompt lookup and the "
                             "distilled head draft one continuation")
-    tree_budget = gr.Slider(*limits["tree_budget"], value=initial.tree_budget, step=1,
-                            label="Tree budget: most nodes per round (0 = what this machine affords)")
+    tree_budget = number("tree_budget", initial.tree_budget, "Tree budget: most nodes per round (0 = what this machine "
+                         "affords)", 1)
     backend = gr.Radio(list(BACKENDS), value=initial.backend, label="Run the models with",
                        info="transformers: float32 weights, read in full each step (a forward bound by reading "
                             "weights); llama.cpp: the GGUF's own 4-bit weights (a forward bound by arithmetic): see "
@@ -167,21 +175,35 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, 
     return controls, custom_row, buttons, status
 
 
-def _caps(policy: Policy) -> dict[str, str]:
-    """A hosted server's caps, said under the sliders they narrow (a larger value is refused with this sentence)."""
-    if not policy.hosted:
-        return {}
-    return {"gamma": f"Up to {policy.max_gamma} on this shared server",
-            "max_new_tokens": f"Up to {policy.max_new_tokens} on this shared server"}
+def _number_fields(policy: Policy):
+    """A maker of the live tab's numeric fields: plain number boxes, never sliders, because a slider quietly clamps
+    a typed 100000 to its end and runs that; a box sends what was typed, and Run refuses a value out of range with
+    the field table's sentence. Under each box, its range on this server (config.NUMBER_FIELDS, request.field_limits:
+    a hosted server's caps included)."""
+    limits = field_limits(policy)
+
+    def number(name: str, value, label: str, step: float, info: str = "") -> gr.Number:
+        allowed = NUMBER_FIELDS[name].describe(*limits.get(name, (None, None)))
+        shared = " on this shared server" if policy.hosted and name in ("gamma", "max_new_tokens") else ""
+        return gr.Number(value, label=label, step=step, info=(f"{info}. " if info else "") + allowed[0].upper()
+                         + allowed[1:] + shared, elem_id=f"sv-{name.replace('_', '-')}")
+    return number
 
 
-def _pair_changed(choice: str, backend: str):
+def _pair_changed(choice: str, backend: str, accepted: str | None):
     """A new pair: show the Custom boxes or not, and set the drafter, γ, draft stop and adaptive γ this pair runs
-    best with on the backend chosen."""
+    best with on the backend chosen. A hub pair this server cannot load (no internet, not cached) is refused at once:
+    the menu goes back to the pair before (`accepted`), and the status line says why until the next Run."""
+    refusal = unreachable(choice)
+    if refusal is not None:
+        gr.Warning(refusal)
+        back = accepted if accepted in PAIRS else default_pair()
+        return (gr.skip(), gr.skip(), gr.update(value=back), gr.skip(), gr.skip(), gr.skip(),
+                f"**Not available**: {refusal}", back)
     offline_smollm = PAIRS[choice][0] == OFFLINE_MODEL
     return (gr.update(visible=choice == CUSTOM_PAIR),
             gr.update(value=LOOKUP_THEN_DRAFT if offline_smollm else DRAFT_MODEL, info=drafter_help(choice)),
-            *_backend_changed(choice, backend))
+            *_backend_changed(choice, backend), gr.skip(), choice)
 
 
 def _backend_changed(choice: str, backend: str):
@@ -213,8 +235,10 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     controls, outputs, trace_state = live.controls, list(live.outputs.values()), live.outputs["trace"]
     queue = queue_shown(live.outputs["status"])  # a waiting Run or Step shows its place on the status line
     settings = [controls["pair"], controls["gamma"], controls["draft_confidence"], controls["adaptive"]]
-    controls["pair"].change(_pair_changed, [controls["pair"], controls["backend"]],
-                            [live.custom_row, controls["drafter"], *settings], queue=False)
+    accepted = gr.State(controls["pair"].value)  # the last pair the menu accepted, to go back to after a refusal
+    controls["pair"].change(_pair_changed, [controls["pair"], controls["backend"], accepted],
+                            [live.custom_row, controls["drafter"], *settings, live.outputs["status"], accepted],
+                            queue=False)
     controls["backend"].change(_backend_changed, [controls["pair"], controls["backend"]], settings, queue=False)
     gr.on([controls["target"].change, controls["draft"].change], _custom_named,  # a Gemma typed in: its terms
           [controls["pair"], controls["target"], controls["draft"]], controls["pair"], queue=False)

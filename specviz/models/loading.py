@@ -187,6 +187,13 @@ def hub_reachable(timeout_s: float = 3.0) -> bool:
         return False
 
 
+def hub_model_at_hand(model_id: str) -> bool:
+    """Whether a hub id can be loaded here: the hub answers, or the model is in the local Hugging Face cache."""
+    from huggingface_hub import try_to_load_from_cache
+
+    return hub_reachable() or isinstance(try_to_load_from_cache(model_id, "config.json"), str)
+
+
 def _first_line(error: Exception) -> str:
     text = str(error).strip().splitlines()
     return text[0][:200] if text else type(error).__name__
