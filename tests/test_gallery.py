@@ -84,7 +84,37 @@ def test_opening_an_entry_fills_the_live_views_and_says_where_it_came_from(entry
     view = dict(zip(LiveView.names(), values))
     assert view["trace"].to_json() == entry.trace().to_json()
     assert "**Sampled**: look at the corrections." in view["status"] and "Recorded on" in view["status"]
-    assert values[-1] is None  # no Step session carried over
+    names = LiveView.names()
+    assert values[len(names)] is None  # no Step session carried over
+
+
+def test_opening_an_entry_sets_the_controls_so_that_run_repeats_it(entry_file, monkeypatch):
+    """Pair, drafter, prompt, γ, T, seed and the rest as recorded: RunRequest.from_config, and the same config back
+    from the request where the pair is installed; where it is not, the status line gives the install line."""
+    from specviz.app.gallery_panel import open_entry
+    from specviz.app.pair_menu import CODER_PAIR
+    from specviz.app.policy import Policy
+    from specviz.app.request import DRAFT_MODEL, RunRequest
+    from specviz.app.views import LiveView
+
+    [entry] = gallery.entries(entry_file.parent)
+    recorded = entry.trace()
+    values = open_entry(entry)
+    controls = dict(zip(RunRequest.field_names(), values[len(LiveView.names()) + 1:-1]))
+    assert controls["pair"]["value"] == CODER_PAIR and controls["drafter"] == DRAFT_MODEL
+    assert (controls["prompt"], controls["gamma"], controls["temperature"], controls["seed"]) == (
+        recorded.prompt, recorded.config["gamma"], recorded.config["temperature"], recorded.config["seed"])
+    assert values[-1]["visible"] is False  # not the Custom pair: its boxes stay hidden
+    request = RunRequest(**{**controls, "pair": CODER_PAIR})
+    monkeypatch.setattr(split_gguf, "available", lambda model: True)
+    config = request.to_config(Policy())
+    assert config.draft.endswith(recorded.config["draft"])  # the same draft, or its 4-bit copy on a CPU
+    for name in ("target", "gamma", "max_new_tokens", "temperature", "seed", "top_k", "top_p", "adaptive",
+                 "draft_confidence", "tree"):
+        assert getattr(config, name) == recorded.config[name], name
+    assert "**Run** repeats it live" in open_entry(entry)[LiveView.names().index("status")]
+    monkeypatch.setattr(split_gguf, "available", lambda model: False)
+    assert split_gguf.INSTALL_COMMAND in open_entry(entry)[LiveView.names().index("status")]
 
 
 def test_the_pair_menu_points_to_the_gallery_where_the_pair_is_missing(entry_file, monkeypatch):

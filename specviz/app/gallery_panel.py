@@ -9,7 +9,11 @@ import functools
 import gradio as gr
 
 from specviz import gallery
+from specviz.app.pair_menu import CUSTOM_PAIR, PAIRS, pair_help
+from specviz.app.policy import current_policy
+from specviz.app.request import RunRequest
 from specviz.app.views import views
+from specviz.models import split_gguf
 
 
 def gallery_buttons() -> list[tuple[gr.Button, gallery.Entry]]:
@@ -24,12 +28,26 @@ def gallery_buttons() -> list[tuple[gr.Button, gallery.Entry]]:
 
 
 def open_entry(entry: gallery.Entry) -> tuple:
-    """The live views of one recorded run, its title, what to look at and its provenance on the status line."""
-    view = views(entry.trace())
-    view.status, view.download = f"**{entry.title}**: {entry.about}. *{entry.caption()}.*", None
-    return (*view.values(), None)  # and no Step session: the next Step starts afresh
+    """The live views of one recorded run, its title, what to look at and its provenance on the status line; and
+    the controls set to its settings (pair, drafter, prompt, γ, T, seed and the rest), so that Run repeats it live,
+    or says what to install where its models are missing (the status line says which)."""
+    trace = entry.trace()
+    request = RunRequest.from_config(trace.config, trace.prompt, compare=trace.baseline is not None)
+    view = views(trace)
+    missing = split_gguf.first_missing(PAIRS.get(request.pair, (request.target, request.draft)))
+    again = (f"To run it live, install its models: `{missing.install_command}`" if missing is not None
+             else "**Run** repeats it live with these settings")
+    view.status, view.download = f"**{entry.title}**: {entry.about}. *{entry.caption()}.* {again}.", None
+    settings = dict(zip(RunRequest.field_names(), request.api_args()))
+    settings["pair"] = gr.update(value=request.pair, info=pair_help(request.pair, current_policy(), request.target,
+                                                                     request.draft, request.backend))
+    # no Step session (the next Step starts afresh); the controls, in RunRequest's order; the Custom boxes shown or not
+    return (*view.values(), None, *settings.values(), gr.update(visible=request.pair == CUSTOM_PAIR))
 
 
-def wire_gallery(buttons: list[tuple[gr.Button, gallery.Entry]], outputs: list, step_state: gr.State) -> None:
+def wire_gallery(buttons: list[tuple[gr.Button, gallery.Entry]], outputs: list, step_state: gr.State,
+                 controls: dict, custom_row: gr.Row) -> None:
+    """Each button opens its entry into `outputs` and sets `controls` (RunRequest's fields, in their order)."""
     for button, entry in buttons:
-        button.click(functools.partial(open_entry, entry), None, [*outputs, step_state], queue=False)
+        button.click(functools.partial(open_entry, entry), None,
+                     [*outputs, step_state, *controls.values(), custom_row], queue=False)

@@ -14,12 +14,14 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from specviz.app.pair_menu import OFFLINE_PAIR, PAIRS, pair_settings
+from specviz.app.pair_menu import CUSTOM_PAIR, OFFLINE_PAIR, PAIRS, pair_settings
 from specviz.app.policy import Policy
 from specviz.config import (
     BACKENDS,
+    BUILT_IN_DRAFTERS,
     LLAMA_CPP,
     NGRAM_DRAFTER,
+    QUANTIZED_DRAFT_MODEL,
     TRANSFORMERS,
     DecodeConfig,
     DrafterSpec,
@@ -75,6 +77,31 @@ class RunRequest:
     def api_args(self) -> list:
         """The values in the HTTP API's order, for `Client.predict(*request.api_args(), api_name="/run")`."""
         return [getattr(self, name) for name in self.field_names()]
+
+    @classmethod
+    def from_config(cls, config: dict, prompt: str, compare: bool = False) -> RunRequest:
+        """The request that runs a recorded run's settings (a trace's config) again: its pair and drafter where a
+        pair of the menu has its models (its draft as recorded, or that draft's 4-bit copy), else the Custom pair."""
+        target, spec = config["target"], _spec(config["draft"])
+        lookup_only = spec is None or spec.kind == NGRAM_DRAFTER
+        base = None if lookup_only else spec.without_lookup()
+        drafter = PROMPT_LOOKUP if lookup_only else LOOKUP_THEN_DRAFT if spec.lookup_first else DRAFT_MODEL
+
+        def runs_it(models: tuple) -> bool:  # the pair's target, and its draft as recorded or as a 4-bit copy
+            pair_target, pair_draft = models
+            if pair_target is None or pair_target != target:
+                return False
+            quantized = pair_draft if pair_draft in BUILT_IN_DRAFTERS else str(DrafterSpec(QUANTIZED_DRAFT_MODEL, pair_draft))
+            return lookup_only or str(base) in (pair_draft, quantized)
+
+        pair = next((name for name, models in PAIRS.items() if runs_it(models)), CUSTOM_PAIR)
+        custom = pair == CUSTOM_PAIR
+        fields = {name: config[name] for name in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
+                                                   "adaptive", "draft_confidence", "tree", "tree_budget", "backend")
+                  if name in config}
+        return cls(pair=pair, target=target if custom else "", draft=(NGRAM_DRAFTER if lookup_only else str(base))
+                   if custom else "", drafter=drafter, prompt=prompt, compare=compare,
+                   system_prompt=config.get("system_prompt") or "", **fields)
 
     def draft_id(self) -> str:
         """The draft as DecodeConfig names it: the pair's or the text box's, after "ngram+" when lookup goes first."""

@@ -66,7 +66,7 @@ def build_app() -> gr.Blocks:
             live = _live_tab(policy, trace_state)
         build_lab_tabs(demo, trace_state)
         _wire_live_tab(live, step_state, job_state)
-        wire_gallery(live.gallery, list(live.outputs.values()), step_state)
+        wire_gallery(live.gallery, list(live.outputs.values()), step_state, live.controls, live.custom_row)
     return demo
 
 
@@ -236,7 +236,8 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     queue = queue_shown(live.outputs["status"])  # a waiting Run or Step shows its place on the status line
     settings = [controls["pair"], controls["gamma"], controls["draft_confidence"], controls["adaptive"]]
     accepted = gr.State(controls["pair"].value)  # the last pair the menu accepted, to go back to after a refusal
-    controls["pair"].change(_pair_changed, [controls["pair"], controls["backend"], accepted],
+    # .input, not .change: a person's choice sets the pair's preset; a gallery run setting the menu keeps its own
+    controls["pair"].input(_pair_changed, [controls["pair"], controls["backend"], accepted],
                             [live.custom_row, controls["drafter"], *settings, live.outputs["status"], accepted],
                             queue=False)
     controls["backend"].change(_backend_changed, [controls["pair"], controls["backend"]], settings, queue=False)
