@@ -25,7 +25,7 @@ LEGEND_HTML = (
     '<span class="sv-tok sv-rejected">rejected</span>'
     '<span class="sv-tok sv-corrected">corrected</span>'
     '<span class="sv-tok sv-bonus">bonus</span>'
-    '<span class="sv-hint">hover a token for p(x), q(x), r and min(1, p/q)</span>'
+    '<span class="sv-hint">hover or tap a token for p(x), q(x), r and min(1, p/q)</span>'
     "</div>"
 )
 VISIBLE_WHITESPACE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}
@@ -63,8 +63,10 @@ def token_tooltip(token: Token, turn: Turn | None = None) -> str:
 def token_html(token: Token, round_index: int, turn: Turn | None = None) -> str:
     title = html.escape(token_tooltip(token, turn), quote=True)
     node = "" if token.node is None or turn is None else f' data-node="{token.node}"'
-    return (f'<span class="sv-tok sv-{token.kind}" title="{title}" data-round="{round_index}" '
-            f'data-position="{token.position}"{node}>{visible_text(token.text)}</span>')
+    # tabindex: a tap (a phone) or a click (a projector) focuses the token, and CSS shows data-details in a panel
+    # at the foot of the screen until a tap elsewhere; title stays for a mouse's hover
+    return (f'<span class="sv-tok sv-{token.kind}" title="{title}" data-details="{title}" tabindex="0" '
+            f'data-round="{round_index}" data-position="{token.position}"{node}>{visible_text(token.text)}</span>')
 
 
 def round_html(round_: Round) -> str:

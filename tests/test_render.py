@@ -1,5 +1,7 @@
 """render.py: rows of kinds, visible whitespace, and escaping of every model- or user-produced string."""
 
+from pathlib import Path
+
 from specviz import engine, render
 from specviz.config import DecodeConfig
 from specviz.trace import Round, Token, TopToken, Trace
@@ -15,6 +17,19 @@ def _trace_with(text: str) -> Trace:
     round_ = Round(0, 3, 1, tokens, 1.0, 2.0, 3, [5, 6, 8], [text, "\n<b>", "&x"])
     return Trace(config={"gamma": 3}, prompt=HOSTILE, prompt_token_count=3, target_name=HOSTILE, draft_name="ngram",
                  device="cpu", dtype="float32", rounds=[round_], token_ids=[5, 7], text=text + " ok")
+
+
+def test_a_tapped_token_can_show_what_its_hover_title_says():
+    """A phone has no hover: each tested token is focusable by a tap (tabindex) and carries its title's text as
+    data-details, which the page's CSS shows while it has the focus."""
+    import re
+
+    page = render.rows_html(_trace_with("hi there"))
+    tokens = re.findall(r'<span class="sv-tok sv-(?:accepted|rejected|corrected|bonus)" title="([^"]*)" '
+                        r'data-details="([^"]*)" tabindex="0"', page)
+    assert len(tokens) >= 3 and all(title == details for title, details in tokens)
+    css = (Path(__file__).resolve().parent.parent / "assets" / "specviz.css").read_text(encoding="utf-8")
+    assert ".sv-tok[data-details]:focus::after { content: attr(data-details);" in css
 
 
 def test_every_string_is_escaped():
