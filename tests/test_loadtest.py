@@ -56,6 +56,10 @@ def test_each_goal_fails_when_it_is_not_met():
     assert failed["goals_met"]["errors"] is False and failed["goals_met"]["all_served"] is False
     slow_teacher = {"step": _press(first_row_s=0.5), "run": _press(first_row_s=3.0)}
     assert _goals([_press(first_row_s=2.0)] * 3, teacher=slow_teacher)["goals_met"]["teacher"] is False
+    unqueued = [Press("s", "p", 0, place_s=0.2, place=(0, 0, None), first_row_s=0.4, end_s=2.0, own=True)] * 3
+    quiet = _goals(unqueued, teacher=slow_teacher)  # nobody waited: the lane had nobody to pass, so no verdict
+    assert quiet["goals_met"]["teacher"] is None and not loadtest_report.failed(quiet)
+    assert "no queue formed" in loadtest_report.goals(quiet)["teacher"]["measured"]
     assert loadtest_report.failed(failed) and not loadtest_report.failed(_goals([_press()]))
 
 
