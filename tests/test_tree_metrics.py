@@ -228,7 +228,7 @@ def test_the_stats_name_the_tree_numbers_only_for_a_tree(chain_runs):
     trace = hand_built_tree_trace()
     text = stats_markdown(trace, summarize(trace))
     assert "**tree**: **3.33 " in text and "(10 nodes / 3 rounds, budget 5)" in text
-    assert "accepted path 0.67 per round" in text and "0.50 · 1.00 · –" in text
+    assert "accepted path 0.67 per round" in text and "0.50 · 1.00 · —" in text
     assert "by sibling rank</abbr> 0.33 · 0.50 (1/3 · 1/2)" in text
     assert "(2 accepted / 3 depth levels tested, 5 sibling tests)" in text and "8 nodes off the accepted path" in text
     assert "`n_drafted` = 6 (depth levels)" in text
