@@ -34,7 +34,8 @@ def open_entry(entry: gallery.Entry) -> tuple:
     trace = entry.trace()
     request = RunRequest.from_config(trace.config, trace.prompt, compare=trace.baseline is not None)
     view = views(trace)
-    missing = split_gguf.first_missing(PAIRS.get(request.pair, (request.target, request.draft)))
+    models = (request.target, request.draft) if request.pair == CUSTOM_PAIR else PAIRS[request.pair]
+    missing = split_gguf.first_missing(models)
     again = (f"To run it live, install its models: `{missing.install_command}`" if missing is not None
              else "**Run** repeats it live with these settings")
     view.status, view.download = f"**{entry.title}**: {entry.about}. *{entry.caption()}.* {again}.", None

@@ -180,11 +180,11 @@ def _number_fields(policy: Policy):
     a typed 100000 to its end and runs that; a box sends what was typed, and Run refuses a value out of range with
     the field table's sentence. Under each box, its range on this server (config.NUMBER_FIELDS, request.field_limits:
     a hosted server's caps included)."""
-    limits = field_limits(policy)
+    limits, full = field_limits(policy), field_limits(Policy())
 
     def number(name: str, value, label: str, step: float, info: str = "") -> gr.Number:
         allowed = NUMBER_FIELDS[name].describe(*limits.get(name, (None, None)))
-        shared = " on this shared server" if policy.hosted and name in ("gamma", "max_new_tokens") else ""
+        shared = " on this shared server" if limits.get(name) != full.get(name) else ""  # a hosted cap narrows it
         return gr.Number(value, label=label, step=step, info=(f"{info}. " if info else "") + allowed[0].upper()
                          + allowed[1:] + shared, elem_id=f"sv-{name.replace('_', '-')}")
     return number
