@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import textwrap
 from functools import lru_cache
 
 import plotly.graph_objects as go
@@ -13,8 +14,26 @@ from specviz.trace import Round, TopToken
 GREEN, RED, BLUE, GREY, ORANGE = "#2e9e4f", "#d64545", "#2f6fd6", "#8a8f98", "#e08a1e"
 GRID, INK = "#ebf0f8", "#2a3f5f"
 MODEBAR_MARGIN = 44  # px at the right of every plot: plotly's toolbar stands there, upright, over no title or label
-LAYOUT = dict(margin=dict(l=50, r=MODEBAR_MARGIN, t=50, b=45), height=330,
+LAYOUT = dict(margin=dict(l=50, r=MODEBAR_MARGIN, t=40, b=45), height=330, title_font_size=15,
               legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="right", x=1.0))
+LEGEND_ROW_PX = 22  # one row of a legend under the plot
+LINE_CHARS = 44  # a line of text under a plot: narrow enough for a phone's 370 px plot (plotly never wraps)
+COUNTS_UNDER_TICKS = 6  # α per position writes accepted/reached under each position up to this many positions
+
+
+def wrapped(lines: list[str]) -> list[str]:
+    """Lines of text under a plot, each cut at spaces into LINE_CHARS-character lines."""
+    return [part for line in lines for part in textwrap.wrap(line, LINE_CHARS, break_long_words=False) or [""]]
+
+
+def legend_below(figure: go.Figure, rows: int, axis_px: int = 60) -> go.Figure:
+    """The legend at the figure's foot, two entries a row (`rows` of them), under the x axis's ticks and title
+    (`axis_px` tall): never over the title or an axis, whatever the plot's width (a phone's 370 px included)."""
+    legend = dict(orientation="h", yref="container", y=0.0, yanchor="bottom", x=0.0, xanchor="left",
+                  entrywidth=0.5, entrywidthmode="fraction")
+    bottom = axis_px + rows * LEGEND_ROW_PX + 8
+    figure.update_layout(legend=legend, margin=dict(b=bottom), height=figure.layout.height + rows * LEGEND_ROW_PX)
+    return figure
 TICK_CHARS = 10  # a token's label on a categorical axis is cut to this many characters (the hover has it whole)
 
 
@@ -50,10 +69,12 @@ def alpha_per_position_figure(alpha_per_position: list[float | None], reached: l
         hovertemplate="position %{x}<br>α = %{y:.3f}<br>accepted/reached = %{text}<extra></extra>",
     ))
     figure.add_hline(y=alpha, line_dash="dash", line_color=BLUE)  # named in the title: a label on it can meet a bar's
-    figure.update_layout(**{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 62}},  # two title lines: it fits a narrow plot
-                         title=f"Acceptance by draft position<br><sup>overall α = {alpha:.3f} (dashed line)</sup>",
-                         xaxis=dict(title="draft position i (accepted/reached)", tickvals=positions,
-                                    ticktext=[f"{i}<br>{a}/{r}" for i, a, r in zip(positions, accepted, reached)]),
+    counted = len(positions) <= COUNTS_UNDER_TICKS  # more would crowd a phone's axis: the bars' hover has them
+    figure.update_layout(**LAYOUT, title=f"α per draft position (all: {alpha:.2f}, dashed)",
+                         xaxis=dict(title="draft position i" + (" (accepted/reached)" if counted else ""),
+                                    tickvals=positions, tickangle=0,
+                                    ticktext=[f"{i}<br>{a}/{r}" if counted else str(i)
+                                              for i, a, r in zip(positions, accepted, reached)]),
                          yaxis=dict(title="P(accept | reached)", range=[0, 1.15]), showlegend=False)
     return figure
 
@@ -121,27 +142,26 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
                                marker=dict(color=colour, size=[16 if i == top else 9 for i in ids], symbol="line-ew-open",
                                            line=dict(width=3, color=colour)),
                                hovertemplate="%{x}: %{y:.3f}<extra>" + name + "</extra>")
-    title = f"Round {round_.index + 1}, position {position}"
+    title, below = f"Round {round_.index + 1}, position {position}", []
     if drafted is not None:
         if drafted.token_id in ids:
             at = ids.index(drafted.token_id)
             figure.add_annotation(x=labels[at], y=max(p[at], q[at]),
                                   text=f"drafted ({drafted.kind})", showarrow=True, arrowhead=2, ay=-25, ax=40)
         verdict = "<" if drafted.kind == "accepted" else "≥"
-        title += f": r = {drafted.uniform:.3f} {verdict} min(1, p/q) = {drafted.accept_prob:.3f}"
-        if drafted.overlap is not None:
-            title += f", β = {drafted.overlap:.3f}"
+        title += f": {drafted.kind}"
+        below.append(f"r = {drafted.uniform:.3f} {verdict} min(1, p/q) = {drafted.accept_prob:.3f}"
+                     + (f", β = {drafted.overlap:.3f}" if drafted.overlap is not None else ""))
     if closing is not None:
-        title += f"<br><sup>{closing.kind}: {plot_text(repr(closing.text))}</sup>"
+        below.append(f"{closing.kind}: {plot_text(repr(closing.text))}")
     if soft_p:
-        title += f"<br><sup>{greedy_margin(soft_p, soft_q, drafted)}</sup>"
-    figure.update_layout(**LAYOUT, title=dict(text=title, font=dict(size=13)), barmode="overlay",
-                         yaxis=dict(title="probability", range=[0, 1.05]), xaxis=dict(tickangle=-45, automargin=True))
-    if soft_p:  # two more series and two more title lines: the legend goes below, the plot grows
-        figure.update_layout(legend=dict(orientation="h", yanchor="top", y=-0.3, x=0, entrywidth=0.5,
-                                         entrywidthmode="fraction"), margin=dict(t=110, b=110), height=470,
-                             yaxis_range=[0, 1.25])
-    return figure
+        below.extend(greedy_margin(soft_p, soft_q, drafted).split("<br>"))
+    below = wrapped(below)
+    figure.update_layout(**LAYOUT, title=title, barmode="overlay", yaxis=dict(title="probability", range=[0, 1.05]),
+                         xaxis=dict(tickangle=-45, automargin=True, title=dict(text="<br>".join(below),
+                                                                               font=dict(size=12))))
+    entries = len(figure.data)
+    return legend_below(figure, rows=(entries + 1) // 2, axis_px=90 + 16 * len(below))
 
 
 def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | None = None,
@@ -157,14 +177,14 @@ def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | 
     figure = base_figure()
     figure.add_scatter(x=gammas, y=ideal, mode="lines+markers", name="S = E/(γc+1)", line_color=BLUE)
     best = theory.optimal_gamma(alpha, c, max_gamma=max_gamma)
-    figure.add_scatter(x=[best], y=[theory.speedup(alpha, best, c)], mode="markers", name=f"best γ = {best}",
+    figure.add_scatter(x=[best], y=[theory.speedup(alpha, best, c)], mode="markers", name=f"best: γ = {best}",
                        marker=dict(symbol="star", size=15, color=BLUE))
     if verify_cost:
         costed = [theory.speedup_with_verify_cost(alpha, g, c, verify_cost) for g in gammas]
-        figure.add_scatter(x=gammas, y=costed, mode="lines+markers", name="with measured v(k)",
+        figure.add_scatter(x=gammas, y=costed, mode="lines+markers", name="with v(k)",
                            line=dict(color=ORANGE, dash="dot"))
         best_costed = theory.optimal_gamma(alpha, c, verify_cost=verify_cost, max_gamma=max_gamma)
-        figure.add_scatter(x=[best_costed], y=[costed[best_costed - 1]], mode="markers", name=f"best γ with v(k) = {best_costed}",
+        figure.add_scatter(x=[best_costed], y=[costed[best_costed - 1]], mode="markers", name=f"best: γ = {best_costed}",
                            marker=dict(symbol="star", size=15, color=ORANGE))
     if measured is not None:
         mean = "" if float(gamma_used).is_integer() else f" at mean γ {gamma_used:.1f}"
@@ -174,11 +194,10 @@ def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | 
     if tree_budget:
         figure.add_annotation(x=gamma_used, y=theory.speedup(alpha, max(round(gamma_used), 1), c), ax=45, ay=-40,
                               text=f"tree: budget {tree_budget} nodes", showarrow=True, arrowhead=2)
-    below = dict(orientation="h", yanchor="top", y=-0.28, x=0)  # up to five entries: above, they ran into the title
-    figure.update_layout(**{**LAYOUT, "legend": below, "height": 400, "margin": {**LAYOUT["margin"], "b": 120}},
-                         title=f"Speedup against γ (α = {alpha:.2f}, c = {c:.3f})",
-                         xaxis=dict(title="γ (drafted tokens per round)", dtick=1), yaxis=dict(title="speedup ×"))
-    return figure
+    figure.update_layout(**LAYOUT, title="Speedup against γ",
+                         xaxis=dict(title=f"γ, drafted tokens per round (α = {alpha:.2f}, c = {c:.3f})", dtick=1),
+                         yaxis=dict(title="speedup ×"))
+    return legend_below(figure, rows=(len(figure.data) + 1) // 2)
 
 
 def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: int,
@@ -201,7 +220,7 @@ def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: in
     figure = base_figure()
     title = f"Tokens per round ({rounds} rounds)"
     if other is None:
-        figure.add_bar(x=sizes, y=counts, name="observed rounds", marker_color=GREEN)
+        figure.add_bar(x=sizes, y=counts, name="rounds seen", marker_color=GREEN)
     else:
         means = [sum(series) / max(len(series), 1) for series in (tokens_per_round, other)]
         figure.add_bar(x=sizes, y=counts, name=f"{names[0]} ({len(tokens_per_round)} rounds)", marker_color=GREEN)
@@ -209,9 +228,9 @@ def tokens_per_round_figure(tokens_per_round: list[int], alpha: float, gamma: in
                        name=f"{names[1]} ({len(other)} rounds)")
         title = f"Tokens per round: {names[0]} {means[0]:.2f}, {names[1]} {means[1]:.2f}"
         figure.update_layout(barmode="group")
-    figure.add_scatter(x=sizes, y=predicted, mode="lines+markers", name="capped geometric (theory)", line_color=BLUE)
+    figure.add_scatter(x=sizes, y=predicted, mode="lines+markers", name="theory", line_color=BLUE)
     figure.update_layout(**LAYOUT, title=title, xaxis=dict(title="tokens produced", dtick=1), yaxis=dict(title="rounds"))
-    return figure
+    return legend_below(figure, rows=(len(figure.data) + 1) // 2)
 
 
 def greedy_margin(soft_p: dict, soft_q: dict, drafted) -> str:

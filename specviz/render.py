@@ -25,7 +25,7 @@ LEGEND_HTML = (
     '<span class="sv-tok sv-rejected">rejected</span>'
     '<span class="sv-tok sv-corrected">corrected</span>'
     '<span class="sv-tok sv-bonus">bonus</span>'
-    '<span class="sv-hint">hover or tap a token for p(x), q(x), r and min(1, p/q)</span>'
+    '<span class="sv-hint">tap or hover a token: p(x), q(x), r, min(1, p/q)</span>'
     "</div>"
 )
 VISIBLE_WHITESPACE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}

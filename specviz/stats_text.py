@@ -83,6 +83,26 @@ def speedup_line(trace: Trace, metrics: Metrics) -> str:
             + f" · {_sameness(trace, metrics)}")
 
 
+def headline(trace: Trace, metrics: Metrics) -> str:
+    """The run in one line, beside the rows on the first screen: the measured speedup (or, where no plain run was
+    timed, the predicted one, said so), α, tokens per round and the rejections the rows show in red.
+
+    The same numbers as the stats panel's lines below, fewer of them."""
+    rejected = sum(1 for round_ in trace.rounds for token in round_.tokens if token.kind == "rejected")
+    if metrics.speedup_measured is not None:
+        speed = (f"**{metrics.speedup_measured:.2f}× faster** than plain decoding, measured"
+                 if metrics.speedup_measured >= 1 else f"**{metrics.speedup_measured:.2f}×**: slower than plain "
+                 "decoding, measured")
+    elif metrics.speedup_predicted is not None:
+        speed = (f"**{metrics.speedup_predicted:.2f}× predicted** (measured after the run where *Compare with plain "
+                 "decoding* is ticked)")
+    else:
+        speed = "speedup not measured"
+    alpha = rate(metrics.alpha if metrics.tested_positions else None, 2)
+    return (f"{speed} · α {alpha} · {metrics.tokens_per_round:.2f} tokens per round · "
+            f"{count(rejected, 'rejection')} in {count(metrics.generated_tokens, 'token')}")
+
+
 def stats_markdown(trace: Trace, metrics: Metrics) -> str:
     tree = summarize_tree(trace)
     lines = [

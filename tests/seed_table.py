@@ -3,8 +3,8 @@
 in the seed, the seed's value, specviz's value and whether the seed is right. tests/test_seed_table.py runs over it,
 and over tests/seed_table_course.py's COURSE_ROWS (seed 002's course: its experiments, worked examples, exercises).
 
-The rows themselves live in the package (specviz/labs/seed_rows*.py), because the app's "Seeds checked" tab shows
-them and the app never imports from tests/.
+The rows themselves live in the package (specviz/labs/seed_rows*.py), next to the figures they check;
+tests/sources_doc.py writes them into docs/sources-checked.md.
 """
 
 from specviz.labs.seed_rows import SEED_ROWS

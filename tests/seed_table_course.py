@@ -3,8 +3,8 @@
 1-4, each with where it is in the seed, the seed's value, specviz's value and whether the seed is right.
 tests/test_seed_table.py runs over COURSE_ROWS with tests/seed_table.py's SEED_ROWS.
 
-The rows themselves live in the package (specviz/labs/seed_rows_course.py and seed_rows_course_project.py), because
-the app's "Seeds checked" tab shows them and the app never imports from tests/.
+The rows themselves live in the package (specviz/labs/seed_rows_course.py and seed_rows_course_project.py), next to
+the figures they check; tests/sources_doc.py writes them into docs/sources-checked.md.
 """
 
 from specviz.labs.seed_rows_course import COURSE_ROWS

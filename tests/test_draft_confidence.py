@@ -96,9 +96,9 @@ def test_the_app_runs_the_coder_pair_with_its_preset_and_shows_it():
     from specviz.app.policy import Policy
     from specviz.app.request import RunRequest
 
-    assert pair_settings(CODER_PAIR) == {"gamma": 12, "draft_confidence": 0.6, "adaptive": False}
+    assert pair_settings(CODER_PAIR) == {"gamma": 12, "draft_confidence": 0.6, "adaptive": False, "draft_vocab": 0}
     assert pair_settings(CODER_PAIR, Policy(hosted=True, max_gamma=8))["gamma"] == 8  # held to a hosted cap
-    assert pair_settings(OFFLINE_PAIR) == {"gamma": 4, "draft_confidence": 0.0, "adaptive": False}
+    assert pair_settings(OFFLINE_PAIR) == {"gamma": 4, "draft_confidence": 0.0, "adaptive": False, "draft_vocab": 0}
     assert "Preset: γ 12 with a draft stop of 0.6" in pair_help(CODER_PAIR)
     assert "γ capped at 8" in pair_help(CODER_PAIR, Policy(hosted=True, max_gamma=8))
     assert "Qwen2.5-Coder-0.5B-Instruct" in drafter_help(CODER_PAIR) and "distilled" in drafter_help(OFFLINE_PAIR)

@@ -42,7 +42,7 @@ def test_p_vs_q_bars_are_the_recorded_top_lists(trace):
     overlap = by_name["min(p, q)"]
     assert list(overlap.y) == [min(a, b) for a, b in zip(p_bars.y, q_bars.y)]
     assert "residual norm(max(0, p − q))" in by_name
-    assert f"r = {rejected.uniform:.3f}" in figure.layout.title.text
+    assert f"r = {rejected.uniform:.3f}" in figure.layout.xaxis.title.text
 
 
 def test_speedup_curve_is_the_closed_form(trace):
@@ -140,7 +140,8 @@ def test_a_greedy_run_records_and_plots_the_untempered_distributions():
     figure = figures.p_vs_q_figure(round_, rejected.position)
     names = {item.name for item in figure.data}
     assert {"p at T = 1", "q at T = 1"} <= names
-    assert "T = 1 view: argmax p" in figure.layout.title.text and "loses by" in figure.layout.title.text
+    below = figure.layout.xaxis.title.text.replace("<br>", " ")
+    assert "T = 1 view: argmax p" in below and "loses by" in below
     sampled = engine.run_speculative(pipeline, "abcab", DecodeConfig(gamma=4, max_new_tokens=8, chat=False, temperature=1.0))
     assert not any(t.target_top_untempered for r in sampled.rounds for t in r.tokens)  # only greedy runs keep them
 
@@ -184,7 +185,7 @@ def test_p_vs_q_tick_labels_are_short_and_distinct_and_the_alpha_label_is_in_the
     assert alpha.data[0].textposition == "none"  # the counts sit under the axis, clear of the line and the bars
     assert list(alpha.layout.xaxis.ticktext) == [f"{i}<br>{a}/{r}" for i, a, r in
                                                  zip([1, 2, 3, 4], m.accepted_per_position, m.reached_per_position)]
-    assert f"overall α = {m.alpha:.3f}" in alpha.layout.title.text
+    assert f"(all: {m.alpha:.2f}, dashed)" in alpha.layout.title.text
 
 
 def test_the_toolbar_stands_upright_in_a_right_margin_of_its_own(trace):

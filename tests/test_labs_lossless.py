@@ -84,3 +84,26 @@ def test_the_chi_square_verdict_states_its_threshold_and_settings_use_the_live_f
     with pytest.raises(gr.Error) as error:
         next(lossless_tab.lossless_run("Monday,", 5, 1, 1.0, 1.0))
     assert error.value.message == "Runs must be a whole number from 20 to 1000, got 5."
+
+
+def test_the_one_forward_check_gives_each_seed_the_engines_first_token():
+    """check_first_token (the lenience sweep's check) computes the first round once and draws only the uniforms: run
+    i's first token must be exactly what the engine gives with seed + i, lenient or not."""
+    from collections import Counter
+
+
+    pipeline = fake_pipeline(vocab_size=5, drafter="ngram")
+    for lenience in (1.0, 0.3):
+        config = dataclasses.replace(CONFIG, lenience=lenience, draft="ngram")
+        check = lossless.check_first_token(pipeline, PROMPT, config, runs=40)
+        engine_first = Counter()
+        for index in range(40):
+            run = dataclasses.replace(config, seed=config.seed + index, max_new_tokens=2).validate()
+            engine_first[tuple(lossless._first_tokens(pipeline, PROMPT, run, 1).token_ids[:1])] += 1
+        assert check.runs == 40 and check.speculative == engine_first and check.tested == 40
+    assert len(check.speculative) > 1  # a sample, not one token 40 times
+
+
+def test_the_one_forward_check_refuses_a_drafter_that_draws():
+    with pytest.raises(ValueError, match="prompt lookup"):
+        lossless.check_first_token(fake_pipeline(vocab_size=4), PROMPT, CONFIG, runs=20)

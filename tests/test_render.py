@@ -69,10 +69,11 @@ def test_plots_and_stats_show_hostile_text_literally():
     from specviz.stats_text import stats_markdown
 
     trace = _trace_with(HOSTILE)
-    trace.rounds[0].tokens[2].text = HOSTILE  # the correction, named in the p-vs-q title
+    trace.rounds[0].tokens[2].text = HOSTILE  # the correction, named under the p-vs-q plot
     trace.rounds[0].tokens[2].target_top = [TopToken(9, HOSTILE, 0.5)]
     figure = figures.p_vs_q_figure(trace.rounds[0], 1).to_json() + figures.p_vs_q_figure(trace.rounds[0], 2).to_json()
-    assert "<img" not in figure and "&lt;img src=x onerror=alert(1)&gt;" in figure
+    unwrapped = figure.replace("\\u003cbr\\u003e", " ")  # the lines under the plot are cut at spaces
+    assert "<img" not in figure and "&lt;img src=x onerror=alert(1)&gt;" in unwrapped
     vocab = [HOSTILE, "<b>bold</b>", "ok"]
     lab = (rejection_figures.overlap_figure(vocab, [0.5, 0.3, 0.2], [0.2, 0.3, 0.5]).to_json()
            + rejection_figures.step_figure(_rejected_step(), vocab).to_json())

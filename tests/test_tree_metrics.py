@@ -175,10 +175,10 @@ def test_tokens_per_round_can_set_a_tree_beside_a_chain():
     tree_bars, chain_bars, theory_line = figure.data
     assert list(tree_bars.y) == [2, 0, 1, 0] and list(chain_bars.y) == [2, 1, 0, 1]
     assert tree_bars.name == "tree (3 rounds)" and chain_bars.name == "chain (4 rounds)"
-    assert theory_line.name == "capped geometric (theory)" and figure.layout.barmode == "group"
+    assert theory_line.name == "theory" and figure.layout.barmode == "group"
     assert figure.layout.title.text == "Tokens per round: tree 1.67, chain 2.00"
     alone = figures.tokens_per_round_figure([3, 1, 1], 2 / 3, 3, [3, 3, 0])
-    assert [item.name for item in alone.data] == ["observed rounds", "capped geometric (theory)"]
+    assert [item.name for item in alone.data] == ["rounds seen", "theory"]
 
 
 def test_the_json_summary_and_the_terminal_name_the_tree_numbers(chain_runs, tree_runs):

@@ -21,10 +21,30 @@ def gallery_buttons() -> list[tuple[gr.Button, gallery.Entry]]:
     found = gallery.entries()
     if not found:
         return []
-    with gr.Accordion("Gallery: real runs, recorded (they open with no model)", open=True, elem_id="sv-gallery"):
-        gr.Markdown("Real drafts and real rejections of real pairs, saved as traces with where, when and how they "
-                    "were made. Each opens in the views here without loading a model.")
+    with gr.Column(elem_id="sv-gallery"):
+        gr.Markdown("### Recorded runs\nReal drafts and real rejections of a real pair (Qwen2.5-Coder-1.5B drafted "
+                    "for by its 0.5B sibling), saved as traces with where, when and how they were made. Each opens in "
+                    "*Watch it run* without loading a model, and sets the controls so that Run repeats it live.")
         return [(gr.Button(entry.title, size="sm", elem_id=f"sv-gallery-{entry.name}"), entry) for entry in found]
+
+
+FIRST_SCREEN = "2-coder-prose-t0"  # the recorded run a first visitor sees: greedy prose, 26 rejections in 96 tokens
+
+
+def first_screen() -> tuple:
+    """What the live tab shows as the page opens, before any model loads: the real pair's recorded run, labelled as
+    recorded, its rows red and blue where the 0.5B draft was wrong; the controls stay on this server's own pair, so
+    one click on Run decodes live. Nothing where that entry does not ship."""
+    entry = next((entry for entry in gallery.entries() if entry.name == FIRST_SCREEN), None)
+    if entry is None:
+        return views(None).values()
+    view = views(entry.trace())
+    view.headline = f"*Recorded*: {view.headline}"
+    when = str(entry.provenance.get("date", "?"))[:10]
+    view.status = (f"**Recorded, not live**: {entry.title}, {when} (more in *Runs & files*). **Run** decodes your "
+                   "prompt live here.")
+    view.download = None
+    return view.values()
 
 
 def open_entry(entry: gallery.Entry) -> tuple:
@@ -47,8 +67,10 @@ def open_entry(entry: gallery.Entry) -> tuple:
 
 
 def wire_gallery(buttons: list[tuple[gr.Button, gallery.Entry]], outputs: list, step_state: gr.State,
-                 controls: dict, custom_row: gr.Row) -> None:
-    """Each button opens its entry into `outputs` and sets `controls` (RunRequest's fields, in their order)."""
+                 controls: dict, custom_row: gr.Row, tabs: gr.Tabs, live_tab: str) -> None:
+    """Each button opens its entry into `outputs`, sets `controls` (RunRequest's fields, in their order) and switches
+    `tabs` to the live tab, where the views are."""
     for button, entry in buttons:
         button.click(functools.partial(open_entry, entry), None,
-                     [*outputs, step_state, *controls.values(), custom_row], queue=False)
+                     [*outputs, step_state, *controls.values(), custom_row], queue=False).then(
+            lambda: gr.Tabs(selected=live_tab), None, tabs, queue=False)

@@ -10,10 +10,10 @@ from specviz.app.anatomy_tab import anatomy_tab
 from specviz.app.bandwidth_tab import bandwidth_tab, bandwidth_view
 from specviz.app.callbacks import lab_callback, refused
 from specviz.app.course_tab import course_tab
+from specviz.app.lesson_tab import lesson_tab, show_step
 from specviz.app.lossless_tab import lossless_tab
 from specviz.app.rules_tab import follow_run, rules_tab
 from specviz.app.sampling_tab import overlap_view, sampling_tab
-from specviz.app.seeds_tab import seeds_tab
 from specviz.app.simulated_tab import simulated_tab
 from specviz.app.tree_theory_tab import tree_theory_section, tree_theory_views
 from specviz.app.when_it_pays_tab import pays_view, when_it_pays_tab
@@ -132,44 +132,91 @@ def theory_tab(trace_state: gr.State) -> tuple:
     return alpha, inputs, outputs
 
 
-def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State) -> None:
-    """The lab tabs, to be called inside `with gr.Blocks()`, after the live tab. Initial views load with the page."""
-    with gr.Tab("Theory") as theory:
-        _, theory_inputs, theory_outputs = theory_tab(trace_state)
-        tree_inputs, tree_outputs = tree_theory_section(trace_state)
+LIVE_TAB = "Watch it run"
+# The tabs after the live one, in a lesson's order: each group a tab, its labs tabs inside it (open_lab in the
+# browser tests reads this to find a lab).
+TAB_GROUPS = {
+    "Lesson": [],
+    "Why it is exact": ["Sampling lab", "Verification rules", "Losslessness"],
+    "Why it is fast": ["Memory bandwidth", "Theory", "Round anatomy", "When it pays", "Simulated models"],
+    "Try it yourself": ["You are the drafter", "Course exercises"],
+    "Runs & files": [],
+    "Reference": ["Glossary"],
+}
+GROUP_LEADS = {  # the one plain sentence each group opens with
+    "Why it is exact": "Why the text is exactly what the large model alone would write: the acceptance test, the "
+                       "correction, and the proof, each one you can run.",
+    "Why it is fast": "Why checking several guesses costs about as much as writing one token, and when that stops "
+                      "being true.",
+    "Try it yourself": "Be the drafter yourself, or work the course's exercises with every step shown.",
+    "Reference": "Every term the page uses, defined once, and the same counts in llama.cpp's and vLLM's words.",
+}
+
+
+def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State, files=None) -> None:
+    """The tabs after the live tab, to be called inside its `gr.Tabs()`: the lesson, the labs in their groups
+    (TAB_GROUPS), the Runs & files tab (`files()` builds it) and the reference. Initial views load with the page."""
+    with gr.Tab("Lesson", id="Lesson") as lesson:
+        lesson_inputs, lesson_outputs = lesson_tab(demo, trace_state)
+    lesson.select(show_step, lesson_inputs, lesson_outputs, queue=False)  # the run on the page may have changed
+    with gr.Tab("Why it is exact", id="Why it is exact"):
+        gr.Markdown(GROUP_LEADS["Why it is exact"], elem_classes="sv-lead")
+        with gr.Tabs(overflow_behavior="wrap"):
+            with gr.Tab("Sampling lab"):
+                sampling_inputs, sampling_outputs = sampling_tab()
+            with gr.Tab("Verification rules") as rules:
+                rules_where = rules_tab(trace_state)
+            with gr.Tab("Losslessness"):
+                lossless_tab()
+    # Round and position move to the live run's first tested draft when the tab opens (round 1 never drafts)
+    rules.select(follow_run, [trace_state, *rules_where], list(rules_where), queue=False)
+    with gr.Tab("Why it is fast", id="Why it is fast"):
+        gr.Markdown(GROUP_LEADS["Why it is fast"], elem_classes="sv-lead")
+        with gr.Tabs(overflow_behavior="wrap"):
+            with gr.Tab("Memory bandwidth"):
+                bandwidth_inputs, bandwidth_outputs = bandwidth_tab()
+            with gr.Tab("Theory") as theory:
+                _, theory_inputs, theory_outputs = theory_tab(trace_state)
+                tree_inputs, tree_outputs = tree_theory_section(trace_state)
+            with gr.Tab("Round anatomy"):
+                anatomy_tab(trace_state)
+            with gr.Tab("When it pays") as pays:
+                pays_inputs, pays_outputs = when_it_pays_tab(trace_state)
+            with gr.Tab("Simulated models"):
+                simulated_tab()
     # Redrawn when the tab is opened, so the last live run's point shows (a change listener on the trace state
     # would make Gradio hash the whole trace on every streamed update).
     theory.select(theory_views, theory_inputs, theory_outputs)
     theory.select(tree_theory_views, tree_inputs, tree_outputs)
-    with gr.Tab("Sampling lab"):
-        sampling_inputs, sampling_outputs = sampling_tab()
-    with gr.Tab("Verification rules") as rules:
-        rules_where = rules_tab(trace_state)
-    # Round and position move to the live run's first tested draft when the tab opens (round 1 never drafts)
-    rules.select(follow_run, [trace_state, *rules_where], list(rules_where), queue=False)
-    with gr.Tab("Round anatomy"):
-        anatomy_tab(trace_state)
-    with gr.Tab("When it pays") as pays:
-        pays_inputs, pays_outputs = when_it_pays_tab(trace_state)
     pays.select(pays_view, pays_inputs, pays_outputs)  # redrawn on opening: the live run joins the regimes
-    with gr.Tab("You are the drafter"):
-        you_draft_tab()
-    with gr.Tab("Simulated models"):
-        simulated_tab()
-    with gr.Tab("Course exercises"):
-        course_tab()
-    with gr.Tab("Memory bandwidth"):
-        bandwidth_inputs, bandwidth_outputs = bandwidth_tab()
-    with gr.Tab("Losslessness"):
-        lossless_tab()
-    with gr.Tab("Glossary"):
-        gr.Markdown(glossary.glossary_markdown())
-        gr.Markdown("### Engine vocabulary: specviz's figures in llama.cpp's and vLLM's counters\n\n"
-                    "A run's stats panel and `generate --json` (`engine_counters`) give these counts, to set beside "
-                    "your server's.\n\n" + vocabulary_markdown())
-    with gr.Tab("Seeds checked"):
-        seeds_tab()
+    with gr.Tab("Try it yourself", id="Try it yourself"):
+        gr.Markdown(GROUP_LEADS["Try it yourself"], elem_classes="sv-lead")
+        with gr.Tabs(overflow_behavior="wrap"):
+            with gr.Tab("You are the drafter"):
+                you_draft_tab()
+            with gr.Tab("Course exercises"):
+                course_tab()
+    with gr.Tab("Runs & files", id="Runs & files"):
+        if files is not None:
+            files()
+    with gr.Tab("Reference", id="Reference"):
+        gr.Markdown(GROUP_LEADS["Reference"], elem_classes="sv-lead")
+        with gr.Tabs(overflow_behavior="wrap"):
+            with gr.Tab("Glossary"):
+                gr.Markdown(glossary.glossary_markdown(), elem_id="sv-glossary")
+                gr.Markdown("### Engine vocabulary: specviz's figures in llama.cpp's and vLLM's counters\n\n"
+                            "A run's stats panel and `generate --json` (`engine_counters`) give these counts, to set "
+                            "beside your server's.\n\n" + vocabulary_markdown())
+                gr.Markdown(SOURCES_NOTE)
     demo.load(theory_views, theory_inputs, theory_outputs)
     demo.load(tree_theory_views, tree_inputs, tree_outputs)
     demo.load(overlap_view, sampling_inputs, sampling_outputs)
     demo.load(bandwidth_view, bandwidth_inputs, bandwidth_outputs)
+
+
+SOURCES_NOTE = (
+    "### Where the figures come from\n\nspecviz was written from three articles (*Accelerating LLM Inference: "
+    "Speculative Decoding*; *Speculative decoding for LLM inference*; *Implementing LLM Speculative Sampling in "
+    "Under 100 Lines of Code*), an overview of batched verification, and the course *Fast Inference from "
+    "Transformers via Speculative Decoding*. Every figure the app quotes from them is checked against specviz's own "
+    "code in `docs/sources-checked.md`, with the arithmetic wherever a source is wrong.")

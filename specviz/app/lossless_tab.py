@@ -13,6 +13,7 @@ from specviz.app.policy import current_policy
 from specviz.config import DecodeConfig, check_prompt
 from specviz.labs import lossless, lossless_figures
 
+LENIENCES = (1.0, 0.8, 0.5, 0.3)
 LOSSLESS_PROMPT = "Monday, Tuesday, Wednesday, Thursday, Friday. Monday, Tuesday, Wednesday,"  # drafts pass 38% of the time
 
 
@@ -77,14 +78,15 @@ def greedy_run(prompt):
 
 
 def lenience_sweep(prompt, runs, temperature):
+    """Each lenience's first tokens over `runs` seeded runs (lossless.check_first_token: the round's one forward,
+    then the runs' uniforms through verify()), a row and the plot after each lenience."""
     _check_prefix(prompt)
     runs = lab_field("Runs", runs, 20, 1000, whole=True)
-    rows, checks = [], []
-    for value in (1.0, 0.8, 0.5, 0.3):
+    checks = []
+    for value in LENIENCES:
         config = _lossless_config(temperature, value)
         pipeline = load_pipeline(config)
-        *_, check = worker.call(list, lossless.check_distribution(pipeline, prompt, config, runs, 1))
-        checks.append(check)
+        checks.append(worker.call(lossless.check_first_token, pipeline, prompt, config, runs))
         rows = lossless.lenience_rows(checks)
         table = [[row["lenience"], "yes" if row["lossless"] else "NO", None if row["alpha"] is None else round(row["alpha"], 3),
                   round(row["tvd_to_p"], 4), round(row["noise_band"], 4),
@@ -104,7 +106,7 @@ def lossless_tab() -> None:
     with gr.Row():
         compare_button = gr.Button("Compare distributions", variant="primary")
         greedy_button = gr.Button("Greedy equality check")
-        sweep_button = gr.Button("Lenience sweep (1, 0.8, 0.5, 0.3)")
+        sweep_button = gr.Button(f"Lenience sweep ({', '.join(f'{value:g}' for value in LENIENCES)})")
     summary, histogram = gr.Markdown(), gr.Plot(label="First token: p, speculative and plain")
     greedy_text = gr.Markdown()
     sweep_table = gr.Dataframe(headers=["lenience", "lossless", "α", "TVD to p", "noise band",

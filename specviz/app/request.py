@@ -20,6 +20,7 @@ from specviz.config import (
     BACKENDS,
     BUILT_IN_DRAFTERS,
     LLAMA_CPP,
+    MODEL_FREE_DRAFTERS,
     NGRAM_DRAFTER,
     QUANTIZED_DRAFT_MODEL,
     TRANSFORMERS,
@@ -61,7 +62,7 @@ class RunRequest:
     top_k: int = 0  # 0 = off
     top_p: float = 1.0  # 1 = off
     seed: int = 0  # seeds the run's torch.Generator
-    compare: bool = False  # also decode plainly, to measure the speedup and check the output is identical
+    compare: bool = True  # also decode plainly, to measure the speedup and check the output is identical
     adaptive: bool = False  # each round drafts 0..γ tokens, chosen from running acceptance and measured costs
     system_prompt: str = ""  # the chat's system message: empty by default, so the model reads nothing hidden
     draft_confidence: float | None = None  # stop a draft after a token it gave less than this (None: the pair's preset)
@@ -135,10 +136,13 @@ class RunRequest:
         missing = split_gguf.first_missing((target_id, spec.model if spec else None))
         if missing is not None:  # a split offline model whose parts are not installed
             raise ValueError(split_gguf.not_installed(missing) + ".")
+        # the pair's draft head rows (pair_settings), for a draft that runs a model (prompt lookup runs none)
+        draft_vocab = 0 if spec is None or spec.kind in MODEL_FREE_DRAFTERS else pair_settings(
+            self.pair, backend=self.backend)["draft_vocab"]
         try:
             config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, system_prompt=self.system_prompt,
                                   draft_confidence=self.draft_stop(), tree=self.tree, backend=self.backend,
-                                  **numbers).validate()
+                                  draft_vocab=draft_vocab, **numbers).validate()
             registry.check_backend(config.drafter, config.backend)
             if config.tree:
                 registry.check_trees(config.drafter)

@@ -19,8 +19,8 @@ INTRO = (
     "token passes and what replaces it. The bars show the distribution of the token the position **emits** under "
     "each rule, and the χ² test samples the rule itself: only the exact rule, min(1, p/q) with the residual "
     "norm(max(0, p − q)), emits p. Argmax match is what engines run at T = 0; lenient, typical (Medusa) and top-k "
-    "acceptance pass more drafts and drift from p. Run the live tab at temperature 1 first (at T = 0 the lab uses "
-    "the untempered distributions)."
+    "acceptance pass more drafts and drift from p. The round and position open where the run's draft and target agree "
+    "least; after a greedy run the lab reads the untempered (T = 1) distributions, where the rules part."
 )
 
 
@@ -52,9 +52,10 @@ def which_p_and_q(trace: Trace, untempered: bool) -> str:
 
 
 def follow_run(trace, round_number, position):
-    """When the tab opens: keep the round and position if the live run tested them, else move them to its first tested
-    draft (round 1 reads the prompt and never drafts), or leave them empty while there is no run."""
-    found = rules_on_run.first_tested(trace)
+    """When the tab opens: keep the round and position if the live run tested them, else move them to the tested draft
+    where the draft and target agree least (rules_on_run.most_disputed: the rules part there, even after a greedy run),
+    or leave them empty while there is no run."""
+    found = rules_on_run.most_disputed(trace)
     if found is None:
         return gr.update(value=None), gr.update(value=None)
     tested = dict(rules_on_run.tested_positions(trace))

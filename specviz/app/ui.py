@@ -13,8 +13,8 @@ import gradio as gr
 
 from specviz import render
 from specviz.app.callbacks import quiet_refusals
-from specviz.app.gallery_panel import gallery_buttons, wire_gallery
-from specviz.app.lab_tabs import build_lab_tabs
+from specviz.app.gallery_panel import first_screen, gallery_buttons, wire_gallery
+from specviz.app.lab_tabs import LIVE_TAB, build_lab_tabs
 from specviz.app.live import JobSlot, reset, run, step, stop
 from specviz.app.pair_menu import (
     CUSTOM_PAIR,
@@ -46,27 +46,31 @@ class LiveTab:
     controls: dict  # RunRequest field name -> its widget, in the field order (the HTTP API's argument order)
     custom_row: gr.Row  # the target and draft boxes, shown for the Custom pair
     buttons: dict  # "run", "step", "stop", "reset" -> gr.Button
-    upload: gr.UploadButton
+    upload: gr.UploadButton | None  # on the Runs & files tab (_files_tab), like the three below
     outputs: dict  # LiveView field name -> its widget (or gr.State), in LiveView's order
     position_slider: gr.Slider
-    export: gr.Button  # the run as one self-contained HTML page (export.py)
-    exported: gr.File  # where that page is offered for download
+    export: gr.Button | None  # the run as one self-contained HTML page (export.py)
+    exported: gr.File | None  # where that page is offered for download
     gallery: list  # (button, gallery entry) per recorded run shipped in assets/gallery (gallery_panel.py)
 
 
 def build_app() -> gr.Blocks:
-    """The whole app: a header, the live tab, the lab tabs, and the live tab's event wiring."""
+    """The whole app: a header, then the tabs in a lesson's order (lab_tabs.TAB_GROUPS): watching a run, the guided
+    lesson, why it is exact, why it is fast, trying it yourself, recorded runs and files, and the reference."""
     policy = current_policy()
     with gr.Blocks(title="specviz: speculative decoding, round by round",
                    delete_cache=(TRACE_FILE_TTL_S, TRACE_FILE_TTL_S)) as demo:  # Gradio's copies of files, hourly
-        gr.Markdown(_header(policy))
+        gr.Markdown(_header(policy), elem_id="sv-header")
         warm_up_note(demo)
         trace_state, step_state, job_state = gr.State(None), gr.State(None), gr.State(JobSlot())
-        with gr.Tab("Live decoding"):
-            live = _live_tab(policy, trace_state)
-        build_lab_tabs(demo, trace_state)
+        with gr.Tabs(elem_id="sv-tabs", overflow_behavior="wrap") as tabs:
+            with gr.Tab(LIVE_TAB, id=LIVE_TAB):
+                live = _live_tab(policy, trace_state)
+            build_lab_tabs(demo, trace_state, files=lambda: _files_tab(live))
         _wire_live_tab(live, step_state, job_state)
-        wire_gallery(live.gallery, list(live.outputs.values()), step_state, live.controls, live.custom_row)
+        wire_gallery(live.gallery, list(live.outputs.values()), step_state, live.controls, live.custom_row,
+                     tabs, LIVE_TAB)
+        demo.load(first_screen, None, list(live.outputs.values()), queue=False)  # a recorded run, before any model
     return demo
 
 
@@ -76,9 +80,8 @@ def css() -> str:
 
 def _header(policy: Policy) -> str:
     return (
-        "# specviz\nA small drafter proposes γ tokens; the target scores them all in **one** forward pass; "
-        "modified rejection sampling keeps a prefix and draws a correction from norm(max(0, p − q)), or a bonus "
-        "token when all γ pass. The output follows the target's distribution exactly."
+        "# specviz: speculative decoding, round by round\nA small model guesses; the large one checks every guess in "
+        "**one** pass. The text is exactly what the large model alone would write."
         + (f"\n\n*Shared server: prompts up to {policy.max_prompt_chars:,} characters, up to "
            f"{policy.max_new_tokens} new tokens, γ up to {policy.max_gamma}, listed models only.*"
            if policy.hosted else "")
@@ -86,55 +89,75 @@ def _header(policy: Policy) -> str:
 
 
 def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
-    """The controls on the left, with Run and its status line near the top (visible at 1366×768 and first on a
-    phone); the rows, text and stats on the right; the four plots below."""
-    with gr.Row():
-        with gr.Column(scale=1, min_width=320):
+    """Laid out for a projector (1366×768) and a phone: on the left the pair, the prompt, Run/Step/Stop/Reset and
+    the status line, the settings folded under them, then the rows; on the right the run's headline (the speedup)
+    and the α-per-position plot, so the first screen after Run holds all of these. On a phone the columns stack:
+    the rows come right after the buttons. The final text, the stats and the other three plots follow below."""
+    gr.Markdown("Watch the small model guess and the large one check, one row per round.", elem_classes="sv-lead")
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=3, min_width=320):
             controls, custom_row, buttons, status = _controls(policy, RunRequest(pair=default_pair()))
-            with gr.Row():
-                download = gr.DownloadButton("Download trace (JSON)", value=None)
-                upload = gr.UploadButton("Load a trace", file_types=[".json", ".html"], type="filepath")
-            export = gr.Button("Export page (HTML): rows, plots and stats in one file that opens offline")
-            exported = gr.File(label="Exported page", visible=False, elem_id="sv-exported")
-            gallery = gallery_buttons()
-        with gr.Column(scale=2):
             rows = gr.HTML(render.rows_html(None), elem_id="sv-rows")
-            final_text = gr.HTML(render.final_text_html(None), label="Final text", show_label=True, container=True,
-                                 elem_id="sv-final")
-            stats = gr.Markdown(elem_id="sv-stats")
-    with gr.Row():
-        alpha_plot = gr.Plot(label="α per draft position")
-        with gr.Column():
-            pq_plot = gr.Plot(label="p vs q")
+        with gr.Column(scale=2, min_width=300):
+            headline = gr.Markdown(elem_id="sv-headline")
+            alpha_plot = gr.Plot(label="α per draft position", elem_id="sv-alpha-plot")
+    final_text = gr.HTML(render.final_text_html(None), label="Final text", show_label=True, container=True,
+                         elem_id="sv-final")
+    stats = gr.Markdown(elem_id="sv-stats")
+    with gr.Row(equal_height=False):
+        with gr.Column(min_width=320):
+            pq_plot = gr.Plot(label="p vs q", elem_id="sv-pq-plot")
             with gr.Row():
                 round_slider = gr.Slider(1, 2, value=1, step=1, label="Round")
                 position_slider = gr.Slider(1, 17, value=1, step=1, label="Draft position")
-    with gr.Row():
-        speedup_plot = gr.Plot(label="Speedup")
-        histogram_plot = gr.Plot(label="Tokens per round")
-    outputs = {"rows": rows, "final_text": final_text, "stats": stats, "alpha_plot": alpha_plot, "pq_plot": pq_plot,
-               "speedup_plot": speedup_plot, "histogram_plot": histogram_plot, "round_slider": round_slider,
-               "status": status, "trace": trace_state, "download": download}
+        speedup_plot = gr.Plot(label="Speedup", elem_id="sv-speedup-plot", min_width=320)
+        histogram_plot = gr.Plot(label="Tokens per round", elem_id="sv-histogram-plot", min_width=320)
+    download = gr.DownloadButton("Download this run's trace (JSON)", value=None, visible=True, size="sm",
+                                 elem_id="sv-download")
+    outputs = {"rows": rows, "final_text": final_text, "stats": stats, "headline": headline, "alpha_plot": alpha_plot,
+               "pq_plot": pq_plot, "speedup_plot": speedup_plot, "histogram_plot": histogram_plot,
+               "round_slider": round_slider, "status": status, "trace": trace_state, "download": download}
     if list(outputs) != LiveView.names():
         raise AssertionError(f"the live tab's outputs {list(outputs)} do not match LiveView's fields")
-    return LiveTab(controls, custom_row, buttons, upload, outputs, position_slider, export, exported, gallery)
+    return LiveTab(controls, custom_row, buttons, None, outputs, position_slider, None, None, [])
+
+
+def _files_tab(live: LiveTab) -> None:
+    """The Runs & files tab: the gallery of recorded runs, loading a trace, and exporting the run as one page. A
+    recorded run or a loaded trace opens in the live tab's views (and the tabs switch there)."""
+    live.gallery.extend(gallery_buttons())
+    gr.Markdown("### Your run as a file\nThe trace holds every number of the run (each random draw included), so it "
+                "replays exactly; the exported page shows the rows, plots and stats in one file that opens offline.")
+    with gr.Row():
+        live.upload = gr.UploadButton("Load a trace (JSON or exported page)", file_types=[".json", ".html"],
+                                      type="filepath")
+        live.export = gr.Button("Export the run as one page (HTML)")
+    live.exported = gr.File(label="Exported page", visible=False, elem_id="sv-exported")
 
 
 def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, gr.Markdown]:
     """One widget per RunRequest field, showing `initial`; returns them by field name, the Custom pair's row, the
     buttons and the status line beside them."""
-    pair = gr.Dropdown(pair_choices(), value=initial.pair, label="Model pair (target ← draft)",
-                       info=pair_help(initial.pair, policy, backend=initial.backend), elem_id="sv-pair")
+    with gr.Row(equal_height=False):
+        pair = gr.Dropdown(pair_choices(), value=initial.pair, label="Model pair (target ← draft)",
+                           info=pair_help(initial.pair, policy, backend=initial.backend), elem_id="sv-pair",
+                           min_width=260)
+        prompt = gr.Textbox(initial.prompt, label="Prompt", lines=2, max_lines=12, min_width=260)
     with gr.Row(visible=False) as custom_row:
         target = gr.Textbox(initial.target, label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
         draft = gr.Textbox(initial.draft, label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")
-    prompt = gr.Textbox(initial.prompt, label="Prompt", lines=3, max_lines=12)
-    with gr.Row():
+    with gr.Row(elem_id="sv-buttons"):
         buttons = {"run": gr.Button("Run", variant="primary", min_width=60), "step": gr.Button("Step", min_width=60),
                    "stop": gr.Button("Stop", variant="stop", min_width=60), "reset": gr.Button("Reset", min_width=60)}
     status = gr.Markdown("Press **Run** to decode the prompt, or **Step** for one round at a time.",
                          elem_id="sv-status")
-    gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Examples")
+    with gr.Accordion("Settings: drafter, γ, temperature, tokens, seed, tree", open=False, elem_id="sv-settings"):
+        return _settings(policy, initial, pair, custom_row, target, draft, prompt, buttons, status)
+
+
+def _settings(policy: Policy, initial: RunRequest, pair, custom_row, target, draft, prompt, buttons, status):
+    """The settings inside their folded panel; returns what _controls returns."""
+    gr.Examples([[text] for text in EXAMPLES], inputs=[prompt], label="Example prompts")
     settings = pair_settings(initial.pair, policy, initial.backend)
     drafter = gr.Radio(DRAFTERS, value=initial.drafter, label="Drafter", info=drafter_help(initial.pair))
     system_prompt = gr.Textbox(initial.system_prompt, label="System prompt (empty: none)", lines=1, max_lines=6,

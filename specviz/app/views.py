@@ -15,7 +15,7 @@ from gradio.components.plot import PlotData
 
 from specviz import figures, render
 from specviz.metrics import summarize
-from specviz.stats_text import stats_markdown
+from specviz.stats_text import headline, stats_markdown
 from specviz.trace import Round, Trace
 
 PLOTS = ("alpha_plot", "pq_plot", "speedup_plot", "histogram_plot")
@@ -34,6 +34,7 @@ class LiveView:
     rows: Any = field(default_factory=_keep)  # HTML: one row of coloured tokens per round
     final_text: Any = field(default_factory=_keep)  # HTML: the generated text
     stats: Any = field(default_factory=_keep)  # Markdown: the run's numbers, each with its definition
+    headline: Any = field(default_factory=_keep)  # Markdown beside the rows: the speedup, α, rejections in one line
     alpha_plot: Any = field(default_factory=_keep)
     pq_plot: Any = field(default_factory=_keep)
     speedup_plot: Any = field(default_factory=_keep)
@@ -58,12 +59,12 @@ def views(trace: Trace | None, held: dict | None = None, position: int | None = 
     streaming (held_plots); Gradio then sends nothing for them, where gr.skip() would make it rebuild each one."""
     if trace is None or not trace.rounds:
         empty = figures.empty_figure("Run, Step or load a trace to see this plot")
-        return LiveView(rows=render.rows_html(None), final_text=render.final_text_html(None), stats="",
+        return LiveView(rows=render.rows_html(None), final_text=render.final_text_html(None), stats="", headline="",
                         **dict.fromkeys(PLOTS, empty), round_slider=gr.update(minimum=1, maximum=2, value=1),
                         trace=None)
     metrics = summarize(trace)
     view = LiveView(rows=render.rows_html(trace), final_text=render.final_text_html(trace),
-                    stats=stats_markdown(trace, metrics), trace=trace)
+                    stats=stats_markdown(trace, metrics), headline=headline(trace, metrics), trace=trace)
     if held is not None:
         return dataclasses.replace(view, **held)
     plots = figures.run_figures(trace, metrics, position)

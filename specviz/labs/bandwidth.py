@@ -83,7 +83,7 @@ def hierarchy_read_times(model_bytes: float = COURSE_MODEL_BYTES, tiers: list[di
 def hierarchy_caption(model_bytes: float = COURSE_MODEL_BYTES) -> str:
     """What the hierarchy figure shows, and the seeds' figures it corrects, each with its arithmetic (Markdown).
     The picture and the card's figures are seed 001's (a blog post), the 22 GB model and the round 1 TB/s are
-    seed 002's (the course); the "Seeds checked" tab lists the same corrections row by row."""
+    seed 002's (the course); docs/sources-checked.md lists the same corrections row by row."""
     rows = {row["tier"]: row for row in hierarchy_read_times(model_bytes)}
     hbm, host, sram = rows["HBM2"], rows["host DRAM over PCIe 4.0 x16"], A100_40GB_HIERARCHY[0]
     wrong = PRESETS["A100 80GB PCIe"]["bandwidth_bytes_per_s"]

@@ -20,9 +20,11 @@ import torch
 
 from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.drafters.lookup import PromptLookupDrafter
 from specviz.metrics import chi_square_test, summarize, total_variation
 from specviz.pipeline import Pipeline, encode_prompt
 from specviz.sampling import Standardizer
+from specviz.verify import verify
 from specviz.words import count
 
 NOISE_TRIALS = 200  # simulated samples behind each noise band
@@ -99,6 +101,53 @@ def check_distribution(pipeline: Pipeline, prompt: str, config: DecodeConfig, ru
         check.runs = index + 1
         if check.runs % every == 0 or check.runs == runs:
             yield check
+
+
+def check_first_token(pipeline: Pipeline, prompt: str, config: DecodeConfig, runs: int) -> DistributionCheck:
+    """check_distribution for the first token, in milliseconds a run: the lenience sweep's check.
+
+    With prompt lookup the first round is the same in every run but for its random numbers: the drafter copies
+    from the prompt (it draws none), so its draft and q, and the target's p over them (one forward), do not depend
+    on the seed. Only the uniforms do. So the round's draft and forward are computed once, and each run draws its
+    uniforms from its own seed in the engine's order (r_1..r_k, then the next token's) and goes through verify(),
+    the engine's own step 3: run i's first token is what engine.speculative_decode gives with seed config.seed + i
+    (tests/test_lossless_replay.py checks it). A drafter that draws random numbers would differ run to run: refused.
+    """
+    if runs < 1:
+        raise ValueError("runs must be at least 1")
+    if not isinstance(pipeline.drafter, PromptLookupDrafter):
+        raise ValueError("the one-forward check needs prompt lookup, whose draft is the same in every run")
+    config = engine.resolved_config(pipeline, dataclasses.replace(config, max_new_tokens=2).validate())
+    prompt_ids = engine.checked_prompt_ids(pipeline, prompt, config)
+    standardize = Standardizer(config.temperature, config.top_k, config.top_p)
+    room = min(config.gamma, config.max_new_tokens - 1)  # the engine's first round, asked for 2 tokens: drafts 1
+    with torch.inference_mode():
+        pipeline.target.reset()
+        pipeline.drafter.begin()
+        draft = pipeline.drafter.propose(prompt_ids, room, standardize, torch.Generator().manual_seed(config.seed))
+        drafted, draft_probs = draft.tokens.cpu(), draft.probs.cpu()  # [k], [k, V]
+        fed = torch.cat([torch.tensor(prompt_ids, dtype=torch.long, device=pipeline.device), draft.tokens])
+        target_probs = standardize(pipeline.target.feed(fed, logits_to_keep=drafted.numel() + 1)).cpu()  # [k+1, V]
+    exact = target_probs[0]
+    top = torch.topk(exact, k=min(200, exact.numel()))
+    check = DistributionCheck(prompt, 1, config.lenience,
+                              exact_first={int(i): float(p) for p, i in zip(top.values, top.indices) if p > 0})
+    k = drafted.numel()
+    for index in range(runs):
+        generator = torch.Generator().manual_seed(config.seed + index)
+        uniforms = torch.rand(k, generator=generator)  # [k]: as the engine draws them, after a draft that drew none
+        next_uniform = float(torch.rand((), generator=generator))
+        result = verify(drafted, draft_probs, target_probs, uniforms, next_uniform, lenience=config.lenience)
+        first = int(drafted[0]) if result.accepted_count else int(result.next_token)
+        plain = int(torch.multinomial(exact, 1, generator=torch.Generator().manual_seed(config.seed + index)))
+        check.speculative[(first,)] += 1
+        check.plain[(plain,)] += 1
+        check.tested += min(k, 1)
+        check.accepted += min(result.accepted_count, 1)
+    check.runs = runs
+    check.texts = {token_id: pipeline.tokenizer.decode([token_id])
+                   for token_id in {*check.exact_first, *(ids[0] for ids in (*check.speculative, *check.plain))}}
+    return check
 
 
 def _first_tokens(pipeline: Pipeline, prompt: str, config: DecodeConfig, tokens: int):

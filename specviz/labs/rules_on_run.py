@@ -67,6 +67,24 @@ def first_tested(trace: Trace | None) -> tuple[int, int] | None:
     return (tested[0][0], tested[0][1][0]) if tested else None
 
 
+def most_disputed(trace: Trace | None) -> tuple[int, int] | None:
+    """(round, position) of the tested draft where the draft and the target agree least, where the rules part most:
+    the smallest overlap Σ min(p, q) over the recorded top tokens (untempered T = 1 ones after a greedy run, where
+    the run's own p and q are one-hot and every rule agrees). None where no draft was tested. Read from the trace's
+    records alone: no model is loaded to choose it."""
+    best, where = None, None
+    for number, round_ in enumerate(trace.rounds if trace is not None else [], 1):
+        for token in round_.tokens:
+            if token.kind not in (ACCEPTED, REJECTED):
+                continue
+            target = token.target_top_untempered or token.target_top
+            draft = {entry.token_id: entry.prob for entry in (token.draft_top_untempered or token.draft_top)}
+            overlap = sum(min(entry.prob, draft.get(entry.token_id, 0.0)) for entry in target)
+            if best is None or overlap < best:
+                best, where = overlap, (number, token.position)
+    return where
+
+
 def tested_summary(trace: Trace, shown: int = 3) -> str:
     """The tested positions in words, the first `shown` rounds of them: 'round 2 positions 1–4, round 3 position 1, …'."""
     tested = tested_positions(trace)

@@ -10,12 +10,12 @@ The package never reads the seed texts: the quote check lives in the tests, whic
 The seed's figure is read by :func:`parse_seed_figure`, and :func:`figures_agree` says whether it is the correct
 value as the seed rounds it: 2.12 is not 16.8244 / 7.9031 = 2.1288 (that prints as 2.13), 161 is 161.24.
 
->>> row = SeedRow(seed="001", where="a short quote", what="HBM bandwidth", seed_value="1935 GB/s",
+>>> row = SeedRow(seed="003", where="a short quote", what="HBM bandwidth", seed_value="1935 GB/s",
 ...               specviz_value=lambda: 1555e9, expected=1555e9, agrees=False, settles="the datasheet says so")
 >>> row.specviz_figure()
 '1555 GB/s'
 >>> print(seed_table_markdown([row]).splitlines()[2])
-| 001 | `a short quote` | HBM bandwidth | 1935 GB/s | 1555 GB/s | ✗ | the datasheet says so |
+| the overview of batched verification (article) | “a short quote” | HBM bandwidth | 1935 GB/s | 1555 GB/s | ✗ | the datasheet says so |
 """
 
 from __future__ import annotations
@@ -148,10 +148,22 @@ def format_value(value: SeedValue, unit: str = "") -> str:
     return str(value)
 
 
+SOURCES = {  # the source documents by their number, as a reader knows them: their titles
+    "000": "*Accelerating LLM Inference: Speculative Decoding* (article)",
+    "001": "*Speculative decoding for LLM inference* (blog post)",
+    "002": "*Fast Inference from Transformers via Speculative Decoding* (course)",
+    "003": "the overview of batched verification (article)",
+    "004": "*Implementing LLM Speculative Sampling in Under 100 Lines of Code* (article)",
+}
+_MATH = re.compile(r"(\$[^$]+\$)")
+_MARKDOWN = re.compile(r"([\\`*_\[\]<>#])")
+
+
 def _quoted(text: str) -> str:
-    """A seed's words as a code span, so that their LaTeX and backslashes show as the seed prints them."""
-    fence = "``" if "`" in text else "`"
-    return f"{fence} {text} {fence}" if fence == "``" else f"`{text}`"
+    """A source's words in quotes, its LaTeX ($...$) left for the page to render and every other Markdown character
+    escaped, so that the words show as the source prints them."""
+    parts = [part if _MATH.fullmatch(part) else _MARKDOWN.sub(r"\\\1", part) for part in _MATH.split(text)]
+    return "“" + "".join(parts) + "”"
 
 
 def _cell(text: str) -> str:
@@ -162,12 +174,12 @@ def _cell(text: str) -> str:
 def seed_table_markdown(rows: Sequence[SeedRow]) -> str:
     """The rows as one markdown table: seed, quote, what, the seed's figure, specviz's figure, ✓/✗, arithmetic."""
     lines = [
-        "| seed | where in the seed | what | seed's figure | specviz | right? | the arithmetic that settles it |",
+        "| source | where in it | what | its figure | specviz | right? | the arithmetic that settles it |",
         "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         cells = [
-            row.seed,
+            SOURCES[row.seed],
             _quoted(row.where),
             row.what,
             row.seed_value,
@@ -180,14 +192,14 @@ def seed_table_markdown(rows: Sequence[SeedRow]) -> str:
 
 
 def seed_summary(rows: Sequence[SeedRow]) -> str:
-    """One line counting the rows per seed and the figures the seeds get wrong."""
+    """One line counting the rows per source and the figures the sources get wrong."""
     wrong = sum(not row.agrees for row in rows)
     seeds = sorted({row.seed for row in rows})
-    per_seed = ", ".join(f"{seed}: {sum(row.seed == seed for row in rows)}" for seed in seeds)
-    return f"{len(rows)} figures checked ({per_seed}); the seed is wrong in {wrong} of them."
+    per_seed = "; ".join(f"{SOURCES[seed]}: {sum(row.seed == seed for row in rows)}" for seed in seeds)
+    return f"{len(rows)} figures checked ({per_seed}). A source is wrong in {wrong} of them."
 
 
 def seed_report_markdown(rows: Sequence[SeedRow], only_wrong: bool = False) -> str:
-    """What the "Seeds checked" tab shows: the summary line, then the table of every row (or only the ✗ rows)."""
+    """The summary line, then the table of every row (or only the ✗ rows): docs/sources-checked.md's body."""
     shown = [row for row in rows if not (only_wrong and row.agrees)]
     return seed_summary(rows) + "\n\n" + seed_table_markdown(shown)

@@ -4,7 +4,7 @@ Seed 000's "The Japan" example goes through the Sampling lab's functions (reject
 verification through the real engine on simulated models; seed 004's timings through metrics.summarize and the
 Theory tab's round-cost model (calculator.py). Seed 001 and seed 002's Lesson 1 are in seed_rows_bandwidth.py, the
 other seed 002 figures the app quotes outside the course tab in seed_rows_theory.py. SEED_ROWS joins them, in seed
-order; the "Seeds checked" tab and tests/seed_table.py read it.
+order; tests/sources_doc.py (docs/sources-checked.md) and tests/seed_table.py read it.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ SEED_000_ROWS = [
             seed_value="accept if r > p(x)/q(x)", specviz_value=acceptance_rule,
             expected="accept when r is below p(x)/q(x)", agrees=False,
             settles="A draft must survive with probability p(x)/q(x) = 0.4/0.5 = 0.8, and P(r < 0.8) = 0.8 for "
-                    "r ~ U(0, 1). The seed's r > 0.8 keeps \"is\" with probability 0.2, its rejection probability, and "
+                    "r ~ U(0, 1). The article's r > 0.8 keeps \"is\" with probability 0.2, its rejection probability, and "
                     "the output then follows [0.1, 0.45, 0.45, 0], not p = [0.4, 0.3, 0.2, 0.1]."),
     SeedRow(seed="000", where="We find $\\max(0, p(x) - q(x))$ for every token", what="max(0, p − q) per token",
             seed_value="[0, 0.05, 0.05, 0]",
@@ -192,7 +192,7 @@ SEED_004_ROWS = [
     SeedRow(seed="004", where="the draft model is DeepMind's 7B Chinchilla", what="size of Chen et al.'s draft",
             seed_value="7B", specviz_value=chen_draft_parameters, expected=4e9, agrees=False,
             settles="Chen et al. 2023 draft with a 4B-parameter model trained like Chinchilla, and the 1.8 ms per "
-                    "token the seed quotes is that 4B model's time."),
+                    "token the article quotes is that 4B model's time."),
 ]
 
 # Every row of seeds 000-004 that the app quotes outside the course tab, in seed order.

@@ -57,7 +57,7 @@ SEED_001_ROWS = [
             seed_value="312 TFLOPS", specviz_value=lambda: A100_40GB["flops_per_s"], expected=312e12, agrees=True,
             settles=""),
     SeedRow(seed="001", where="Memory bandwidth: 1935 GB/s",
-            what="one step's weight read, 22 GB (an 11B fp16 model) on the A100-40GB; the seed prints no time, "
+            what="one step's weight read, 22 GB (an 11B fp16 model) on the A100-40GB; the post prints no time, "
                  "its 1935 GB/s implies 11.4 ms",
             seed_value="11.4 ms", specviz_value=lambda: _read_seconds(A100_40GB), expected=22e9 / 1555e9,
             agrees=False,
@@ -67,7 +67,7 @@ SEED_001_ROWS = [
             what="batch at which compute time overtakes the weight read (FP16, A100-40GB)", seed_value="161",
             specviz_value=lambda: _crossover(A100_40GB), expected=312e12 * 2 / (2 * 1555e9), agrees=False,
             settles="Equal times: P·b / W = 2·P·B / F, so B = F·b / (2W) = 312e12 × 2 / (2 × 1,555e9) = 200.6. "
-                    "161 is the same sum with 1,935 GB/s (161.2). The seed's own formulas, with the extra 2 and "
+                    "161 is the same sum with 1,935 GB/s (161.2). The post's own formulas, with the extra 2 and "
                     "16 \"bytes\", would give B = 16 × 312e12 / 1,935e9 = 2,580."),
 ]
 

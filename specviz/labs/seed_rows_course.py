@@ -4,7 +4,7 @@ project section show: Lesson 2's worked standardization example, Lesson 3's pair
 the hands-on project's Experiments 1-4. The course prints no answers to its exercises: their rows have the seed
 value "—". Each `expected` is the arithmetic done by hand here, not read back from specviz.
 
-Values that pass through the sampler's float32 Standardizer are compared to 6 decimals. The "Seeds checked" tab shows
+Values that pass through the sampler's float32 Standardizer are compared to 6 decimals. docs/sources-checked.md shows
 COURSE_ROWS after the rows of seed_rows.py; tests/seed_table_course.py re-exports them for tests/test_seed_table.py.
 """
 

@@ -1,0 +1,142 @@
+"""The guided lesson: speculative decoding in seven steps, for a teacher with a class (the app's Lesson tab).
+
+Each step is a title, two or three plain sentences, and one view built from the other labs: a plot, or the run's
+rows. The views that show a run read the run on the page (the live run, or the recorded one the page opens on), so
+the numbers in the sentences are that run's own. No gradio here: the tab (app/lesson_tab.py) only shows a Step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from specviz import figures, render
+from specviz.labs import bandwidth, rejection, rejection_figures, tree_theory, when_it_pays
+from specviz.labs.bandwidth_figures import roofline_figure
+from specviz.labs.when_it_pays_figures import payoff_figure
+from specviz.metrics import summarize
+from specviz.trace import Trace
+from specviz.words import count
+
+JAPAN = "The Japan ... (textbook)"  # the textbook pair of rejection.PRESETS
+NO_RUN = "Run the prompt on *Watch it run* first: this step shows that run."
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step as the tab shows it: a title, its sentences (Markdown), and one view, a figure or rows of HTML."""
+
+    title: str
+    text: str
+    figure: object = None  # a plotly Figure, or None
+    rows: str | None = None  # the run's rows (render.rows_html), or None
+
+
+def _rejections(trace: Trace) -> list[tuple[int, int]]:
+    """(round index, draft position) of every rejected draft in the run, in order."""
+    return [(round_.index, token.position) for round_ in trace.rounds for token in round_.tokens
+            if token.kind == "rejected"]
+
+
+def slow(trace: Trace | None) -> Step:
+    preset = bandwidth.PRESETS[bandwidth.OPENING_PRESET]
+    read_ms = bandwidth.weight_read_seconds(preset["params"], preset["bytes_per_param"],
+                                            preset["bandwidth_bytes_per_s"]) * 1e3
+    crossover = bandwidth.crossover_batch(preset["bytes_per_param"], preset["bandwidth_bytes_per_s"],
+                                          preset["flops_per_s"])
+    return Step("Why one token at a time is slow",
+                f"To write one token, a model reads every one of its weights from memory. On an {bandwidth.OPENING_PRESET}"
+                f" card an 11-billion-parameter model takes **{read_ms:.1f} ms** just to read them, while the "
+                f"arithmetic for one token takes a small fraction of that. Up to about **{crossover:.0f} tokens** at "
+                "once cost the same read (the flat line below): that spare room is what speculative decoding uses.",
+                figure=roofline_figure(**preset, name=bandwidth.OPENING_PRESET))
+
+
+def guess(trace: Trace | None) -> Step:
+    if trace is None or not trace.rounds:
+        return Step("Guess and verify", NO_RUN)
+    metrics = summarize(trace)
+    return Step("Guess and verify",
+                f"A small model guesses γ = {trace.config['gamma']} tokens; the large one scores all of them in **one** "
+                "pass and keeps the guesses it agrees with (green). At the first one it rejects (red, struck) it "
+                "writes its own token instead (blue), and the next round starts from there. This run made "
+                f"{count(metrics.generated_tokens, 'token')} in {count(metrics.target_calls, 'pass', 'passes')} of the "
+                "large model.",
+                rows=render.rows_html(trace))
+
+
+def rule(trace: Trace | None) -> Step:
+    if trace is None or not trace.rounds:
+        return Step("The acceptance rule", NO_RUN)
+    found = _rejections(trace)
+    round_index, position = found[0] if found else (len(trace.rounds) - 1,
+                                                   figures.default_position(trace.rounds[-1]))
+    where = f"round {round_index + 1}, position {position}"
+    return Step("The acceptance rule",
+                "For each guess x the large model gives p(x) and the small one gave q(x). The guess is kept when a "
+                "random r in [0, 1) is below min(1, p(x)/q(x)): always when the large model likes it at least as "
+                f"much, otherwise with probability p/q. Below, {where} of this run"
+                + (", its first rejection." if found else "."),
+                figure=figures.p_vs_q_figure(trace.rounds[round_index], position))
+
+
+def correction(trace: Trace | None) -> Step:
+    preset = rejection.PRESETS[JAPAN]
+    step = rejection.speculative_step(preset["target_probs"], preset["draft_probs"], uniforms=[0.1, 0.9, 0.75])
+    return Step("The correction",
+                "After a rejection the large model does not simply take its own favourite: it draws from "
+                "norm(max(0, p − q)), the part of its distribution the small model under-guessed. Guesses kept plus "
+                "corrections drawn this way give exactly p, so the text follows the large model's distribution. "
+                f"Below, the textbook's \"The Japan ...\": the guess \"{preset['vocab'][step['draft_token']]}\" fails r = "
+                f"{step['uniform']:.2f} ≥ {step['accept_prob']:.2f} and the correction is "
+                f"\"{preset['vocab'][step['corrected_token']]}\".",
+                figure=rejection_figures.step_figure(step, preset["vocab"]))
+
+
+def tokens(trace: Trace | None) -> Step:
+    if trace is None or not trace.rounds:
+        return Step("Tokens per round", NO_RUN)
+    metrics = summarize(trace)
+    gamma = int(trace.config["gamma"])
+    return Step("Tokens per round",
+                f"Every round yields between 1 and γ + 1 = {gamma + 1} tokens: the guesses kept, plus the large "
+                f"model's own. If each guess is kept with probability α, a round yields (1 − α^(γ+1))/(1 − α) on "
+                f"average. This run: α = {metrics.alpha:.2f}, **{metrics.tokens_per_round:.2f} tokens per round**; the "
+                "line is what the theory predicts for that α.",
+                figure=figures.tokens_per_round_figure([len(r.emitted) for r in trace.rounds], metrics.alpha, gamma,
+                                                       [r.drafted for r in trace.rounds]))
+
+
+def pays(trace: Trace | None) -> Step:
+    regimes = when_it_pays.load_regimes()
+    live = when_it_pays.live_regime(trace) if trace is not None else None
+    cheapest = min(regimes, key=lambda regime: regime.verify_cost.get(5, float("inf")))
+    dearest = max(regimes, key=lambda regime: regime.verify_cost.get(5, 0.0))
+    return Step("When it pays, and when it does not",
+                "A round costs γ guesses plus one pass that checks γ + 1 tokens. Where a pass is bound by reading "
+                f"weights, checking 5 tokens costs about one pass ({cheapest.verify_cost[5]:.2f}× with "
+                f"{cheapest.name}); where it is bound by arithmetic it costs several ({dearest.verify_cost[5]:.2f}× "
+                f"with {dearest.name}). Each curve below is a measured machine: above 1 speculative decoding pays, "
+                "below it loses.",
+                figure=payoff_figure(regimes + ([live] if live is not None else [])))
+
+
+def trees(trace: Trace | None) -> Step:
+    gamma, budget = 4, 12
+    view = tree_theory.tree_view(gamma, 0.7, 0.4, budget, tree_theory.flat_then_linear(16, 0.05), 0.05)
+    return Step("Trees: several guesses per round",
+                "Instead of one line of guesses, the small model can propose a tree: its second and third choices "
+                "at each position too. The large model checks every branch in the same one pass, and the longest "
+                f"branch it accepts wins. With γ = {gamma} and {budget} nodes, a round yields "
+                f"**{view.chosen.tokens:.2f}** tokens on average against the single line's {view.chain.tokens:.2f}.",
+                figure=tree_theory.tokens_figure(view))
+
+
+STEPS: list[Callable[[Trace | None], Step]] = [slow, guess, rule, correction, tokens, pays, trees]
+
+
+def step(index: int, trace: Trace | None) -> Step:
+    """Step `index` (0-based) of the lesson, on `trace` (the run on the page, or None)."""
+    if not 0 <= index < len(STEPS):
+        raise ValueError(f"the lesson has steps 1 to {len(STEPS)}, not {index + 1}")
+    return STEPS[index](trace)
