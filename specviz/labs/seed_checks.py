@@ -14,8 +14,14 @@ value as the seed rounds it: 2.12 is not 16.8244 / 7.9031 = 2.1288 (that prints 
 ...               specviz_value=lambda: 1555e9, expected=1555e9, agrees=False, settles="the datasheet says so")
 >>> row.specviz_figure()
 '1555 GB/s'
->>> print(seed_table_markdown([row]).splitlines()[2])
-| the overview of batched verification (article) | “a short quote” | HBM bandwidth | 1935 GB/s | 1555 GB/s | ✗ | the datasheet says so |
+>>> print(seed_table_markdown([row]).splitlines()[2].replace(" | ", "\n"))
+| the overview of batched verification (article)
+“a short quote”
+HBM bandwidth
+1935 GB/s
+1555 GB/s
+✗
+the datasheet says so |
 """
 
 from __future__ import annotations
