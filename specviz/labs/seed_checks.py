@@ -14,7 +14,7 @@ value as the seed rounds it: 2.12 is not 16.8244 / 7.9031 = 2.1288 (that prints 
 ...               specviz_value=lambda: 1555e9, expected=1555e9, agrees=False, settles="the datasheet says so")
 >>> row.specviz_figure()
 '1555 GB/s'
->>> print(seed_table_markdown([row]).splitlines()[2].replace(" | ", "\n"))
+>>> print(*seed_table_markdown([row]).splitlines()[2].split(" | "), sep=chr(10))
 | the overview of batched verification (article)
 “a short quote”
 HBM bandwidth
