@@ -60,7 +60,7 @@ def test_bad_prefixes_are_refused_before_any_model_loads(prefix, message):
     from specviz.app import lossless_tab
 
     with pytest.raises(gr.Error, match=message):
-        lossless_tab.greedy_run(prefix)
+        list(lossless_tab.greedy_run(prefix))
     with pytest.raises(gr.Error, match=message):
         next(lossless_tab.lossless_run(prefix, 20, 1, 1.0, 1.0))
     with pytest.raises(gr.Error, match=message):

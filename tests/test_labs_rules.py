@@ -131,14 +131,18 @@ def test_the_tab_answers_presets_without_a_model_and_refuses_without_a_run():
 
     from specviz.app.rules_tab import LIVE, position_view, run_view
 
-    figure, table = position_view(None, "The Japan ... (textbook)", 1, 1, 0.5, 3, 5_000)
+    estimate, (figure, table) = list(position_view(None, "The Japan ... (textbook)", 1, 1, 0.5, 3, 5_000))
+    assert estimate[1].startswith("*Working: about")  # a slow action says so first (app/estimates.py)
     assert [item.name for item in figure.data][:2] == ["p (target)", "q (draft)"] and "| exact | 0.900 |" in table
     with pytest.raises(gr.Error, match="No run yet"):
-        position_view(None, LIVE, 1, 1, 0.5, 3, 5_000)
+        list(position_view(None, LIVE, 1, 1, 0.5, 3, 5_000))
     with pytest.raises(gr.Error, match="Lenience l must be"):
-        position_view(None, LIVE, 1, 1, "lots", 3, 5_000)
+        list(position_view(None, LIVE, 1, 1, "lots", 3, 5_000))
+    shown = []
     with pytest.raises(gr.Error, match="No run yet"):
-        run_view(None, 0.5, 3)
+        for update in run_view(None, 0.5, 3):
+            shown.append(update)
+    assert shown[-1][1].startswith("**Not run**: No run yet")  # the refusal replaces "Working…" on the page
 
 
 def _fake_run(temperature=1.0):
@@ -188,11 +192,11 @@ def test_the_tab_refuses_an_untested_position_with_a_quiet_sentence_and_follows_
 
     trace = _fake_run()
     with pytest.raises(gr.Error) as error:
-        position_view(trace, LIVE, 1, 1, 0.5, 3, 5_000)
+        list(position_view(trace, LIVE, 1, 1, 0.5, 3, 5_000))
     assert error.value.message.startswith("Round 1 tested no draft positions (round 1 reads the prompt and drafts "
                                           "nothing); tested: round 2 positions 1–3")
     assert isinstance(error.value, Refusal) and error.value.print_exception is False  # no traceback in the log
-    first = rules_on_run.first_tested(trace)
+    first = rules_on_run.most_disputed(trace)
     assert [update["value"] for update in follow_run(trace, 1, 1)] == list(first)
     assert follow_run(trace, *first) == ({"__type__": "update"}, {"__type__": "update"})  # a tested choice is kept
     assert [update["value"] for update in follow_run(None, 3, 2)] == [None, None]

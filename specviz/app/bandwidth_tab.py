@@ -6,6 +6,7 @@ import gradio as gr
 
 from specviz.app import worker
 from specviz.app.callbacks import lab_callback
+from specviz.app.estimates import announced
 from specviz.app.fields import lab_field
 from specviz.app.lossless_tab import LOSSLESS_PROMPT
 from specviz.config import DecodeConfig
@@ -43,6 +44,7 @@ def bandwidth_preset(name):
     return preset["params"] / 1e9, preset["bytes_per_param"], preset["bandwidth_bytes_per_s"] / 1e9, tflops
 
 
+@announced("measure this machine", outputs=2)
 def measure_machine():
     """Time one forward of the offline target over k = 1..32 new tokens on this machine."""
     config = DecodeConfig().validate()

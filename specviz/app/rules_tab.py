@@ -7,6 +7,7 @@ import gradio as gr
 from specviz.app import worker
 from specviz.app.callbacks import load_pipeline, quiet_refusals, refused
 from specviz.app.cross_vocab_case import cross_vocab_case
+from specviz.app.estimates import announced
 from specviz.app.fields import lab_field
 from specviz.config import DecodeConfig
 from specviz.labs import rejection, rules_on_run, verification_rules, verification_rules_figures
@@ -89,6 +90,7 @@ def _live_position(trace, round_number, position):
     return distributions.target_rows[index], distributions.draft_rows[index], label, where, note
 
 
+@announced("rules at a position", outputs=2, text_at=1)
 def position_view(trace, source, round_number, position, lenience, top_k, samples):
     lenience = lab_field("Lenience l", lenience, 0.05, 1.0)
     top_k = lab_field("k", top_k, 1, 1000, whole=True)
@@ -108,6 +110,7 @@ def position_view(trace, source, round_number, position, lenience, top_k, sample
     return figure, table + (f"\n\n{note}" if note else "")
 
 
+@announced("rules over the run", outputs=2, text_at=1)
 def run_view(trace, lenience, top_k):
     lenience = lab_field("Lenience l", lenience, 0.05, 1.0)
     top_k = lab_field("k", top_k, 1, 1000, whole=True)
