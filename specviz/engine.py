@@ -178,31 +178,47 @@ def run_speculative(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Tr
 
 def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Baseline:
     """Plain autoregressive decoding on the same target, with the same sampling and seed source."""
+    *_, baseline = baseline_steps(pipeline, prompt, config)
+    return baseline
+
+
+PLAIN_TOKENS_PER_STEP = 2  # baseline_steps pauses after this many tokens, so a server interleaves other sessions
+
+
+def baseline_steps(pipeline: Pipeline, prompt: str, config: DecodeConfig,
+                   every: int = PLAIN_TOKENS_PER_STEP) -> Iterator[Baseline | None]:
+    """baseline_decode a few tokens at a time: None after every `every` tokens, then the Baseline. The app runs it on
+    the model thread one step per task, so a comparison no longer holds every other session's rounds for seconds.
+    Its wall time counts the decoding only, never the pauses between steps (as a speculative run's rounds do)."""
     target, device = pipeline.target, pipeline.device
     prompt_ids = checked_prompt_ids(pipeline, prompt, config)
     standardize = Standardizer(config.temperature, config.top_k, config.top_p)
     generator = torch.Generator(device=device).manual_seed(config.seed)
     target.reset()
+    generated: list[int] = []
+    step_seconds, decoding_s = [], 0.0
     with torch.inference_mode():
         started = time.perf_counter()
         logits = target.feed(torch.tensor(prompt_ids, dtype=torch.long, device=device))  # [1, V]
-        generated: list[int] = []
-        step_seconds = []
-        while True:
+    while True:
+        with torch.inference_mode():  # per step, never across the yield
             token = int(sample(standardize(logits)[0], generator))
             generated.append(token)
-            if token in pipeline.eos_ids or len(generated) >= config.max_new_tokens:
-                break
-            if len(prompt_ids) + len(generated) >= pipeline.context_limit:
+            if (token in pipeline.eos_ids or len(generated) >= config.max_new_tokens
+                    or len(prompt_ids) + len(generated) >= pipeline.context_limit):
                 break
             step_started = time.perf_counter()
             logits = target.feed(torch.tensor([token], device=device))
             models.synchronize(device)
             step_seconds.append(time.perf_counter() - step_started)
-    wall_ms = (time.perf_counter() - started) * 1e3
+        if len(generated) % every == 0:
+            decoding_s += time.perf_counter() - started
+            yield None
+            started = time.perf_counter()
+    wall_ms = (decoding_s + time.perf_counter() - started) * 1e3
     step_ms = 1e3 * statistics.median(step_seconds) if step_seconds else wall_ms  # one slow step does not move it
     text = pipeline.tokenizer.decode(generated, skip_special_tokens=True)
-    return Baseline(text=text, token_ids=generated, wall_ms=wall_ms, step_ms=step_ms)
+    yield Baseline(text=text, token_ids=generated, wall_ms=wall_ms, step_ms=step_ms)
 
 
 WARM_UP_PROMPT = "Say hello twice: hello hello"

@@ -14,14 +14,35 @@ PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and
 
 
 def open_tab(page, name: str) -> None:
-    """Click a tab by its name. Tabs that do not fit the page's width sit in Gradio's overflow menu (the "⋯" button
-    at the end of the tab bar): a tab not shown in the bar is picked from that menu."""
-    tab = page.get_by_role("tab", name=name, exact=True)
-    if tab.is_visible():
-        tab.click()
-        return
-    page.locator(".overflow-menu > button").first.click()
-    page.locator(".overflow-dropdown").get_by_role("button", name=name, exact=True).click()
+    """Click a tab by its name: a group of the top bar ("Why it is fast"), or a lab inside one ("Theory"), whose
+    group is opened first (lab_tabs.TAB_GROUPS). The bars wrap: every tab shows, none sits in a "⋯" menu."""
+    from specviz.app.lab_tabs import TAB_GROUPS
+
+    group = next((group for group, labs in TAB_GROUPS.items() if name in labs), None)
+    if group is not None:
+        page.get_by_role("tab", name=group, exact=True).click()
+    page.get_by_role("tab", name=name, exact=True).click()
+
+
+def open_settings(page) -> None:
+    """Unfold the live tab's settings (drafter, γ, temperature, tokens, seed, tree), folded when the page opens."""
+    field = page.get_by_label("Max new tokens").first
+    if not field.is_visible():
+        page.locator("#sv-settings").get_by_text("Settings:", exact=False).first.click()
+        field.wait_for(state="visible", timeout=10_000)
+
+
+def open_live(page) -> None:
+    from specviz.app.lab_tabs import LIVE_TAB
+
+    page.get_by_role("tab", name=LIVE_TAB, exact=True).click()
+
+
+def open_gallery_entry(page, name: str) -> None:
+    """Open a recorded run from the Runs & files tab; the page then switches to the live tab, where it shows."""
+    open_tab(page, "Runs & files")
+    page.locator(f"#sv-gallery-{name}").click()
+    page.locator("#sv-rows").wait_for(state="visible", timeout=30_000)
 
 
 def choose_pair(page, name: str) -> None:
@@ -54,6 +75,7 @@ def plotted_rounds(page) -> int | None:
 def set_long_run(page) -> None:
     """A prompt and 512 new tokens: a run that goes on long enough to be stopped."""
     page.locator("textarea").first.fill("Write a long story about a dragon who learns to paint.")
+    open_settings(page)
     max_tokens = page.get_by_label("Max new tokens").first
     max_tokens.fill("512")
     max_tokens.press("Enter")
@@ -62,10 +84,11 @@ def set_long_run(page) -> None:
 def run_with_the_draft_model(page, pair: str) -> None:
     """Reset, pick the pair and the draft model alone, run "Explain what a rainbow is." (96 tokens at most) and
     wait for the end."""
-    page.get_by_role("tab", name="Live decoding", exact=True).click()  # the lab tests leave another tab open
+    open_live(page)  # the lab tests leave another tab open
     page.get_by_role("button", name="Reset", exact=True).click()
     choose_pair(page, pair)
     page.locator("textarea").first.fill("Explain what a rainbow is.")
+    open_settings(page)
     max_tokens = page.get_by_label("Max new tokens").first  # the Stop tests leave it at 512
     max_tokens.fill("96")
     max_tokens.press("Enter")
@@ -74,6 +97,12 @@ def run_with_the_draft_model(page, pair: str) -> None:
     page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
                            " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
                            timeout=120_000)
+
+
+def wait_for_done(page, timeout_ms: int = 240_000) -> None:
+    """Wait for the status line's "Done" (a run to its end, its comparison with plain decoding included): the stats
+    panel already says "stopped by" for the recorded run a fresh page opens on."""
+    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Done')", timeout=timeout_ms)
 
 
 def row_count(page) -> int:

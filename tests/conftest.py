@@ -100,7 +100,7 @@ def app_url(app_server):
 @pytest.fixture(scope="module")
 def page(app_url):
     """The app open in headless Chromium, one page per test module (tests/browser.py drives it)."""
-    from tests.browser import ARGS, CHROMIUM
+    from tests.browser import ARGS, CHROMIUM, open_settings
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's package 'chromium' (.ci/run does)")
@@ -110,5 +110,12 @@ def page(app_url):
         page = browser.new_page(viewport={"width": 1400, "height": 1700})
         page.goto(app_url)
         page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        # The page opens on a recorded run (its stats say "stopped by", as a finished run's do): the tests start from
+        # a cleared page, so that a wait for a run's end waits for their own run (test_browser_class checks the
+        # recorded first screen on a page of its own).
+        page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded')", timeout=30_000)
+        page.get_by_role("button", name="Reset", exact=True).click()
+        page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 0", timeout=30_000)
+        open_settings(page)  # the tests set γ, tokens and the drafter: unfolded once for the module
         yield page
         browser.close()

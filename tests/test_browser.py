@@ -10,6 +10,7 @@ import pytest
 from tests.browser import (
     choose_pair,
     error_badges,
+    open_settings,
     plotted_rounds,
     row_count,
     run_with_the_draft_model,
@@ -173,6 +174,7 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
     try:
         small.goto(page.url)
         small.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        open_settings(small)  # γ, the draft stop and the backend are in the folded settings
         for key in shown:
             width_left = small.evaluate("""label => { const box = document.querySelector('#sv-pair input');
                 const style = getComputedStyle(box), pen = document.createElement('canvas').getContext('2d');

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.browser import choose_pair, error_badges, row_count, screenshot_tab
+from tests.browser import choose_pair, error_badges, open_live, row_count, screenshot_tab
 from tests.conftest import save_tiny_llama
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -38,7 +38,7 @@ def cross_pair(models_dir, offline_target, tiny_draft_folder):
 
 def test_a_draft_of_another_tokenizer_shows_its_own_pieces_over_the_target_tokens(page, cross_pair, tmp_path):
     target, draft = cross_pair
-    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    open_live(page)
     page.get_by_role("button", name="Reset", exact=True).click()
     page.locator("textarea").first.fill("Write a Python function that checks whether a number is prime.")
     choose_pair(page, "Custom")  # after the prompt: the Custom boxes are text areas too

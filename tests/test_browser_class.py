@@ -7,7 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import choose_pair, error_badges, open_tab, row_count, run_with_the_draft_model, wait_until_settled
+from tests.browser import (
+    choose_pair,
+    error_badges,
+    open_gallery_entry,
+    open_live,
+    open_settings,
+    open_tab,
+    row_count,
+    run_with_the_draft_model,
+    wait_for_done,
+    wait_until_settled,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 OFFLINE_COPY = "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy"
@@ -41,12 +52,12 @@ def test_a_tap_on_a_token_shows_its_numbers_on_a_phone_and_a_tap_elsewhere_close
     try:
         small.goto(app_url)
         small.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        open_settings(small)
         box = small.get_by_label("Max new tokens").first
         box.fill("16")
         box.press("Tab")
         small.get_by_role("button", name="Run", exact=True).tap()
-        small.wait_for_function("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-stats').innerText)",
-                                timeout=120_000)
+        wait_for_done(small, timeout_ms=120_000)
         token = small.locator("#sv-rows .sv-row .sv-tok[data-details]").first
         token.scroll_into_view_if_needed()
         token.tap()
@@ -86,8 +97,8 @@ def test_opening_a_gallery_run_sets_the_controls_to_its_settings(page):
     entry = next(entry for entry in gallery.entries() if entry.name == "4-coder-prose-t1")
     recorded = entry.trace()
     expected = RunRequest.from_config(recorded.config, recorded.prompt)
-    page.get_by_role("tab", name="Live decoding", exact=True).click()
-    page.locator(f"#sv-gallery-{entry.name}").click()
+    open_live(page)
+    open_gallery_entry(page, entry.name)
     page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded on')", timeout=30_000)
     wait_until_settled(page)
     shown = {key: label for label, key in pair_choices()}
@@ -111,4 +122,4 @@ def test_every_glossary_cell_is_whole(page):
     by_term = {row[0]: row[1] for row in cells}
     assert by_term["TVD"].endswith("the noise band shown beside it.")
     assert "D_LK(p, q) = Σₓ |p(x) − M(x)|" in by_term["D_LK"] and by_term["D_LK"].endswith("as a preset).")
-    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    open_live(page)

@@ -7,7 +7,16 @@ from playwright.sync_api import expect
 
 from specviz import gallery
 from specviz.trace import REJECTED
-from tests.browser import error_badges, open_tab, plotted_rounds, row_count, screenshot_tab, wait_until_settled
+from tests.browser import (
+    error_badges,
+    open_gallery_entry,
+    open_live,
+    open_tab,
+    plotted_rounds,
+    row_count,
+    screenshot_tab,
+    wait_until_settled,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -18,8 +27,8 @@ def _open(page, name: str):
     """Click the entry's button on the live tab; wait until the rows and the round plot show its rounds."""
     entry = ENTRIES[name]
     rounds = len(entry.trace().rounds)
-    page.get_by_role("tab", name="Live decoding", exact=True).click()
-    page.locator(f"#sv-gallery-{name}").click()
+    open_live(page)
+    open_gallery_entry(page, name)
     page.wait_for_function(f"document.querySelectorAll('#sv-rows .sv-row').length == {rounds}", timeout=30_000)
     page.wait_for_function(f"[...document.querySelectorAll('.js-plotly-plot .gtitle')]"
                            f".some(e => e.textContent.includes('({rounds} rounds)'))", timeout=30_000)

@@ -9,9 +9,11 @@ from playwright.sync_api import expect
 from tests.browser import (
     choose_pair,
     error_badges,
+    open_live,
     open_tab,
     run_with_the_draft_model,
     screenshot_tab,
+    wait_for_done,
     wait_until_settled,
 )
 
@@ -27,9 +29,8 @@ LAB_TABS = [  # tab, button to press (or None), text that must then appear in th
     ("Losslessness", "Compare distributions", "40 runs ·"),
     ("Glossary", None, "β (beta)"),
     ("Course exercises", None, "Worked answer"),  # the first exercise's answer, drawn when the app is built
-    ("Seeds checked", None, "figures checked"),  # the summary line above the seed table
 ]
-NO_PLOT_TABS = {"Glossary", "Course exercises", "Seeds checked"}  # tabs of text and tables only
+NO_PLOT_TABS = {"Glossary", "Course exercises"}  # tabs of text and tables only
 
 
 @pytest.mark.parametrize("tab,button,expected", LAB_TABS)
@@ -57,7 +58,7 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
 def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
     """A T = 1 run drafted by the 4-bit copy, then the rule lab at round 2, position 1 (round 1 is the prompt's
     plain step): the exact rule follows p, and at least one engine shortcut does not (χ² fails)."""
-    open_tab(page, "Live decoding")
+    open_live(page)
     page.get_by_role("button", name="Reset", exact=True).click()
     choose_pair(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     page.locator("textarea").first.fill("Write one sentence about the sea.")
@@ -87,7 +88,7 @@ def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
 
 def test_round_anatomy_draws_the_live_run(page, tmp_path):
     """After a run compared with plain decoding: the timeline, the totals and the sentences that explain them."""
-    open_tab(page, "Live decoding")
+    open_live(page)
     compare = page.get_by_label("Compare with plain decoding (measures the speedup)")
     compare.check()
     run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
@@ -168,22 +169,6 @@ def test_the_course_exercises_project_and_seed_table(page, tmp_path):
     assert error_badges(page) == 0
     screenshot_tab(page, tmp_path, "simulated-course-project.png")
 
-    open_tab(page, "Seeds checked")
-    table = page.locator("#sv-seeds-table")
-    table.locator("tbody tr").first.wait_for(timeout=60_000)
-    cells = {tuple(row.locator("td").all_inner_texts()[3:6]) for row in table.locator("tbody tr").all()
-             if row.locator("td").first.inner_text().strip() == "001"}
-    assert ("1935 GB/s", "1555 GB/s", "✗") in cells, cells
-    assert {row[:1] for row in cells} >= {("11.4 ms",), ("40MB",)}  # the picture's other two corrections
-    assert "002" in table.inner_text() and "Experiment 3" in table.inner_text()  # the course's rows are there too
-    assert error_badges(page) == 0
-    screenshot_tab(page, tmp_path, "seeds-checked.png")
-
-    page.get_by_label("Only the figures the seeds get wrong").check()
-    page.wait_for_function("[...document.querySelectorAll('#sv-seeds-table tbody tr')]"
-                           ".every(row => row.innerText.includes('✗'))", timeout=60_000)
-    assert error_badges(page) == 0
-
 
 ERRORS_SHOWN = ("[...document.querySelectorAll('.toast-body.error')].length"
                 " + [...document.querySelectorAll('*')].filter(e => e.childElementCount == 0 && e.offsetParent !== null"
@@ -202,17 +187,15 @@ DEFAULT_BUTTONS = [  # tab, its main buttons (pressed in order, with the tab's d
     ("Losslessness", ["Compare distributions"], "[role=tabpanel]:visible", "200 runs ·"),
     ("Glossary", [], "[role=tabpanel]:visible", "β (beta)"),
     ("Course exercises", [], "#sv-exercise-answer", "Worked answer"),
-    ("Seeds checked", [], "#sv-seeds-table", "figures checked"),
 ]
 
 
 def test_after_a_fresh_run_every_tabs_main_button_works_with_its_defaults(page, app_url):
     """A new visitor's page: Run with every default, then each tab's main button as it opens. No red "Error" toast
     or badge anywhere, and each tab shows its output (screenshots in SPECVIZ_SCREENSHOT_DIR, when set)."""
-    page.goto(app_url)  # a fresh session: the defaults, no earlier run
+    page.goto(app_url)  # a fresh session: the defaults, no earlier run (the recorded one shows until Run)
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-stats').innerText)",
-                           timeout=300_000)  # a first Run also loads the pair and times its steps once
+    wait_for_done(page, timeout_ms=300_000)  # a first Run also loads the pair and times its steps once
     assert page.evaluate(ERRORS_SHOWN) == 0
     shots = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
     for tab, buttons, where, expected in DEFAULT_BUTTONS:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import choose_pair, error_badges, plotted_rounds, row_count, wait_until_settled
+from tests.browser import choose_pair, error_badges, open_live, plotted_rounds, row_count, wait_until_settled
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -16,7 +16,7 @@ FINISHED = ("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-
 
 
 def _settings(page, pair: str, temperature: str, max_new_tokens: str, tree_budget: str = "0") -> None:
-    page.get_by_role("tab", name="Live decoding", exact=True).click()
+    open_live(page)
     page.get_by_role("button", name="Reset", exact=True).click()
     choose_pair(page, pair)
     page.locator("textarea").first.fill("Write a Python function that checks whether a number is prime.")

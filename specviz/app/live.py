@@ -95,10 +95,10 @@ def _run(slot: JobSlot | None = None, previous: Trace | None = None, **controls)
             yield dataclasses.replace(view, status=progress.decoding_line(trace, started)).values()
         if job.cancelled:  # Stop, Reset or a new Run cancelled the job: the engine ends within a forward
             raise Cancelled("stopped")
-        if request.compare:
+        if request.compare:  # a few tokens per model-thread task: other sessions' rounds go on in between
             yield LiveView(status=progress.COMPARING).values()
-            future = worker.MODEL_THREAD.submit(engine.baseline_decode, pipeline, request.prompt, config, job=job)
-            trace.baseline = yield from progress.waiting(future, job, started)
+            plain = worker.Ahead(engine.baseline_steps(pipeline, request.prompt, config), job=job)
+            trace.baseline = yield from progress.following(plain, job)
     except Cancelled:
         if slot.was_cleared(job):  # Reset: this stream's last word is the cleared page, after any update in flight
             yield _cleared().values()
@@ -181,9 +181,8 @@ def _step(session: StepSession | None, slot: JobSlot | None = None, **controls):
             _, session.trace = produced
             session.finished = bool(session.trace.stop_reason)
             if session.finished and session.compare:
-                future = worker.MODEL_THREAD.submit(engine.baseline_decode, session.pipeline, session.prompt,
-                                                    session.config, job=job)
-                session.trace.baseline = yield from progress.waiting(future, job, started, KEEP_SESSION)
+                plain = worker.Ahead(engine.baseline_steps(session.pipeline, session.prompt, session.config), job=job)
+                session.trace.baseline = yield from progress.following(plain, job, KEEP_SESSION)
     except Cancelled:
         if slot.was_cleared(job):  # Reset: this stream's last word is the cleared page (and no session)
             yield (*_cleared().values(), None)

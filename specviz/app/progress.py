@@ -147,6 +147,25 @@ def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = ()):
         raise pipeline_error(error) from error
 
 
+def following(feed, job: Job, extra: tuple = ()):
+    """Wait for a worker.Ahead to finish, yielding nothing new to the page meanwhile (the status line already says
+    what it does); return its last item. Cancelling the job (Stop, Reset) raises job.Cancelled here. `extra` as in
+    waiting()."""
+    seen = 0
+    while True:
+        newer = feed.newer_than(seen, timeout=STATUS_INTERVAL_S)
+        if job.cancelled:
+            raise Cancelled("stopped")
+        if newer is None:
+            yield *LiveView().values(), *extra
+            continue
+        seen, newest, finished = newer
+        if finished:
+            if newest is None:  # it ended without its result: cancelled between two steps
+                raise Cancelled("stopped")
+            return newest
+
+
 def waiting(future, job: Job, started: float, extra: tuple = ()):
     """Wait for a model-thread task, yielding a status update every STATUS_INTERVAL_S; return its result.
     `extra`: what the callback's outputs after the live views get meanwhile (Step's session: gr.skip())."""

@@ -108,7 +108,9 @@ def page_request(client, pair: str | None, drafter: str | None, max_new_tokens: 
     base = RunRequest(**{parameter["parameter_name"]: parameter.get("parameter_default") for parameter in parameters})
     if pair is not None or backend is not None:
         pair, backend = pair or base.pair, backend or base.backend
-        base = dataclasses.replace(base, pair=pair, backend=backend, **pair_settings(pair, backend=backend),
+        settings = {name: value for name, value in pair_settings(pair, backend=backend).items()
+                    if name in RunRequest.field_names()}  # draft_vocab is the pair's own, not a field of the page
+        base = dataclasses.replace(base, pair=pair, backend=backend, **settings,
                                    drafter=LOOKUP_THEN_DRAFT if PAIRS[pair][0] == OFFLINE_MODEL else DRAFT_MODEL)
     base = dataclasses.replace(base, drafter=drafter or base.drafter, max_new_tokens=max_new_tokens or base.max_new_tokens)
 

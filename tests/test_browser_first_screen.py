@@ -1,0 +1,155 @@
+"""Issue 44's first screens, in a real browser: what a projector (1366×768) and a phone (390×844) show before any
+model loads, after Run, and in the guided lesson. Each test opens pages of its own (the shared `page` fixture
+starts from a cleared page), and writes its screenshots to SPECVIZ_SCREENSHOT_DIR (docs/screenshots) when set."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from specviz import gallery
+from specviz.app.gallery_panel import FIRST_SCREEN
+from specviz.app.lab_tabs import LIVE_TAB, TAB_GROUPS
+from specviz.labs import lesson
+from specviz.trace import CORRECTED, REJECTED
+from tests.browser import error_badges, plotted_rounds, wait_for_done, wait_until_settled
+
+pytestmark = [pytest.mark.slow, pytest.mark.browser]
+PROJECTOR, PHONE = {"width": 1366, "height": 768}, {"width": 390, "height": 844}
+
+
+def _open(page, app_url, viewport, mobile=False):
+    context = page.context.browser.new_context(viewport=viewport, is_mobile=mobile, has_touch=mobile)
+    fresh = context.new_page()
+    fresh.goto(app_url)
+    fresh.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+    return context, fresh
+
+
+def _shot(page, tmp_path, name: str, full_page: bool = False) -> None:
+    wait_until_settled(page)
+    page.screenshot(path=str(Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path)) / name), full_page=full_page)
+
+
+def _on_screen(page, locator, height: int) -> dict:
+    """The element's box, checked to lie whole within the first screen (no scrolling)."""
+    box = locator.bounding_box()
+    assert box is not None and box["y"] >= 0 and box["y"] + box["height"] <= height, box
+    return box
+
+
+def test_a_first_visitor_sees_a_real_recorded_run_with_rejections_before_any_model_loads(page, app_url, tmp_path):
+    entry = next(entry for entry in gallery.entries() if entry.name == FIRST_SCREEN)
+    recorded = entry.trace()
+    kinds = [token.kind for round_ in recorded.rounds for token in round_.tokens]
+    context, fresh = _open(page, app_url, PROJECTOR)
+    try:
+        fresh.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded, not live')",
+                                timeout=30_000)
+        wait_until_settled(fresh)
+        assert fresh.locator("#sv-rows .sv-row").count() == len(recorded.rounds) == plotted_rounds(fresh)
+        assert fresh.locator("#sv-rows .sv-rejected").count() == kinds.count(REJECTED) >= 3
+        assert fresh.locator("#sv-rows .sv-corrected").count() == kinds.count(CORRECTED) >= 3
+        assert fresh.locator("#sv-headline").inner_text().startswith("Recorded")  # labelled as recorded, twice
+        assert fresh.locator(f"#sv-rows .sv-row .sv-rejected >> nth=0").bounding_box()["y"] < PROJECTOR["height"]
+        assert error_badges(fresh) == 0
+        _shot(fresh, tmp_path, "first-screen.png")
+    finally:
+        context.close()
+
+
+def test_after_run_the_projectors_first_screen_holds_the_buttons_rows_speedup_and_alpha_plot(page, app_url, tmp_path):
+    """The default live run at 1366×768: Run/Step/Stop, the rows (with at least three rejections and their
+    corrections in 64 tokens), the measured speedup and the α-per-position plot all on the first screen."""
+    context, fresh = _open(page, app_url, PROJECTOR)
+    try:
+        fresh.get_by_role("button", name="Run", exact=True).click()
+        wait_for_done(fresh, timeout_ms=300_000)
+        wait_until_settled(fresh)
+        for name in ("Run", "Step", "Stop"):
+            _on_screen(fresh, fresh.get_by_role("button", name=name, exact=True), PROJECTOR["height"])
+        _on_screen(fresh, fresh.locator("#sv-rows .sv-row").first, PROJECTOR["height"])
+        headline = _on_screen(fresh, fresh.locator("#sv-headline"), PROJECTOR["height"])
+        assert "measured" in fresh.locator("#sv-headline").inner_text() and headline["height"] > 10
+        plot = _on_screen(fresh, fresh.locator("#sv-alpha-plot .js-plotly-plot"), PROJECTOR["height"])
+        assert plot["height"] > 200
+        rejected, corrected = (fresh.locator(f"#sv-rows .sv-{kind}").count() for kind in ("rejected", "corrected"))
+        tokens = int(fresh.locator("#sv-status").inner_text().split(":")[1].split()[0])
+        assert rejected >= 3 and corrected >= 1 and tokens == 64, (rejected, corrected, tokens)
+        assert f"{rejected} rejection" in fresh.locator("#sv-headline").inner_text()  # the headline agrees with the rows
+        assert error_badges(fresh) == 0
+        _shot(fresh, tmp_path, "projector-after-run.png")
+        _shot(fresh, tmp_path, "finished-run.png", full_page=True)
+    finally:
+        context.close()
+
+
+def _inside(inner: dict, outer: dict, slack: float = 1.0) -> bool:
+    return (inner["x"] >= outer["x"] - slack and inner["y"] >= outer["y"] - slack
+            and inner["x"] + inner["width"] <= outer["x"] + outer["width"] + slack
+            and inner["y"] + inner["height"] <= outer["y"] + outer["height"] + slack)
+
+
+def _apart(a: dict, b: dict) -> bool:
+    return (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"] or a["y"] + a["height"] <= b["y"]
+            or b["y"] + b["height"] <= a["y"])
+
+
+def test_on_a_phone_every_tab_shows_the_rows_follow_the_buttons_and_the_plots_are_whole(page, app_url, tmp_path):
+    context, fresh = _open(page, app_url, PHONE, mobile=True)
+    try:
+        fresh.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length > 0", timeout=30_000)
+        wait_until_settled(fresh)
+        for tab in (LIVE_TAB, *TAB_GROUPS):  # the bar wraps: no tab folded into a "⋯" menu
+            assert fresh.get_by_role("tab", name=tab, exact=True).is_visible(), tab
+        assert fresh.locator(".overflow-menu").count() == 0 or not fresh.locator(".overflow-menu").first.is_visible()
+        buttons = fresh.get_by_role("button", name="Run", exact=True).bounding_box()
+        rows = fresh.locator("#sv-rows .sv-row").first.bounding_box()
+        headline = fresh.locator("#sv-headline").bounding_box()
+        # after the buttons come only the status line and the folded settings' one line, then the rows
+        assert buttons["y"] < rows["y"] < buttons["y"] + 320 and rows["y"] < headline["y"], (buttons, rows, headline)
+        for plot in fresh.locator(".js-plotly-plot").all():
+            plot.scroll_into_view_if_needed()
+            frame = plot.bounding_box()
+            title, legend = plot.locator(".gtitle"), plot.locator(".legend")
+            if title.count():
+                assert _inside(title.first.bounding_box(), frame), "a plot title is clipped"
+            if legend.count():
+                box = legend.first.bounding_box()
+                assert _inside(box, frame), "a legend runs out of its plot"
+                for axis in plot.locator(".xtitle, .ytitle, .xtick, .ytick").all():
+                    axis_box = axis.bounding_box()
+                    assert axis_box is None or _apart(box, axis_box), "a legend lies over an axis"
+        assert error_badges(fresh) == 0
+        fresh.evaluate("window.scrollTo(0, 0)")
+        _shot(fresh, tmp_path, "phone-view.png")
+    finally:
+        context.close()
+
+
+def test_the_lesson_walks_its_steps_forward_and_back(page, app_url, tmp_path):
+    context, fresh = _open(page, app_url, PROJECTOR)
+    try:
+        fresh.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded')", timeout=30_000)
+        fresh.get_by_role("tab", name="Lesson", exact=True).click()
+        heading = fresh.locator("#sv-lesson-heading")
+        for number, make in enumerate(lesson.STEPS, start=1):
+            title = make(None).title
+            fresh.wait_for_function(f"document.querySelector('#sv-lesson-heading').innerText.includes("
+                                    f"'Step {number} of {len(lesson.STEPS)}')", timeout=30_000)
+            wait_until_settled(fresh)
+            assert title in heading.inner_text()
+            shown = fresh.locator("#sv-lesson-plot .js-plotly-plot, #sv-lesson-rows .sv-row")
+            assert shown.count() > 0 and shown.first.is_visible(), number  # each step has its one view
+            assert len(fresh.locator("#sv-lesson-text").inner_text()) > 100 and error_badges(fresh) == 0
+            if number in (2, 3):
+                _shot(fresh, tmp_path, f"lesson-step-{number}.png")
+            if number < len(lesson.STEPS):
+                fresh.get_by_role("button", name="Next", exact=True).click()
+        assert not fresh.get_by_role("button", name="Next", exact=True).is_enabled()
+        fresh.get_by_role("button", name="Back", exact=True).click()
+        fresh.wait_for_function("document.querySelector('#sv-lesson-heading').innerText.includes("
+                                f"'Step {len(lesson.STEPS) - 1} of')", timeout=30_000)
+        assert error_badges(fresh) == 0
+    finally:
+        context.close()
