@@ -34,9 +34,10 @@ class Cancelled(Exception):
 class Job:
     """One run's cancel flag and current stage. Any thread may cancel it or read its stage."""
 
-    def __init__(self, on_stage: Callable[[str], None] | None = None):
+    def __init__(self, on_stage: Callable[[str], None] | None = None, ahead: bool = False):
         self._cancelled = threading.Event()
         self.on_stage = on_stage  # told each new stage's name (the CLI prints it on stderr)
+        self.ahead = ahead  # the app's model thread serves this job's tasks before others' (the teacher's lane)
         self.stage_name = ""
         self.stage_started = time.perf_counter()
 

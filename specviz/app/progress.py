@@ -115,10 +115,11 @@ class JobSlot:
     def __init__(self):
         self.job: Job | None = None
         self.cleared: Job | None = None  # the job Reset ended: its views must not come back after the cleared page
+        self.ahead = False  # the teacher's lane sets it for its next job alone: the model thread serves that one first
 
     def start(self) -> Job:
         self.cancel()
-        self.job = Job()
+        self.job, self.ahead = Job(ahead=self.ahead), False
         return self.job
 
     def cancel(self) -> None:

@@ -22,7 +22,7 @@ import gradio as gr
 from specviz.app.callbacks import quiet_refusals, refused
 from specviz.app.live import run, step
 from specviz.app.policy import is_teacher_key, teacher_key
-from specviz.app.progress import queue_shown
+from specviz.app.progress import JobSlot, queue_shown
 from specviz.app.views import follow_latest_position
 
 TEACHER_LANE = "teacher"  # the Gradio concurrency_id of the teacher's Run and Step: one event at a time
@@ -41,17 +41,25 @@ def unlock(given):
 
 
 def teacher_run(unlocked, slot=None, previous=None, **controls):
-    """live.run on the teacher's lane, for a tab that unlocked it; refused otherwise."""
+    """live.run on the teacher's lane, for a tab that unlocked it; refused otherwise. Its model work goes ahead of
+    the class's on the model thread (worker.ModelThread)."""
     if unlocked is not True:
         raise refused(NOT_UNLOCKED)
-    yield from run(slot, previous, **controls)
+    yield from run(_ahead(slot), previous, **controls)
 
 
 def teacher_step(unlocked, session, slot=None, **controls):
-    """live.step on the teacher's lane, for a tab that unlocked it; refused otherwise."""
+    """live.step on the teacher's lane, for a tab that unlocked it; refused otherwise; ahead of the class too."""
     if unlocked is not True:
         raise refused(NOT_UNLOCKED)
-    yield from step(session, slot, **controls)
+    yield from step(session, _ahead(slot), **controls)
+
+
+def _ahead(slot: JobSlot | None) -> JobSlot:
+    """The tab's job slot, its next job marked to go ahead (JobSlot.start unmarks it: the tab's own Run stays in line)."""
+    slot = slot or JobSlot()
+    slot.ahead = True
+    return slot
 
 
 def build_teacher_lane(live, step_state: gr.State, job_state: gr.State, gpu) -> None:

@@ -9,10 +9,12 @@ over the cores. The CLI and the benchmarks run on their own main thread and do n
 
 from __future__ import annotations
 
+import itertools
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import TypeVar
 
 from specviz import job as jobs
@@ -24,33 +26,55 @@ _DONE = object()
 
 class ModelThread:
     """The one thread all model work runs on. Nothing starts until the first submit. A forked child (ZeroGPU runs
-    each GPU call in one) inherits this object but not its thread, so the child starts one of its own."""
+    each GPU call in one) inherits this object but not its thread, so the child starts one of its own.
+
+    Tasks run one at a time in the order they came, except that a task of a job marked `ahead` (the teacher's lane,
+    teacher.py) runs before every waiting task of the others: the class's runs interleave round by round, and the
+    teacher's next round comes next, so a teacher's first row is no slower than a student's on a server at rest."""
 
     def __init__(self):
-        self._executor: ThreadPoolExecutor | None = None
+        self._tasks: queue.PriorityQueue | None = None
+        self._order = itertools.count()
         self._lock = threading.Lock()  # two first submits at once must not start two threads
         self._watching_forks = False
 
     def submit(self, function: Callable[..., T], *args, job: Job | None = None, **kwargs) -> Future:
         """Queue function(*args, **kwargs); while it runs, `job` is the current job (its stage and cancel flag)."""
-        return self._started_executor().submit(_under, job, function, *args, **kwargs)
+        future: Future = Future()
+        first = 0 if job is not None and job.ahead else 1
+        self._started_queue().put((first, next(self._order), future, job, function, args, kwargs))
+        return future
 
     def started(self) -> bool:
-        return self._executor is not None
+        return self._tasks is not None
 
-    def _started_executor(self) -> ThreadPoolExecutor:
+    def _started_queue(self) -> queue.PriorityQueue:
         with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="specviz-model")
+            if self._tasks is None:
+                self._tasks = queue.PriorityQueue()
+                threading.Thread(target=self._serve, args=(self._tasks,), name="specviz-model", daemon=True).start()
                 if not self._watching_forks:
                     os.register_at_fork(after_in_child=self._forget_in_child)
                     self._watching_forks = True
-            return self._executor
+            return self._tasks
+
+    @staticmethod
+    def _serve(tasks: queue.PriorityQueue) -> None:
+        while True:
+            *_, future, job, function, args, kwargs = tasks.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                result = _under(job, function, *args, **kwargs)
+            except BaseException as error:  # handed to whoever waits on the future
+                future.set_exception(error)
+            else:
+                future.set_result(result)
 
     def _forget_in_child(self) -> None:
         """Right after a fork, in the child: the parent's thread does not exist here (a submit would wait forever),
         and the parent's lock may have been held at the fork."""
-        self._executor, self._lock = None, threading.Lock()
+        self._tasks, self._lock = None, threading.Lock()
 
 
 def _under(job: Job | None, function: Callable[..., T], *args, **kwargs) -> T:
