@@ -70,9 +70,7 @@ def _run(slot: JobSlot | None = None, previous: Trace | None = None, **controls)
     feed, trace, started = None, None, time.perf_counter()
     try:
         yield LiveView(status=progress.waiting_line(job, started)).values()  # at once: say what is happening
-        pipeline = yield from progress.loaded(config, job, started)
-        if request.compare:  # a fresh server's first run would otherwise pay set-up costs
-            yield from progress.waiting(worker.MODEL_THREAD.submit(engine.warm_up, pipeline, config, job=job), job, started)
+        pipeline = yield from progress.loaded(config, job, started, warm=request.compare)
         job.enter(progress.FIRST_ROUND)
         feed = worker.Ahead(engine.speculative_decode(pipeline, request.prompt, config), snapshot=_snapshot, job=job)
         seen, sent, plotted, held = 0, float("-inf"), float("-inf"), None
@@ -167,10 +165,7 @@ def _step(session: StepSession | None, slot: JobSlot | None = None, **controls):
             request = RunRequest(**controls)
             config = make_config(request)
             yield (*LiveView(status=progress.waiting_line(job, started)).values(), *KEEP_SESSION)
-            pipeline = yield from progress.loaded(config, job, started, KEEP_SESSION)
-            if request.compare:
-                yield from progress.waiting(worker.MODEL_THREAD.submit(engine.warm_up, pipeline, config, job=job), job, started,
-                                          KEEP_SESSION)
+            pipeline = yield from progress.loaded(config, job, started, KEEP_SESSION, warm=request.compare)
             rounds = engine.speculative_decode(pipeline, request.prompt, config)
             session = StepSession(config, request.prompt, bool(request.compare), pipeline, rounds)
         future = worker.MODEL_THREAD.submit(next, session.rounds, None, job=job)

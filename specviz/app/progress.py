@@ -13,6 +13,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import gradio as gr
 
+from specviz import engine
 from specviz.app import worker
 from specviz.app.callbacks import pipeline_error
 from specviz.app.views import LiveView
@@ -138,14 +139,23 @@ class JobSlot:
         return JobSlot()
 
 
-def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = ()):
-    """The pipeline, built and calibrated on the model thread while this reports each stage; gr.Error on failure."""
+def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = (), warm: bool = False):
+    """The pipeline, built and calibrated on the model thread while this reports each stage; gr.Error on failure.
+    warm: also run each path once first (engine.warm_up, before a timed comparison), in the same model-thread task:
+    a run's first row then waits behind one task of the others', not two."""
     try:
-        return (yield from waiting(worker.MODEL_THREAD.submit(calibrated_pipeline, config, job=job), job, started, extra))
+        return (yield from waiting(worker.MODEL_THREAD.submit(_ready, config, warm, job=job), job, started, extra))
     except (Cancelled, gr.Error):
         raise
     except Exception as error:
         raise pipeline_error(error) from error
+
+
+def _ready(config: DecodeConfig, warm: bool):
+    pipeline = calibrated_pipeline(config)
+    if warm:  # a fresh server's first compared run would otherwise pay set-up costs in one of the two runs
+        engine.warm_up(pipeline, config)
+    return pipeline
 
 
 def following(feed, job: Job, extra: tuple = ()):
