@@ -51,7 +51,7 @@ def test_a_first_visitor_sees_a_real_recorded_run_with_rejections_before_any_mod
         assert fresh.locator("#sv-rows .sv-rejected").count() == kinds.count(REJECTED) >= 3
         assert fresh.locator("#sv-rows .sv-corrected").count() == kinds.count(CORRECTED) >= 3
         assert fresh.locator("#sv-headline").inner_text().startswith("Recorded")  # labelled as recorded, twice
-        assert fresh.locator(f"#sv-rows .sv-row .sv-rejected >> nth=0").bounding_box()["y"] < PROJECTOR["height"]
+        assert fresh.locator("#sv-rows .sv-row .sv-rejected >> nth=0").bounding_box()["y"] < PROJECTOR["height"]
         assert error_badges(fresh) == 0
         _shot(fresh, tmp_path, "first-screen.png")
     finally:

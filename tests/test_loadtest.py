@@ -27,7 +27,8 @@ def test_a_burst_on_scripted_models_measures_every_student_and_the_teacher(capsy
         code = loadtest.main(["--url", url, "--teacher-key", KEY, "--sessions", str(sessions), "--window", "0",
                               "--drafter", PROMPT_LOOKUP, "--max-new-tokens", "24"])
     summary, table = _summary(capsys)
-    assert (summary["runs"], summary["errors"], summary["crosstalk"], summary["place_not_seen"]) == (sessions, 0, 0, 0)
+    assert (summary["runs"], summary["errors"], summary["crosstalk"], summary["place_not_seen"]) == (sessions, 0, 0, 0), \
+        summary["error_messages"]
     assert 0 < summary["first_row_p50_s"] <= summary["first_row_p95_s"] <= summary["end_p50_s"] * 10
     assert summary["longest_queue"] >= 1  # some student waited, and saw it
     assert set(summary["teacher"]) == {"step", "run"} and all(entry["first_row_s"] for entry in summary["teacher"].values())

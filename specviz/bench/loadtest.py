@@ -85,17 +85,18 @@ def is_own(result, prompt: str, seed: int) -> bool:
             and result[0].count('<div class="sv-row">') == len(trace["rounds"]))
 
 
-def one_run(client, request: RunRequest) -> dict:
-    """One Run click, waited for; returns its latency, its time to the first row, and whether it is its own."""
+def one_run(client, request: RunRequest, api_name: str = "/run") -> dict:
+    """One Run click (or `api_name`'s: the teacher's Run or Step), waited for; returns its latency, its time to the
+    first row, and whether it is its own (a Step's result ends with its session, not a trace file: not checked)."""
     press = Press("one", request.prompt, request.seed, pressed=time.monotonic())
-    job = client.submit(*request.api_args(), api_name="/run")
+    job = client.submit(*request.api_args(), api_name=api_name)
     while not job.done():
         look(job, press, time.monotonic())
         time.sleep(0.02)
     result = job.result()
     look(job, press, time.monotonic())
     return {"seconds": time.monotonic() - press.pressed, "first_row_s": press.first_row_s,
-            "own": is_own(result, request.prompt, request.seed)}
+            "own": None if api_name.endswith("step") else is_own(result, request.prompt, request.seed)}
 
 
 def page_request(client, pair: str | None, drafter: str | None, max_new_tokens: int | None,
@@ -135,11 +136,14 @@ def single_session(url: str, process, request_for) -> dict:
 def burst(url: str, process, request_for, sessions: int, window_s: float, runs: int, teacher_key: str | None) -> dict:
     """The class's burst (loadtest_burst.class_burst) and the server's memory after it and at its peak."""
     clients = [session(url) for _ in range(sessions)]  # every student has the page open
-    teacher = None
+    teacher, alone = None, {}
     if teacher_key:
         teacher_client = session(url)
         teacher_client.predict(teacher_key, api_name="/teacher_unlock")
         teacher = (teacher_client, request_for("Teacher", TEACHER_SEED))
+        # with nobody else running: the teacher's lane against a student's Run alone (single_session's)
+        alone = {kind: one_run(teacher_client, request_for("Teacher alone", TEACHER_SEED), f"/teacher_{kind}")["first_row_s"]
+                 for kind in ("step", "run")}
     peak, done = [0], threading.Event()
 
     def sample_memory() -> None:
@@ -149,6 +153,7 @@ def burst(url: str, process, request_for, sessions: int, window_s: float, runs: 
     sampler = threading.Thread(target=sample_memory, daemon=True)
     sampler.start()
     result = class_burst(clients, request_for, window_s, runs, is_own, teacher)
+    result["teacher_alone"] = alone
     done.set()
     time.sleep(SETTLE_S)
     if process is not None:  # read while every page is still open, as a class keeps its tabs

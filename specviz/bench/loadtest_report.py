@@ -9,6 +9,7 @@ import math
 PLACE_WITHIN_S = 1.0  # every session sees its queue place this soon after pressing Run
 MEMORY_WITHIN = 0.10  # server memory after the burst, relative to a single session's
 QUEUED = 2  # the teacher's lane is judged only where a queue formed: a student saw at least this many waiting
+AT_REST_WITHIN = 1.2  # alone on the server, the teacher's first row is at most this times a student's alone
 
 
 def percentile(values: list[float], fraction: float) -> float | None:
@@ -56,6 +57,7 @@ def summarize(sessions: int, runs: int, burst: dict, single: dict, memory: dict 
         "rss_vs_single": _rounded(rss_after / rss_single - 1, 4) if rss_single and rss_after else None,
         "teacher": {kind: {"first_row_s": _rounded(press.first_row_s), "place_s": _rounded(press.place_s)}
                     for kind, press in teacher.items()},
+        "teacher_alone_first_row_s": {kind: _rounded(seconds) for kind, seconds in burst.get("teacher_alone", {}).items()},
         "error_messages": errors[:10],
     }
     if memory:
@@ -67,6 +69,7 @@ def summarize(sessions: int, runs: int, burst: dict, single: dict, memory: dict 
 def goals(summary: dict) -> dict:
     """Each goal: what it asks, what was measured, and whether it is met (None: not measured)."""
     teacher_rows = [entry["first_row_s"] for entry in summary["teacher"].values()]
+    alone_rows, single = list(summary.get("teacher_alone_first_row_s", {}).values()), summary["single_first_row_s"]
     queued = summary["longest_queue"] >= QUEUED
     class_p50 = summary["first_row_p50_s"]
     return {
@@ -90,6 +93,11 @@ def goals(summary: dict) -> dict:
                                           "teacher's lane had nobody to pass: not judged"),
                     "met": None if not teacher_rows or not queued else
                     None not in teacher_rows and class_p50 is not None and max(teacher_rows) < class_p50},
+        "teacher_at_rest": {"goal": f"with nobody else running, the teacher's Step and Run show a row within "
+                                    f"{AT_REST_WITHIN:g}× a student's Run alone",
+                            "measured": None if not alone_rows else f"{alone_rows} s against {single}",
+                            "met": None if not alone_rows or single is None or None in alone_rows else
+                            max(alone_rows) <= AT_REST_WITHIN * single},
     }
 
 
