@@ -105,6 +105,27 @@ def wait_for_done(page, timeout_ms: int = 240_000) -> None:
     page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Done')", timeout=timeout_ms)
 
 
+def words_broken(page, selector: str) -> list[str]:
+    """The words (runs of letters and digits) inside `selector` that the page splits across two lines: a term broken
+    mid-word ("iteratio n"). A break at a space, a hyphen or a slash is a line break, not this."""
+    return page.evaluate("""selector => { const broken = [];
+        for (const root of document.querySelectorAll(selector)) {
+            const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+            while (walker.nextNode()) {
+                const node = walker.currentNode, words = /[\\p{L}\\p{N}]+/gu;
+                let match;
+                while ((match = words.exec(node.textContent))) {
+                    const range = document.createRange();
+                    range.setStart(node, match.index);
+                    range.setEnd(node, match.index + match[0].length);
+                    const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+                    if (lines.size > 1) broken.push(match[0]);
+                }
+            }
+        }
+        return broken; }""", selector)
+
+
 def row_count(page) -> int:
     return page.locator("#sv-rows .sv-row").count()
 

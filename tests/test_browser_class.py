@@ -18,6 +18,7 @@ from tests.browser import (
     run_with_the_draft_model,
     wait_for_done,
     wait_until_settled,
+    words_broken,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -122,4 +123,20 @@ def test_every_glossary_cell_is_whole(page):
     by_term = {row[0]: row[1] for row in cells}
     assert by_term["TVD"].endswith("the noise band shown beside it.")
     assert "D_LK(p, q) = Σₓ |p(x) − M(x)|" in by_term["D_LK"] and by_term["D_LK"].endswith("as a preset).")
+    assert words_broken(page, "#sv-glossary") == []  # no term split mid-word ("iteratio n")
+
+
+def test_no_term_breaks_mid_word_on_a_phone(page, app_url):
+    phone = page.context.browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    small = phone.new_page()
+    try:
+        small.goto(app_url)
+        small.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        small.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length > 0", timeout=30_000)
+        assert words_broken(small, "#sv-stats, #sv-headline, #sv-status") == []  # the recorded run's stats
+        open_tab(small, "Glossary")
+        small.locator("#sv-glossary table tbody tr").first.wait_for(timeout=30_000)
+        assert words_broken(small, "#sv-glossary") == []
+    finally:
+        phone.close()
     open_live(page)

@@ -48,8 +48,8 @@ def test_a_first_visitor_sees_a_real_recorded_run_with_rejections_before_any_mod
                                 timeout=30_000)
         wait_until_settled(fresh)
         assert fresh.locator("#sv-rows .sv-row").count() == len(recorded.rounds) == plotted_rounds(fresh)
-        assert fresh.locator("#sv-rows .sv-rejected").count() == kinds.count(REJECTED) >= 3
-        assert fresh.locator("#sv-rows .sv-corrected").count() == kinds.count(CORRECTED) >= 3
+        assert fresh.locator("#sv-rows .sv-row .sv-rejected").count() == kinds.count(REJECTED) >= 3
+        assert fresh.locator("#sv-rows .sv-row .sv-corrected").count() == kinds.count(CORRECTED) >= 3
         assert fresh.locator("#sv-headline").inner_text().startswith("Recorded")  # labelled as recorded, twice
         assert fresh.locator("#sv-rows .sv-row .sv-rejected >> nth=0").bounding_box()["y"] < PROJECTOR["height"]
         assert error_badges(fresh) == 0
@@ -73,7 +73,7 @@ def test_after_run_the_projectors_first_screen_holds_the_buttons_rows_speedup_an
         assert "measured" in fresh.locator("#sv-headline").inner_text() and headline["height"] > 10
         plot = _on_screen(fresh, fresh.locator("#sv-alpha-plot .js-plotly-plot"), PROJECTOR["height"])
         assert plot["height"] > 200
-        rejected, corrected = (fresh.locator(f"#sv-rows .sv-{kind}").count() for kind in ("rejected", "corrected"))
+        rejected, corrected = (fresh.locator(f"#sv-rows .sv-row .sv-{kind}").count() for kind in ("rejected", "corrected"))
         tokens = int(fresh.locator("#sv-status").inner_text().split(":")[1].split()[0])
         assert rejected >= 3 and corrected >= 1 and tokens == 64, (rejected, corrected, tokens)
         assert f"{rejected} rejection" in fresh.locator("#sv-headline").inner_text()  # the headline agrees with the rows

@@ -169,3 +169,16 @@ def test_negative_control_corrections_drawn_from_the_target_are_caught(monkeypat
     rows = simulated.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=6)
     first = next(r for r in rows if r["event"] == "first token" and r["sampler"] == "speculative (engine)")
     assert not first["follows_target"]
+
+
+def test_the_experiment_tables_head_their_columns_in_words():
+    """No code names on the page (tokens_per_round_se, agrees): every experiment's headers are words, each once."""
+    from specviz.app import simulated_tab
+
+    for view, args in ((simulated_tab.distribution_view, (0.8, 4, 0)), (simulated_tab.theory_view, (0.05,)),
+                       (simulated_tab.viability_view, (0,))):
+        shown = view(*args)
+        headers = (shown[0] if isinstance(shown, tuple) else shown)["headers"]
+        assert all("_" not in header for header in headers) and len(set(headers)) == len(headers), headers
+    assert simulated_tab.column_name("tokens_per_round_se") == "± (standard error)"
+    assert simulated_tab.column_name("alpha_at_gamma_4") == "α that pays at γ = 4"

@@ -40,9 +40,7 @@ def first_screen() -> tuple:
         return views(None).values()
     view = views(entry.trace())
     view.headline = f"*Recorded*: {view.headline}"
-    when = str(entry.provenance.get("date", "?"))[:10]
-    view.status = (f"**Recorded, not live**: {entry.title}, {when} (more in *Runs & files*). **Run** decodes your "
-                   "prompt live here.")
+    view.status = f"**Recorded, not live**: {entry.title}. **Run** decodes your prompt live."
     view.download = None
     return view.values()
 

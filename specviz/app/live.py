@@ -27,7 +27,7 @@ from specviz.trace import USER_STOP, Trace
 
 # Send the newest rows at most this often (Step shows every round): streaming cost 10-13% at 0.2 s, 2-9% at 0.4 s.
 ROWS_INTERVAL_S = 0.4
-PLOT_INTERVAL_S = 2.0  # and redraw the four plots at most this often (~25 ms of CPU each time)
+PLOT_INTERVAL_S = 6.0  # and redraw the four plots at most this often (~25 ms here, and far more in the browser)
 STOPPED = USER_STOP  # Trace.stop_reason of a run its user stopped
 
 

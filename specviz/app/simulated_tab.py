@@ -14,10 +14,31 @@ from specviz.app.fields import lab_field, run_field
 from specviz.app.views import views  # the live tab's views: shared render code, not a copy
 from specviz.labs import simulated, simulated_figures
 
+COLUMNS = {  # the experiments' keys (labs/simulated.py) as a table's headers say them
+    "event": "event", "sampler": "sampler", "samples": "samples", "chi_square": "χ²", "dof": "degrees of freedom",
+    "p_value": "p-value", "tvd": "TVD from p", "follows_target": "follows p",
+    "alpha": "α", "gamma": "γ", "c": "c", "expected_tokens": "E[tokens per round]", "speedup": "speedup",
+    "best": "best γ", "rounds": "rounds", "tokens_per_round": "tokens per round",
+    "tokens_per_round_se": "± (standard error)", "tokens_per_round_theory": "tokens per round, theory",
+    "speedup_se": "speedup ± (standard error)", "speedup_theory": "speedup, theory",
+    "z": "z: (simulated − theory) / standard error", "agrees": "agrees with theory (|z| ≤ 3)",
+    "corollary_alpha": "α > c pays (corollary 3.9)", "min_alpha": "least α that pays", "best_gamma": "at γ",
+    "alpha_below": "α below it", "speedup_below": "speedup there", "speedup_below_se": "±",
+    "alpha_above": "α above it", "speedup_above": "speedup there ", "speedup_above_se": "± ",
+    "confirmed": "below 1, then above: confirmed",
+}
+
+
+def column_name(key: str) -> str:
+    """A header in words: 'alpha_at_gamma_4' -> 'α that pays at γ = 4'; a key not listed keeps its words."""
+    if key.startswith("alpha_at_gamma_"):
+        return f"α that pays at γ = {key.removeprefix('alpha_at_gamma_')}"
+    return COLUMNS.get(key, key.replace("_", " "))
+
 
 def table(rows: list[dict]) -> dict:
-    """Plain dict rows -> a Dataframe value (numbers rounded for reading)."""
-    headers = list(rows[0]) if rows else []
+    """Plain dict rows -> a Dataframe value (numbers rounded for reading), its headers in words (column_name)."""
+    headers = [column_name(key) for key in rows[0]] if rows else []
     values = [[round(value, 4) if isinstance(value, float) else value for value in row.values()] for row in rows]
     return gr.update(value=values, headers=headers)
 

@@ -93,7 +93,8 @@ def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
     the status line, the settings folded under them, then the rows; on the right the run's headline (the speedup)
     and the α-per-position plot, so the first screen after Run holds all of these. On a phone the columns stack:
     the rows come right after the buttons. The final text, the stats and the other three plots follow below."""
-    gr.Markdown("Watch the small model guess and the large one check, one row per round.", elem_classes="sv-lead")
+    gr.Markdown("Watch the small model guess and the large one check, one row per round; tap a token for its "
+                "numbers.", elem_classes="sv-lead")
     with gr.Row(equal_height=False):
         with gr.Column(scale=3, min_width=320):
             controls, custom_row, buttons, status = _controls(policy, RunRequest(pair=default_pair()))
@@ -151,7 +152,7 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, 
                    "stop": gr.Button("Stop", variant="stop", min_width=60), "reset": gr.Button("Reset", min_width=60)}
     status = gr.Markdown("Press **Run** to decode the prompt, or **Step** for one round at a time.",
                          elem_id="sv-status")
-    with gr.Accordion("Settings: drafter, γ, temperature, tokens, seed, tree", open=False, elem_id="sv-settings"):
+    with gr.Accordion("Settings: γ, temperature, drafter, …", open=False, elem_id="sv-settings"):
         return _settings(policy, initial, pair, custom_row, target, draft, prompt, buttons, status)
 
 

@@ -72,11 +72,14 @@ def rule(trace: Trace | None) -> Step:
     round_index, position = found[0] if found else (len(trace.rounds) - 1,
                                                    figures.default_position(trace.rounds[-1]))
     where = f"round {round_index + 1}, position {position}"
+    greedy = float(trace.config.get("temperature", 1)) == 0
     return Step("The acceptance rule",
                 "For each guess x the large model gives p(x) and the small one gave q(x). The guess is kept when a "
                 "random r in [0, 1) is below min(1, p(x)/q(x)): always when the large model likes it at least as "
                 f"much, otherwise with probability p/q. Below, {where} of this run"
-                + (", its first rejection." if found else "."),
+                + (", its first rejection." if found else ".")
+                + (" This run was greedy (T = 0): p and q are all on one token each, so a guess passes exactly when "
+                   "it is the large model's own first choice; the dashes show both at T = 1." if greedy else ""),
                 figure=figures.p_vs_q_figure(trace.rounds[round_index], position))
 
 
