@@ -12,6 +12,7 @@ from specviz.app import live, worker
 from specviz.app.request import PROMPT_LOOKUP, RunRequest
 from specviz.app.views import LiveView
 from specviz.trace import Trace
+from specviz.words import count
 from tests.fakes import fake_pipeline
 
 LOAD_S = 1.2
@@ -92,8 +93,9 @@ def test_stop_during_the_decoding_ends_the_run_within_a_round(slow_loading):
     assert time.perf_counter() - stopped_at < 0.5 and worker.call(lambda: "free") == "free"
     trace, shown = _trace(output), _named(output)
     assert trace.stop_reason == live.STOPPED and len(trace.token_ids) < REQUEST.max_new_tokens
-    assert _status(output).startswith(f"**Stopped by you after {len(trace.rounds)} rounds**")
-    assert f"stopped by you after {len(trace.rounds)} rounds" in shown["stats"] and shown["download"].endswith(".json")
+    rounds = count(len(trace.rounds), "round")  # "1 round", "3 rounds"
+    assert _status(output).startswith(f"**Stopped by you after {rounds}**")
+    assert f"stopped by you after {rounds}" in shown["stats"] and shown["download"].endswith(".json")
     # every view is of the same rounds: the rows, and the plots drawn afresh (not held from an earlier round)
     assert shown["rows"].count('class="sv-row') == len(trace.rounds)
     histogram = shown["histogram_plot"]

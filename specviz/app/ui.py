@@ -142,8 +142,8 @@ def _controls(policy: Policy, initial: RunRequest) -> tuple[dict, gr.Row, dict, 
     with gr.Row(equal_height=False):
         pair = gr.Dropdown(pair_choices(), value=initial.pair, label="Model pair (target ← draft)",
                            info=pair_help(initial.pair, policy, backend=initial.backend), elem_id="sv-pair",
-                           min_width=260)
-        prompt = gr.Textbox(initial.prompt, label="Prompt", lines=2, max_lines=12, min_width=260)
+                           min_width=260, scale=3)  # the longest pair's label fits at 1366×768
+        prompt = gr.Textbox(initial.prompt, label="Prompt", lines=2, max_lines=12, min_width=260, scale=2)
     with gr.Row(visible=False) as custom_row:
         target = gr.Textbox(initial.target, label="Target id or folder", placeholder="HuggingFaceTB/SmolLM2-360M-Instruct")
         draft = gr.Textbox(initial.draft, label="Draft id or folder", placeholder="HuggingFaceTB/SmolLM2-135M-Instruct")
