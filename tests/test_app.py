@@ -46,6 +46,22 @@ def test_the_run_and_step_endpoints_take_the_request_fields_in_order():
 
 
 @pytest.mark.slow
+def test_the_tabs_are_the_groups_in_a_lessons_order_each_with_its_labs():
+    """The page's top tabs are the live tab then TAB_GROUPS' groups, in order; each group holds exactly its labs."""
+    import gradio as gr
+
+    from specviz.app.lab_tabs import LIVE_TAB, TAB_GROUPS
+    from specviz.app.ui import build_app
+
+    tabs = [block for block in build_app().blocks.values() if isinstance(block, gr.Tab)]
+    top = [tab for tab in tabs if tab.label == LIVE_TAB or tab.label in TAB_GROUPS]
+    assert [tab.label for tab in top] == [LIVE_TAB, *TAB_GROUPS]
+    for group in top[1:]:
+        inside = [tab.label for tab in tabs if tab.parent is not None and tab.parent.parent is group]
+        assert inside == TAB_GROUPS[group.label], group.label
+
+
+@pytest.mark.slow
 def test_importing_the_app_builds_nothing_and_starts_no_thread():
     """Only app.py builds the Blocks (Spaces need its module-level `demo`); the model thread starts on first use."""
     import subprocess

@@ -4,6 +4,8 @@ widgets and the labs' pure functions."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import gradio as gr
 
 from specviz.app.anatomy_tab import anatomy_tab
@@ -153,61 +155,62 @@ GROUP_LEADS = {  # the one plain sentence each group opens with
 }
 
 
+@contextmanager
+def _group(name: str):
+    """A group's tab: its plain sentence, then a wrapping tab bar for its labs (TAB_GROUPS[name], built inside)."""
+    with gr.Tab(name, id=name):
+        gr.Markdown(GROUP_LEADS[name], elem_classes="sv-lead")
+        with gr.Tabs(overflow_behavior="wrap"):
+            yield
+
+
 def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State, files=None) -> None:
     """The tabs after the live tab, to be called inside its `gr.Tabs()`: the lesson, the labs in their groups
     (TAB_GROUPS), the Runs & files tab (`files()` builds it) and the reference. Initial views load with the page."""
     with gr.Tab("Lesson", id="Lesson") as lesson:
         lesson_inputs, lesson_outputs = lesson_tab(demo, trace_state)
     lesson.select(show_step, lesson_inputs, lesson_outputs, queue=False)  # the run on the page may have changed
-    with gr.Tab("Why it is exact", id="Why it is exact"):
-        gr.Markdown(GROUP_LEADS["Why it is exact"], elem_classes="sv-lead")
-        with gr.Tabs(overflow_behavior="wrap"):
-            with gr.Tab("Sampling lab"):
-                sampling_inputs, sampling_outputs = sampling_tab()
-            with gr.Tab("Verification rules") as rules:
-                rules_where = rules_tab(trace_state)
-            with gr.Tab("Losslessness"):
-                lossless_tab()
-    # Round and position move to the live run's first tested draft when the tab opens (round 1 never drafts)
+    with _group("Why it is exact"):
+        with gr.Tab("Sampling lab"):
+            sampling_inputs, sampling_outputs = sampling_tab()
+        with gr.Tab("Verification rules") as rules:
+            rules_where = rules_tab(trace_state)
+        with gr.Tab("Losslessness"):
+            lossless_tab()
+    # Round and position move to the live run's draft where the rules part most when the tab opens
     rules.select(follow_run, [trace_state, *rules_where], list(rules_where), queue=False)
-    with gr.Tab("Why it is fast", id="Why it is fast"):
-        gr.Markdown(GROUP_LEADS["Why it is fast"], elem_classes="sv-lead")
-        with gr.Tabs(overflow_behavior="wrap"):
-            with gr.Tab("Memory bandwidth"):
-                bandwidth_inputs, bandwidth_outputs = bandwidth_tab()
-            with gr.Tab("Theory") as theory:
-                _, theory_inputs, theory_outputs = theory_tab(trace_state)
-                tree_inputs, tree_outputs = tree_theory_section(trace_state)
-            with gr.Tab("Round anatomy"):
-                anatomy_tab(trace_state)
-            with gr.Tab("When it pays") as pays:
-                pays_inputs, pays_outputs = when_it_pays_tab(trace_state)
-            with gr.Tab("Simulated models"):
-                simulated_tab()
+    with _group("Why it is fast"):
+        with gr.Tab("Memory bandwidth"):
+            bandwidth_inputs, bandwidth_outputs = bandwidth_tab()
+        with gr.Tab("Theory") as theory:
+            _, theory_inputs, theory_outputs = theory_tab(trace_state)
+            tree_inputs, tree_outputs = tree_theory_section(trace_state)
+        with gr.Tab("Round anatomy"):
+            anatomy_tab(trace_state)
+        with gr.Tab("When it pays") as pays:
+            pays_inputs, pays_outputs = when_it_pays_tab(trace_state)
+        with gr.Tab("Simulated models"):
+            simulated_tab()
     # Redrawn when the tab is opened, so the last live run's point shows (a change listener on the trace state
     # would make Gradio hash the whole trace on every streamed update).
     theory.select(theory_views, theory_inputs, theory_outputs)
     theory.select(tree_theory_views, tree_inputs, tree_outputs)
     pays.select(pays_view, pays_inputs, pays_outputs)  # redrawn on opening: the live run joins the regimes
-    with gr.Tab("Try it yourself", id="Try it yourself"):
-        gr.Markdown(GROUP_LEADS["Try it yourself"], elem_classes="sv-lead")
-        with gr.Tabs(overflow_behavior="wrap"):
-            with gr.Tab("You are the drafter"):
-                you_draft_tab()
-            with gr.Tab("Course exercises"):
-                course_tab()
+    with _group("Try it yourself"):
+        with gr.Tab("You are the drafter"):
+            you_draft_tab()
+        with gr.Tab("Course exercises"):
+            course_tab()
     with gr.Tab("Runs & files", id="Runs & files"):
         if files is not None:
             files()
-    with gr.Tab("Reference", id="Reference"):
-        gr.Markdown(GROUP_LEADS["Reference"], elem_classes="sv-lead")
-        with gr.Tabs(overflow_behavior="wrap"):
-            with gr.Tab("Glossary"):
-                gr.Markdown(glossary.glossary_markdown(), elem_id="sv-glossary")
-                gr.Markdown("### Engine vocabulary: specviz's figures in llama.cpp's and vLLM's counters\n\n"
-                            "A run's stats panel and `generate --json` (`engine_counters`) give these counts, to set "
-                            "beside your server's.\n\n" + vocabulary_markdown())
-                gr.Markdown(SOURCES_NOTE)
+    with _group("Reference"):
+        with gr.Tab("Glossary"):
+            gr.Markdown(glossary.glossary_markdown(), elem_id="sv-glossary")
+            gr.Markdown("### Engine vocabulary: specviz's figures in llama.cpp's and vLLM's counters\n\n"
+                        "A run's stats panel and `generate --json` (`engine_counters`) give these counts, to set "
+                        "beside your server's.\n\n" + vocabulary_markdown())
+            gr.Markdown(SOURCES_NOTE)
     demo.load(theory_views, theory_inputs, theory_outputs)
     demo.load(tree_theory_views, tree_inputs, tree_outputs)
     demo.load(overlap_view, sampling_inputs, sampling_outputs)
