@@ -50,9 +50,10 @@ def test_the_tabs_are_the_groups_in_a_lessons_order_each_with_its_labs():
     """The page's top tabs are the live tab then TAB_GROUPS' groups, in order; each group holds exactly its labs."""
     import gradio as gr
 
-    from specviz.app.lab_tabs import LIVE_TAB, TAB_GROUPS
+    from specviz.app.lab_tabs import LAB_LEADS, LIVE_TAB, TAB_GROUPS
     from specviz.app.ui import build_app
 
+    assert set(LAB_LEADS) == {lab for labs in TAB_GROUPS.values() for lab in labs}  # each lab opens with its sentence
     tabs = [block for block in build_app().blocks.values() if isinstance(block, gr.Tab)]
     top = [tab for tab in tabs if tab.label == LIVE_TAB or tab.label in TAB_GROUPS]
     assert [tab.label for tab in top] == [LIVE_TAB, *TAB_GROUPS]

@@ -155,6 +155,32 @@ GROUP_LEADS = {  # the one plain sentence each group opens with
 }
 
 
+LAB_LEADS = {  # the one plain sentence each lab opens with, before its own notation
+    "Sampling lab": "Draw speculative samples from distributions you type, and see that they come out as p says.",
+    "Verification rules": "The exact rule against the shortcuts engines take: only the exact one keeps the large "
+                          "model's text.",
+    "Losslessness": "Run the real model many times and check that each token comes out as often as the model "
+                    "alone would write it.",
+    "Memory bandwidth": "Why one token costs as much as many: every step reads all the weights from memory.",
+    "Theory": "How many tokens a round yields, and how much faster that makes decoding, for any α, γ and c.",
+    "Round anatomy": "Where each round of the run spent its time, and why the measured speedup differs from the "
+                     "predicted one.",
+    "When it pays": "Measured machines side by side: where checking many tokens costs about one, it pays.",
+    "Simulated models": "Made-up models whose agreement you set exactly, run through the real engine.",
+    "You are the drafter": "Guess the next tokens yourself, and let the real model check them.",
+    "Course exercises": "The course's exercises, each worked step by step.",
+    "Glossary": "Every term the page uses, one line each.",
+}
+
+
+@contextmanager
+def _lab(name: str):
+    """A lab's tab inside its group, opening with its plain sentence (LAB_LEADS); yields the Tab."""
+    with gr.Tab(name) as tab:
+        gr.Markdown(LAB_LEADS[name], elem_classes="sv-lead")
+        yield tab
+
+
 @contextmanager
 def _group(name: str):
     """A group's tab: its plain sentence, then a wrapping tab bar for its labs (TAB_GROUPS[name], built inside)."""
@@ -171,25 +197,25 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State, files=None) -> None:
         lesson_inputs, lesson_outputs = lesson_tab(demo, trace_state)
     lesson.select(show_step, lesson_inputs, lesson_outputs, queue=False)  # the run on the page may have changed
     with _group("Why it is exact"):
-        with gr.Tab("Sampling lab"):
+        with _lab("Sampling lab"):
             sampling_inputs, sampling_outputs = sampling_tab()
-        with gr.Tab("Verification rules") as rules:
+        with _lab("Verification rules") as rules:
             rules_where = rules_tab(trace_state)
-        with gr.Tab("Losslessness"):
+        with _lab("Losslessness"):
             lossless_tab()
     # Round and position move to the live run's draft where the rules part most when the tab opens
     rules.select(follow_run, [trace_state, *rules_where], list(rules_where), queue=False)
     with _group("Why it is fast"):
-        with gr.Tab("Memory bandwidth"):
+        with _lab("Memory bandwidth"):
             bandwidth_inputs, bandwidth_outputs = bandwidth_tab()
-        with gr.Tab("Theory") as theory:
+        with _lab("Theory") as theory:
             _, theory_inputs, theory_outputs = theory_tab(trace_state)
             tree_inputs, tree_outputs = tree_theory_section(trace_state)
-        with gr.Tab("Round anatomy"):
+        with _lab("Round anatomy"):
             anatomy_tab(trace_state)
-        with gr.Tab("When it pays") as pays:
+        with _lab("When it pays") as pays:
             pays_inputs, pays_outputs = when_it_pays_tab(trace_state)
-        with gr.Tab("Simulated models"):
+        with _lab("Simulated models"):
             simulated_tab()
     # Redrawn when the tab is opened, so the last live run's point shows (a change listener on the trace state
     # would make Gradio hash the whole trace on every streamed update).
@@ -197,15 +223,15 @@ def build_lab_tabs(demo: gr.Blocks, trace_state: gr.State, files=None) -> None:
     theory.select(tree_theory_views, tree_inputs, tree_outputs)
     pays.select(pays_view, pays_inputs, pays_outputs)  # redrawn on opening: the live run joins the regimes
     with _group("Try it yourself"):
-        with gr.Tab("You are the drafter"):
+        with _lab("You are the drafter"):
             you_draft_tab()
-        with gr.Tab("Course exercises"):
+        with _lab("Course exercises"):
             course_tab()
     with gr.Tab("Runs & files", id="Runs & files"):
         if files is not None:
             files()
     with _group("Reference"):
-        with gr.Tab("Glossary"):
+        with _lab("Glossary"):
             gr.Markdown(glossary.glossary_markdown(), elem_id="sv-glossary")
             gr.Markdown("### Engine vocabulary: specviz's figures in llama.cpp's and vLLM's counters\n\n"
                         "A run's stats panel and `generate --json` (`engine_counters`) give these counts, to set "
