@@ -10,7 +10,9 @@ import pytest
 from tests.browser import (
     choose_pair,
     error_badges,
+    open_live,
     open_settings,
+    open_tab,
     plotted_rounds,
     row_count,
     run_with_the_draft_model,
@@ -127,7 +129,8 @@ def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tm
     """Export the run, open the file in a page that may fetch nothing, and compare it with the app."""
     run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     rows, stats = row_count(page), page.locator("#sv-stats").inner_text()
-    page.get_by_role("button", name="Export page (HTML): rows, plots and stats in one file that opens offline").click()
+    open_tab(page, "Runs & files")  # export, load and the gallery have a tab of their own
+    page.get_by_role("button", name="Export the run as one page (HTML)").click()
     link = page.locator("#sv-exported a").first
     link.wait_for(timeout=60_000)
     with page.expect_download() as download:
@@ -146,6 +149,7 @@ def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tm
     shots = Path(os.environ.get("SPECVIZ_SCREENSHOT_DIR", tmp_path))
     offline.screenshot(path=str(shots / "exported-page.png"), full_page=True)
     offline.close()
+    open_live(page)  # as the next test expects
 
 
 @pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
