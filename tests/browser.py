@@ -94,9 +94,7 @@ def run_with_the_draft_model(page, pair: str) -> None:
     max_tokens.press("Enter")
     page.get_by_label("draft model", exact=True).check()
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('stopped by eos')"
-                           " || document.querySelector('#sv-stats').innerText.includes('stopped by max_new_tokens')",
-                           timeout=120_000)
+    wait_for_done(page, timeout_ms=120_000)  # the run and its comparison with plain decoding
 
 
 def wait_for_done(page, timeout_ms: int = 240_000) -> None:

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.browser import choose_pair, error_badges, open_live, row_count, screenshot_tab
+from tests.browser import choose_pair, error_badges, open_live, row_count, screenshot_tab, wait_for_done
 from tests.conftest import save_tiny_llama
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -49,8 +49,7 @@ def test_a_draft_of_another_tokenizer_shows_its_own_pieces_over_the_target_token
         box.fill(value)
         box.press("Enter")
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-stats').innerText)",
-                           timeout=180_000)
+    wait_for_done(page, timeout_ms=180_000)  # the run and its comparison with plain decoding
     page.locator(".sv-cross-hint").wait_for(timeout=10_000)
     aligned = page.locator("#sv-rows .sv-aligned")
     assert aligned.count() > 0 and aligned.count() <= row_count(page)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tests.browser import error_badges, screenshot_tab
+from tests.browser import error_badges, open_tab, screenshot_tab
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -13,7 +13,7 @@ def test_the_cross_vocabulary_case_shows_both_rules_and_follows_the_slider(page,
     from specviz.app.cross_vocab_case import TITLE
     from specviz.labs.cross_vocab_rule import CASES
 
-    page.get_by_role("tab", name="Verification rules", exact=True).click()
+    open_tab(page, "Verification rules")
     accordion = page.locator("#sv-cross-vocab")
     accordion.get_by_text(TITLE, exact=True).click()
     page.get_by_role("button", name="Compare the exact and the naïve rule", exact=True).click()
