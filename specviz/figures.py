@@ -157,7 +157,7 @@ def p_vs_q_figure(round_: Round, position: int) -> go.Figure:
     if soft_p:
         below.extend(greedy_margin(soft_p, soft_q, drafted).split("<br>"))
     below = wrapped(below)
-    figure.update_layout(**LAYOUT, title=title, barmode="overlay", yaxis=dict(title="probability", range=[0, 1.05]),
+    figure.update_layout(**LAYOUT, title=title, barmode="overlay", yaxis=dict(title="probability", range=[0, 1.3]),
                          xaxis=dict(tickangle=-45, automargin=True, title=dict(text="<br>".join(below),
                                                                                font=dict(size=12))))
     entries = len(figure.data)
