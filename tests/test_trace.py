@@ -92,3 +92,24 @@ def test_downloadable_trace_files_expire_so_a_long_running_server_keeps_its_disk
     assert not os.path.exists(first) and Trace.from_json(open(second, encoding="utf-8").read()) == trace
     assert os.path.dirname(second) != os.path.dirname(first)  # a folder each: equal names never clash
     assert os.path.basename(second).startswith("specviz-run-") and os.path.basename(second).endswith(".json")
+
+
+def test_sessions_that_prune_expired_trace_files_at_once_all_get_their_file(good, tmp_path, monkeypatch):
+    """A class downloads at once: each write prunes the same expired folders while the others do, and none fails."""
+    import os
+    import tempfile
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    stale = time.time() - trace_files.TRACE_FILE_TTL_S - 60
+    for number in range(600):
+        old = tmp_path / "specviz-traces" / f"old{number}" / "run.json"
+        old.parent.mkdir(parents=True)
+        old.write_text("{}")
+        os.utime(old, (stale, stale))
+    trace = Trace.from_dict(good)
+    with ThreadPoolExecutor(6) as pool:
+        written = list(pool.map(lambda _: trace_files.write_trace_file(trace), range(24)))
+    assert all(os.path.exists(path) for path in written)
+    assert sorted(os.listdir(tmp_path / "specviz-traces")) == sorted(os.path.basename(os.path.dirname(path)) for path in written)

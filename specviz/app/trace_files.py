@@ -27,17 +27,24 @@ def write_trace_file(trace: Trace, suffix: str = ".json") -> str:
     (Gradio serves its own copy, pruned by delete_cache)."""
     root = Path(tempfile.gettempdir()) / "specviz-traces"
     root.mkdir(exist_ok=True)
-    expired = time.time() - TRACE_FILE_TTL_S
-    for old in root.glob("*/*"):
-        try:
-            if old.stat().st_mtime < expired:
-                old.unlink()
-                old.parent.rmdir()
-        except OSError:  # another worker removed it first
-            pass
+    remove_expired(root, time.time() - TRACE_FILE_TTL_S)
     path = Path(tempfile.mkdtemp(dir=root)) / download_name(trace, suffix, time.localtime())
     path.write_text(run_html(trace) if suffix == ".html" else trace.to_json(), encoding="utf-8")
     return str(path)
+
+
+def remove_expired(root: Path, expired: float) -> None:
+    """Remove the files under root's folders written before `expired`, and their folders. Other sessions prune the
+    same folders at the same time, so each folder is listed on its own and one that vanishes mid-way is skipped
+    (a glob over root/*/* raises when a folder goes between two of its listings)."""
+    for folder in list(root.iterdir()):
+        try:
+            for old in list(folder.iterdir()):
+                if old.stat().st_mtime < expired:
+                    old.unlink()
+                    folder.rmdir()
+        except OSError:  # another session removed it first
+            continue
 
 
 def download_name(trace: Trace, suffix: str, when: time.struct_time) -> str:
