@@ -11,7 +11,6 @@ import os
 import sys
 
 from specviz import job
-from specviz.cli_output import LEGEND, format_round, json_summary, print_summary
 from specviz.config import (
     BACKENDS,
     NGRAM_DRAFTER,
@@ -23,11 +22,12 @@ from specviz.config import (
     check_prompt,
     parse_field,
 )
+from specviz.decoding.pipeline import build_pipeline, calibrate, calibration_sizes
 from specviz.drafters import registry
 from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs
-from specviz.pipeline import build_pipeline, calibrate, calibration_sizes
 from specviz.trace import Trace
+from specviz.views.cli_output import LEGEND, format_round, json_summary, print_summary
 
 FORWARDED = {  # subcommands whose arguments belong to a tool: `python -m specviz bench --help` shows them
     "bench": "the benchmark against plain decoding and transformers (python -m specviz bench --help)",
@@ -148,8 +148,8 @@ def config_from_args(args) -> DecodeConfig:
 
 
 def generate(args) -> int:
-    from specviz import engine
-    from specviz.metrics import summarize
+    from specviz.analysis.metrics import summarize
+    from specviz.decoding import engine
 
     check_outputs(files={"--trace-out": args.trace_out, "--html-out": args.html_out})  # before any model loads
     config = config_from_args(args)
@@ -168,14 +168,14 @@ def generate(args) -> int:
     if args.baseline:
         trace.baseline = engine.baseline_decode(pipeline, args.prompt, config)
         if config.temperature == 0:  # greedy: the runs should agree; where not, say whether it is a rounding tie
-            from specviz.parting import find_parting
+            from specviz.analysis.parting import find_parting
 
             prompt_ids = engine.checked_prompt_ids(pipeline, args.prompt, config)
             parting = find_parting(pipeline.target, prompt_ids, trace.baseline.token_ids, trace.token_ids,
                                    pipeline.dtype)
     metrics = summarize(trace)
     if args.html_out:
-        from specviz.export import write_run_html
+        from specviz.views.export import write_run_html
 
         write_run_html(trace, args.html_out)
     if args.trace_out:
@@ -189,7 +189,7 @@ def generate(args) -> int:
 
 
 def _trace_from_text(text: str) -> Trace:
-    from specviz.export import trace_from_text  # plotly and the figures load only when a trace is read
+    from specviz.views.export import trace_from_text  # plotly and the figures load only when a trace is read
 
     return trace_from_text(text)
 
@@ -209,8 +209,8 @@ def replay(args) -> int:
             print(format_round(round_, colour))
         print(f"\n{trace.text}")
         return 0
-    from specviz.gallery import changed_models
-    from specviz.replay import first_difference
+    from specviz.decoding.replay import first_difference
+    from specviz.views.gallery import changed_models
 
     changed = changed_models(args.trace)
     if changed:  # a gallery entry recorded on other weights than this code pins: a replay would compare other models

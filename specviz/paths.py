@@ -13,6 +13,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]  # the repository: app.py, assets/, specviz/
+ASSETS = ROOT / "assets"  # what ships beside the code: the distilled head, the gallery, the CSS, recorded regimes
+
 
 class OutputPathError(ValueError):
     """An output path that cannot be written: the message names the option and the path."""

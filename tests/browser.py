@@ -16,7 +16,7 @@ PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and
 def open_tab(page, name: str) -> None:
     """Click a tab by its name: a group of the top bar ("Why it is fast"), or a lab inside one ("Theory"), whose
     group is opened first (lab_tabs.TAB_GROUPS). The bars wrap: every tab shows, none sits in a "⋯" menu."""
-    from specviz.app.lab_tabs import TAB_GROUPS
+    from specviz.app.tabs.groups import TAB_GROUPS
 
     group = next((group for group, labs in TAB_GROUPS.items() if name in labs), None)
     if group is not None:
@@ -33,7 +33,7 @@ def open_settings(page) -> None:
 
 
 def open_live(page) -> None:
-    from specviz.app.lab_tabs import LIVE_TAB
+    from specviz.app.tabs.groups import LIVE_TAB
 
     page.get_by_role("tab", name=LIVE_TAB, exact=True).click()
 

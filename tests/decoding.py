@@ -3,8 +3,8 @@
 
 def greedy_acceptance(config, prompts) -> float:
     """Decode each prompt speculatively, assert the output is the target's own greedy output, return α."""
-    from specviz import engine
-    from specviz.pipeline import build_pipeline
+    from specviz.decoding import engine
+    from specviz.decoding.pipeline import build_pipeline
 
     pipeline = build_pipeline(config)
     accepted = drafted = 0

@@ -8,9 +8,9 @@ import os
 import socket
 import time
 
-from specviz import pipeline
 from specviz.app import progress
 from specviz.app.request import PROMPT_LOOKUP, RunRequest
+from specviz.decoding import pipeline
 from specviz.models.cache import WeightsCache
 from tests.fakes import fake_pipeline
 

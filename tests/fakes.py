@@ -6,10 +6,10 @@ changes the distributions and shows up in the statistical tests.
 
 import torch
 
+from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models.cache import WeightsCache
-from specviz.pipeline import Pipeline
 
 
 class FakeLanguageModel:

@@ -3,10 +3,10 @@
 import pytest
 import torch
 
-from specviz import engine
-from specviz.adaptive import DRAFT_MARGIN, PRIOR_ALPHA, AdaptiveGamma
+from specviz.analysis.metrics import chi_square_test, total_variation
 from specviz.config import DecodeConfig
-from specviz.metrics import chi_square_test, total_variation
+from specviz.decoding import engine
+from specviz.decoding.adaptive import DRAFT_MARGIN, PRIOR_ALPHA, AdaptiveGamma
 from tests.fakes import fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
 
@@ -160,7 +160,7 @@ def test_seeded_with_an_arithmetic_bound_targets_costs_adaptive_gamma_decodes_pl
     """4-bit weights on llama.cpp: v(2) = 1.8, a draft step 0.47 of the target's (this CPU, docs/results.md). At the
     prior α of 0.5 no draft pays, and the seeded policy knows it before any round is timed; unseeded, it prices
     verification with a GPU's flat prior and a draft as free, and drafts."""
-    from specviz.adaptive import gamma_policy
+    from specviz.decoding.adaptive import gamma_policy
 
     steps = [85.0, 153.0, 214.0, 282.0, 350.0]  # the target's forward over k = 1..5 tokens, ms
     seeded = gamma_policy(4, adaptive=True, costless=False, target_forward_ms=steps, draft_step_ms=40.0)

@@ -50,7 +50,7 @@ def test_the_tabs_are_the_groups_in_a_lessons_order_each_with_its_labs():
     """The page's top tabs are the live tab then TAB_GROUPS' groups, in order; each group holds exactly its labs."""
     import gradio as gr
 
-    from specviz.app.lab_tabs import LAB_LEADS, LIVE_TAB, TAB_GROUPS
+    from specviz.app.tabs.groups import LAB_LEADS, LIVE_TAB, TAB_GROUPS
     from specviz.app.ui import build_app
 
     assert set(LAB_LEADS) == {lab for labs in TAB_GROUPS.values() for lab in labs}  # each lab opens with its sentence
@@ -75,7 +75,7 @@ def test_importing_the_app_builds_nothing_and_starts_no_thread():
         "original = gr.Blocks.__init__\n"
         "gr.Blocks.__init__ = lambda self, *args, **kwargs: (built.append(1), original(self, *args, **kwargs))[1]\n"
         "before = {thread.name for thread in threading.enumerate()}\n"
-        "import specviz.app.ui, specviz.app.live, specviz.app.lab_tabs\n"
+        "import specviz.app.ui, specviz.app.live, specviz.app.tabs.groups\n"
         "from specviz.app import worker\n"
         "started = {thread.name for thread in threading.enumerate()} - before\n"
         "print(len(built), worker.MODEL_THREAD.started(), sorted(started))\n"
@@ -170,9 +170,9 @@ def test_adaptive_gamma_from_the_ui_matches_plain_decoding(client):
 
 @pytest.mark.slow
 def test_the_speedup_plot_puts_an_adaptive_run_at_its_mean_draft_length():
-    from specviz import engine
+    from specviz.analysis.metrics import measured_gamma
     from specviz.config import DecodeConfig
-    from specviz.metrics import measured_gamma
+    from specviz.decoding import engine
     from tests.fakes import fake_pipeline
 
     config = DecodeConfig(gamma=4, max_new_tokens=24, temperature=1.0, seed=5, chat=False, adaptive=True)
@@ -185,11 +185,11 @@ def test_the_speedup_plot_puts_an_adaptive_run_at_its_mean_draft_length():
 
 @pytest.mark.parametrize("temperature,said", [(0.0, "identical output: yes"), (1.0, "not expected at T > 0")])
 def test_the_stats_explain_what_identical_output_means_at_each_temperature(temperature, said):
-    from specviz import engine
+    from specviz.analysis.metrics import summarize
     from specviz.config import DecodeConfig
-    from specviz.metrics import summarize
-    from specviz.pipeline import calibrate
-    from specviz.stats_text import stats_markdown
+    from specviz.decoding import engine
+    from specviz.decoding.pipeline import calibrate
+    from specviz.views.stats_text import stats_markdown
     from tests.fakes import fake_pipeline
 
     pipeline, config = fake_pipeline(8, draft_salt=1), DecodeConfig(gamma=3, max_new_tokens=24, temperature=temperature,
@@ -355,10 +355,10 @@ def test_a_client_that_vanishes_mid_run_frees_the_model(app_server):
 
 @pytest.mark.parametrize("dtype,said", [("float32", "this is a bug"), ("bfloat16", "In bfloat16 a forward over several")])
 def test_a_greedy_run_that_parts_from_plain_decoding_is_a_bug_in_float32_and_a_rounding_tie_in_half(dtype, said):
-    from specviz import engine
+    from specviz.analysis.metrics import summarize
     from specviz.config import DecodeConfig
-    from specviz.metrics import summarize
-    from specviz.stats_text import stats_markdown
+    from specviz.decoding import engine
+    from specviz.views.stats_text import stats_markdown
     from tests.fakes import fake_pipeline
 
     pipeline, config = fake_pipeline(8, draft_salt=1), DecodeConfig(gamma=3, max_new_tokens=12, chat=False)

@@ -1,10 +1,10 @@
 """The shape of the package, read from its import graph (every `import` in every module, lazy ones too).
 
-Data flows one way (DESIGN.md): models -> drafters -> pipeline -> engine -> recording -> trace -> metrics/theory ->
-figures/render -> labs -> app, with bench and distill as tools. Every module has a layer in that order (LAYERS) and
-imports only from its own layer and those to its left, but for the few edges named in ALLOWED_RIGHTWARD, each with
-its reason. Only specviz/app/ imports gradio; the core never imports the tools (app, bench, distill); nothing
-imports in a cycle.
+The folders are the layers, bottom to top (DESIGN.md): core (the pure maths) -> models -> drafters -> decoding ->
+analysis -> views -> labs -> app, with bench and distill as tools and a few base modules beneath them all. A module's
+layer is its first folder (LAYERS); it imports only from its own layer and those below it, but for edges named in
+ALLOWED_RIGHTWARD, each with its reason. Only specviz/app/ imports gradio; the core never imports the tools (app,
+bench, distill); nothing imports in a cycle.
 """
 
 import ast
@@ -67,14 +67,11 @@ def test_the_core_never_imports_the_tools():
     assert offenders == []
 
 
-MODEL_STAGES = ("specviz.models", "specviz.drafters", "specviz.pipeline", "specviz.engine", "specviz.recording")
+MODEL_STAGES = ("specviz.models", "specviz.drafters", "specviz.decoding")
 ENGINE_LABS = {  # labs that run the real engine (on the live pair, or on simulated models) to show what it does
-    "specviz.labs.lossless", "specviz.labs.rules_on_run", "specviz.labs.you_draft", "specviz.labs.simulated",
-    "specviz.labs.simulated_models",
-    # the seed table: seed 003's rows count a real engine run's forwards on the simulated models, and seed 004's
-    # pair is read from models.presets, so each row checks the value the app itself would use
-    "specviz.labs.seed_rows"}
-MEASURING_LABS = {"specviz.labs.bandwidth"}  # times this machine's matrix products through models.profiling
+    "specviz.labs.losslessness.checks", "specviz.labs.verification_rules.on_run", "specviz.labs.you_are_the_drafter",
+    "specviz.labs.simulated_models.experiments", "specviz.labs.simulated_models.models"}
+MEASURING_LABS = {"specviz.labs.memory_bandwidth.bandwidth"}  # times this machine's matrix products through models.profiling
 
 
 def test_labs_are_pure_maths_and_figures_except_those_that_run_the_engine():
@@ -85,7 +82,7 @@ def test_labs_are_pure_maths_and_figures_except_those_that_run_the_engine():
     assert sorted((module, other) for module in labs for other in graph[module] if _in(other, TOOLS)) == []
     reaching = {module for module in labs if any(_in(other, MODEL_STAGES) for other in graph[module])}
     assert reaching == ENGINE_LABS | MEASURING_LABS
-    assert all(any(_in(other, ["specviz.engine", "specviz.pipeline"]) for other in graph[module]) for module in ENGINE_LABS)
+    assert all(any(_in(other, ["specviz.decoding"]) for other in graph[module]) for module in ENGINE_LABS)
 
 
 def test_there_is_no_import_cycle():
@@ -111,40 +108,26 @@ def test_there_is_no_import_cycle():
     assert cycles == []
 
 
-# Each module's layer, left to right: DESIGN.md's data flow. A package's modules share its layer; a new top-level
-# module fails test_every_module_has_a_layer until it is placed here.
+# The layers, bottom to top: a module's layer is its first folder under specviz/ (DESIGN.md's data flow). The few
+# top-level modules are the base every layer reads (config, trace, job, paths, words) or the entry points.
+BASE = ("specviz.config", "specviz.trace", "specviz.job", "specviz.paths", "specviz.words")
 LAYERS = (
-    ("base", ("specviz.config", "specviz.sampling", "specviz.verify", "specviz.tree_verify", "specviz.job",
-              "specviz.paths", "specviz.words")),  # no stage:
-    # the config every stage reads, the tensor maths of steps 3 and 4, the cancel flag, output-path checks
+    ("base", BASE),  # the config every stage reads, the trace's plain data, the cancel flag, output paths, counts in words
+    ("core", ("specviz.core",)),  # the pure maths: sampling, the accept/reject steps, the acceptance rules, theory
     ("models", ("specviz.models",)),  # loading, caches, kernels (cpu_linear, int4), v(k) measurement, presets
     ("drafters", ("specviz.drafters",)),
-    ("pipeline", ("specviz.pipeline", "specviz.calibration_store")),  # the pipeline, and its timings kept on disk
-    ("engine", ("specviz.engine", "specviz.adaptive", "specviz.tree_budget")),  # the rounds; the γ and tree policies
-    ("recording", ("specviz.recording",)),
-    ("trace", ("specviz.trace", "specviz.replay", "specviz.gallery")),  # the plain data, its JSON / replay branch,
-    # and the gallery's recorded runs (a trace with its provenance, read by export and the app)
-    ("metrics/theory", ("specviz.metrics", "specviz.speedup", "specviz.definitions", "specviz.theory", "specviz.counters",
-                        "specviz.parting", "specviz.tree_metrics", "specviz.vocab_metrics")),  # trace -> numbers
-    ("figures/render", ("specviz.figures", "specviz.render", "specviz.render_tree", "specviz.render_align",
-                        "specviz.stats_text",
-                        "specviz.export", "specviz.cli_output")),  # numbers and traces -> figures, HTML, Markdown, terminal lines
+    ("decoding", ("specviz.decoding",)),  # pipeline, calibration, the engine's rounds, γ and tree policies, recording, replay
+    ("analysis", ("specviz.analysis",)),  # trace -> numbers
+    ("views", ("specviz.views",)),  # numbers and traces -> figures, HTML, Markdown, terminal lines, the gallery
     ("labs", ("specviz.labs",)),  # the app's teaching tabs: maths and figures, a few on the engine
     ("app", ("specviz.app",)),
     ("tools", ("specviz.bench", "specviz.distill")),  # use the engine (bench drives the app too); nothing imports them
-    ("entry points", (*sorted(ENTRY_POINTS), "specviz.gallery_runs")),  # gallery_runs records the gallery's runs
-    # through the generate command (cli), in one process
+    ("entry points", tuple(sorted(ENTRY_POINTS))),
 )
 
-# Edges that point to a layer right of the importer's, as the code stands. Each is named, with its reason; any other
-# rightward import fails. The first three are where DESIGN's diagram draws data flow, not imports: the engine and
-# recording produce the trace's records, so they import their types.
-ALLOWED_RIGHTWARD = {
-    ("specviz.engine", "specviz.recording"): "the engine hands each verified round to record_round, outside its timers",
-    ("specviz.engine", "specviz.trace"): "the engine yields trace.Round records and fills the Trace of the run",
-    ("specviz.recording", "specviz.trace"): "recording builds trace's Round and Token records, the data it writes",
-    ("specviz.adaptive", "specviz.theory"): "adaptive γ prices k tokens with theory.verify_cost_at (theory imports nothing)",
-}
+# Edges that point to a layer right of the importer's. Each is named, with its reason; any other rightward import
+# fails. Today there are none.
+ALLOWED_RIGHTWARD: dict[tuple[str, str], str] = {}
 
 
 def _layer(module: str) -> int | None:
@@ -202,18 +185,19 @@ def test_the_graph_reader_sees_a_planted_cycle_and_a_planted_gradio_import(tmp_p
 
 def test_the_layer_check_sees_a_planted_rightward_import_and_an_unplaced_module(tmp_path, monkeypatch):
     """Negative control: a model back-end that imports a drafter (lazily, inside a function) fails the layer order,
-    and so does a top-level module that no layer holds; an allowed edge and a leftward one pass."""
+    and so does a top-level module that no layer holds; leftward imports pass."""
     fake = tmp_path / "specviz"
-    for package in ("models", "drafters"):
+    for package in ("core", "models", "drafters", "decoding"):
         (fake / package).mkdir(parents=True)
         (fake / package / "__init__.py").write_text("")
     (fake / "__init__.py").write_text("")
-    (fake / "drafters" / "lookup.py").write_text("from specviz.models import presets\n")
+    (fake / "trace.py").write_text("")
+    (fake / "core" / "verify.py").write_text("import torch\n")
+    (fake / "drafters" / "lookup.py").write_text("from specviz.models import presets\nfrom specviz.core import verify\n")
     (fake / "models" / "presets.py").write_text("import torch\n")
-    (fake / "engine.py").write_text("from specviz import recording\nfrom specviz.drafters import lookup\n")
-    (fake / "recording.py").write_text("")
+    (fake / "decoding" / "engine.py").write_text("from specviz import trace\nfrom specviz.drafters import lookup\n")
     monkeypatch.setitem(globals(), "PACKAGE", fake)
-    test_no_module_imports_from_a_layer_to_its_right()  # drafters -> models (left) and the allowed engine -> recording
+    test_no_module_imports_from_a_layer_to_its_right()  # drafters -> models and core, decoding -> drafters and base
     test_every_module_has_a_layer()
 
     (fake / "models" / "presets.py").write_text("def offline_drafter():\n    from specviz.drafters.lookup import x\n")

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from specviz import theory
 from specviz.bench import command, report
 from specviz.bench import run as bench
+from specviz.core import theory
 
 
 def _run(tmp_path, *extra):

@@ -91,9 +91,9 @@ def test_an_offline_hub_pair_is_refused_at_once_and_the_menu_goes_back(page):
 
 
 def test_opening_a_gallery_run_sets_the_controls_to_its_settings(page):
-    from specviz import gallery
     from specviz.app.pair_menu import PAIRS, pair_choices
     from specviz.app.request import RunRequest
+    from specviz.views import gallery
 
     entry = next(entry for entry in gallery.entries() if entry.name == "4-coder-prose-t1")
     recorded = entry.trace()

@@ -10,8 +10,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser]
 def test_the_cross_vocabulary_case_shows_both_rules_and_follows_the_slider(page, tmp_path):
     """Open the accordion, compare on the textbook case (naïve TV 0.2), move s to 1 (the two rules agree), then pick
     the nearly shared case: the slider moves to its s = 0.95 and the figure redraws."""
-    from specviz.app.cross_vocab_case import TITLE
-    from specviz.labs.cross_vocab_rule import CASES
+    from specviz.app.tabs.cross_vocab_case import TITLE
+    from specviz.labs.verification_rules.cross_vocab import CASES
 
     open_tab(page, "Verification rules")
     accordion = page.locator("#sv-cross-vocab")

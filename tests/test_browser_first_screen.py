@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from specviz import gallery
-from specviz.app.gallery_panel import FIRST_SCREEN
-from specviz.app.lab_tabs import LIVE_TAB, TAB_GROUPS
+from specviz.app.tabs.groups import LIVE_TAB, TAB_GROUPS
+from specviz.app.tabs.runs_and_files import FIRST_SCREEN
 from specviz.labs import lesson
 from specviz.trace import CORRECTED, REJECTED
+from specviz.views import gallery
 from tests.browser import error_badges, plotted_rounds, wait_for_done, wait_until_settled
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]

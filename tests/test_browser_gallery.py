@@ -5,8 +5,8 @@ loaded, and the page shows that run: its rows, its plots, its provenance, and fo
 import pytest
 from playwright.sync_api import expect
 
-from specviz import gallery
 from specviz.trace import REJECTED
+from specviz.views import gallery
 from tests.browser import (
     error_badges,
     open_gallery_entry,
@@ -39,7 +39,7 @@ def _open(page, name: str):
 @pytest.mark.parametrize("name", ["3-coder-code-t1", "7-coder-smollm2-draft-t0"])
 def test_a_recorded_real_run_opens_in_one_click_with_its_provenance(page, tmp_path, name):
     if name not in ENTRIES:
-        pytest.fail(f"assets/gallery/{name}.json is missing: python -m specviz.gallery_runs {name}")
+        pytest.fail(f"assets/gallery/{name}.json is missing: python -m scripts.gallery_runs {name}")
     entry, rounds = _open(page, name)
     assert row_count(page) == rounds and plotted_rounds(page) == rounds  # the plots agree with the rows
     status = page.locator("#sv-status").inner_text()

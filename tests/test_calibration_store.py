@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-from specviz import calibration_store
-from specviz.pipeline import calibrate
+from specviz.decoding import calibration_store
+from specviz.decoding.pipeline import calibrate
 from tests.fakes import fake_pipeline
 
 

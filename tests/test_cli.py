@@ -12,9 +12,9 @@ import sys
 import pytest
 
 from specviz.cli import build_parser, config_from_args, main
-from specviz.cli_output import format_round
 from specviz.config import QUANTIZED_DRAFTER, DrafterSpec
 from specviz.trace import Round, Token
+from specviz.views.cli_output import format_round
 
 
 def run_cli(*args, **env_vars):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from specviz.counters import VOCABULARY, engine_counters, vocabulary_markdown
+from specviz.analysis.counters import VOCABULARY, engine_counters, vocabulary_markdown
 from tests.test_metrics import hand_built_trace
 
 
@@ -39,7 +39,7 @@ def test_docs_engines_md_holds_the_table_the_app_shows():
 
 
 def test_the_vocabulary_quotes_the_definitions_it_shares_with_the_stats():
-    from specviz.metrics import DEFINITIONS
+    from specviz.analysis.metrics import DEFINITIONS
 
     relations = {row["specviz"]: row["relation"] for row in VOCABULARY}
     assert relations["α (per-token acceptance rate)"].startswith(DEFINITIONS["alpha"].formula)

@@ -7,13 +7,13 @@ import itertools
 import pytest
 import torch
 
-from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.core.sampling import Standardizer
+from specviz.decoding import engine
+from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.cross_vocab import CrossVocabDrafter, start_tokens
 from specviz.drafters.vocab_bridge import SPECIAL, VocabBridge, byte_level_bytes, sentencepiece_bytes, token_keys
 from specviz.models.cache import WeightsCache
-from specviz.pipeline import Pipeline
-from specviz.sampling import Standardizer
 from tests.fakes import FakeLanguageModel, fake_pipeline
 from tests.test_tree_engine import _fit
 
@@ -182,11 +182,11 @@ def test_a_draft_whose_tokenizer_starts_texts_with_a_bos_reads_its_context_after
 
 
 def test_each_round_records_what_share_of_the_draft_s_belief_it_could_propose():
-    from specviz.cli_output import json_summary
-    from specviz.metrics import summarize
-    from specviz.stats_text import stats_markdown
+    from specviz.analysis.metrics import summarize
+    from specviz.analysis.vocab_metrics import shared_mass
     from specviz.trace import Trace
-    from specviz.vocab_metrics import shared_mass
+    from specviz.views.cli_output import json_summary
+    from specviz.views.stats_text import stats_markdown
 
     config = DecodeConfig(gamma=3, max_new_tokens=8, chat=False, temperature=1.0, seed=3)
     trace = Trace.from_json(engine.run_speculative(_pipeline(), PROMPT, config).to_json())  # it survives JSON

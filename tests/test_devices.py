@@ -8,14 +8,14 @@ stand in for the models, since what is checked here does not depend on the weigh
 import pytest
 import torch
 
-from specviz import engine
+from specviz.analysis.parting import find_parting
 from specviz.config import DecodeConfig
+from specviz.core.verify import BONUS, CORRECTED, verify
+from specviz.decoding import engine
+from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models.cache import WeightsCache
 from specviz.models.loading import TransformersModel
-from specviz.parting import find_parting
-from specviz.pipeline import Pipeline
-from specviz.verify import BONUS, CORRECTED, verify
 from tests.fakes import FakeTokenizer
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
@@ -57,7 +57,7 @@ def test_the_textbook_round_gives_the_same_result_on_the_device(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_sampled_tokens_follow_the_target_on_the_device(device):
-    from specviz.metrics import chi_square_test
+    from specviz.analysis.metrics import chi_square_test
 
     generator = torch.Generator().manual_seed(99)
     samples = 3_000
@@ -103,7 +103,7 @@ def _pipeline(device: str, dtype: torch.dtype) -> Pipeline:
 def test_greedy_output_is_the_targets_own_except_at_a_tie(device, dtype):
     """Speculative greedy decoding gives the target's greedy tokens. In bfloat16 a (γ+1)-token forward may round a
     logit differently from a one-token forward, so two near-equal logits can swap: where the sequences part,
-    the two tokens' logits must be no further apart than other forward shapes move them (specviz.parting). In
+    the two tokens' logits must be no further apart than other forward shapes move them (specviz.analysis.parting). In
     float32 they must not part at all."""
     pipeline = _pipeline(device, dtype)
     prompt = "The quick brown fox jumps over the lazy dog"

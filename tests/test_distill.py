@@ -3,14 +3,14 @@
 import pytest
 import torch
 
-from specviz import engine
 from specviz.config import DISTILLED_DRAFTER, LOOKUP_FIRST, DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import build_pipeline, eos_ids
 from specviz.distill import train as distill
 from specviz.distill import unrolled
 from specviz.distill.prompts import first_stage_prompts, passage_prompts, vocabulary_words
 from specviz.drafters import distilled
 from specviz.drafters.weights import distilled_draft
-from specviz.pipeline import build_pipeline, eos_ids
 from specviz.trace import ACCEPTED, REJECTED
 from tests.decoding import greedy_acceptance
 

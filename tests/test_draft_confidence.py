@@ -6,10 +6,10 @@ still equal the target's greedy run; and it must really stop (shorter drafts whe
 import pytest
 import torch
 
-from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.core.sampling import Standardizer
+from specviz.decoding import engine
 from specviz.drafters.model import DraftModelDrafter
-from specviz.sampling import Standardizer
 from tests.fakes import FakeLanguageModel, fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
 from tests.test_verify import _chi_square_p_value

@@ -4,9 +4,9 @@ acceptance from the model's drafts only, by that source, not by whether the roun
 import pytest
 import torch
 
-from specviz.adaptive import AdaptiveGamma, RoundTiming
+from specviz.core.sampling import Standardizer
+from specviz.decoding.adaptive import AdaptiveGamma, RoundTiming
 from specviz.drafters.base import BY_LOOKUP, BY_MODEL, Draft
-from specviz.sampling import Standardizer
 from tests.fakes import fake_pipeline
 
 

@@ -7,14 +7,15 @@ import json
 import pytest
 import torch
 
-from specviz import cli, engine
+from specviz import cli
 from specviz.config import OFFLINE_MODEL, DecodeConfig
+from specviz.core.sampling import Standardizer
+from specviz.decoding import engine
+from specviz.decoding.pipeline import Pipeline, build_pipeline
+from specviz.decoding.replay import first_difference
 from specviz.drafters.model import SINK, DraftModelDrafter, window_view
 from specviz.models.cache import WeightsCache
 from specviz.models.language_model import TransformersModel
-from specviz.pipeline import Pipeline, build_pipeline
-from specviz.replay import first_difference
-from specviz.sampling import Standardizer
 from specviz.trace import Trace
 from tests.fakes import FakeLanguageModel, FakeTokenizer
 from tests.test_head_subset import SubsetFake

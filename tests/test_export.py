@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from specviz import engine
 from specviz.config import DecodeConfig
-from specviz.export import markdown_lines_html, run_html, trace_from_text
+from specviz.decoding import engine
 from specviz.trace import Trace
+from specviz.views.export import markdown_lines_html, run_html, trace_from_text
 from tests.fakes import fake_pipeline
 
 

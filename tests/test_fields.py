@@ -189,8 +189,8 @@ def test_the_system_prompt_may_be_empty_or_the_templates_default():
 def test_an_empty_system_prompt_leaves_nothing_hidden_in_what_the_model_reads():
     from transformers import AutoTokenizer
 
+    from specviz.decoding.pipeline import encode_prompt
     from specviz.models.offline import ModelUnavailable, offline_checkpoint
-    from specviz.pipeline import encode_prompt
 
     try:
         tokenizer = AutoTokenizer.from_pretrained(offline_checkpoint())
@@ -207,12 +207,13 @@ def test_the_page_sends_an_empty_system_prompt_by_default():
 
 
 @pytest.mark.parametrize("callback,arguments,sentence", [
-    ("simulated_tab.run_view", (1.5, 4, 0.1, 64, 1, 0), "Overlap β must be a number from 0 to 1, got 1.5."),
-    ("simulated_tab.run_view", (0.7, "four", 0.1, 64, 1, 0), "gamma must be a whole number from 1 to 16, got 'four'."),
-    ("simulated_tab.viability_view", (-1,), "seed must be a whole number"),
-    ("bandwidth_tab.bandwidth_view", (11, 2, "fast", 312, 1, 1000),
+    ("tabs.simulated_models.run_view", (1.5, 4, 0.1, 64, 1, 0), "Overlap β must be a number from 0 to 1, got 1.5."),
+    ("tabs.simulated_models.run_view", (0.7, "four", 0.1, 64, 1, 0), "gamma must be a whole number from 1 to 16, got 'four'."),
+    ("tabs.simulated_models.viability_view", (-1,), "seed must be a whole number"),
+    ("tabs.memory_bandwidth.bandwidth_view", (11, 2, "fast", 312, 1, 1000),
      "Memory bandwidth (GB/s) must be a number from 0.1 to 1000000, got 'fast'."),
-    ("bandwidth_tab.bandwidth_view", (11, 2, 1935, 312, 1.5, 1000), "Batch B must be a whole number from 1 to 100000, got 1.5."),
+    ("tabs.memory_bandwidth.bandwidth_view", (11, 2, 1935, 312, 1.5, 1000),
+     "Batch B must be a whole number from 1 to 100000, got 1.5."),
 ])
 def test_the_simulated_and_bandwidth_labs_refuse_a_wrong_value_in_the_live_tabs_words(callback, arguments, sentence):
     """Their fields go through the live tab's field table (run settings) or are worded the same way (lab-only)."""
@@ -220,7 +221,7 @@ def test_the_simulated_and_bandwidth_labs_refuse_a_wrong_value_in_the_live_tabs_
 
     import gradio as gr
 
-    module, name = callback.split(".")
+    module, name = callback.rsplit(".", 1)
     with pytest.raises(gr.Error) as refusal:
         getattr(importlib.import_module(f"specviz.app.{module}"), name)(*arguments)
     assert refusal.value.message.startswith(sentence), refusal.value.message

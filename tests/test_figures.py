@@ -5,9 +5,11 @@ import copy
 import pytest
 import torch
 
-from specviz import engine, figures, theory
+from specviz.analysis.metrics import estimate_verify_cost, summarize
 from specviz.config import DecodeConfig
-from specviz.metrics import estimate_verify_cost, summarize
+from specviz.core import theory
+from specviz.decoding import engine
+from specviz.views import figures
 from tests.fakes import fake_pipeline
 from tests.test_metrics import hand_built_trace
 

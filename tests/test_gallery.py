@@ -1,4 +1,4 @@
-"""The gallery of recorded real runs (specviz/gallery.py, app/gallery_panel.py): an entry is a trace plus its
+"""The gallery of recorded real runs (specviz/views/gallery.py, app/gallery_panel.py): an entry is a trace plus its
 provenance, opens with no model, loads where a trace loads, and `replay --check` refuses one recorded on other
 weights. The shipped entries are checked as data here; their replay on the real pair is the slow test below."""
 
@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from specviz import cli, engine, gallery
+from specviz import cli
 from specviz.config import DecodeConfig
-from specviz.export import trace_from_text
+from specviz.decoding import engine
 from specviz.models import split_gguf
 from specviz.models.loading import cpu_kernels
 from specviz.trace import BONUS, CORRECTED, REJECTED, Trace
+from specviz.views import gallery
+from specviz.views.export import trace_from_text
 from tests.fakes import fake_pipeline
 
 CONFIG = DecodeConfig(target="offline:Qwen2.5-Coder-1.5B-Instruct", draft="offline:Qwen2.5-Coder-0.5B-Instruct",
@@ -76,7 +78,7 @@ def test_replay_check_refuses_an_entry_recorded_on_other_weights(entry_file, cap
 
 
 def test_opening_an_entry_fills_the_live_views_and_says_where_it_came_from(entry_file):
-    from specviz.app.gallery_panel import open_entry
+    from specviz.app.tabs.runs_and_files import open_entry
     from specviz.app.views import LiveView
 
     [entry] = gallery.entries(entry_file.parent)
@@ -91,10 +93,10 @@ def test_opening_an_entry_fills_the_live_views_and_says_where_it_came_from(entry
 def test_opening_an_entry_sets_the_controls_so_that_run_repeats_it(entry_file, monkeypatch):
     """Pair, drafter, prompt, γ, T, seed and the rest as recorded: RunRequest.from_config, and the same config back
     from the request where the pair is installed; where it is not, the status line gives the install line."""
-    from specviz.app.gallery_panel import open_entry
     from specviz.app.pair_menu import CODER_PAIR
     from specviz.app.policy import Policy
     from specviz.app.request import DRAFT_MODEL, RunRequest
+    from specviz.app.tabs.runs_and_files import open_entry
     from specviz.app.views import LiveView
 
     [entry] = gallery.entries(entry_file.parent)

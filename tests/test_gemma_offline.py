@@ -122,9 +122,9 @@ def test_a_missing_gemma_is_refused_with_its_own_install_command(monkeypatch):
 
 @pytest.mark.slow
 def test_gemma_loads_and_drafts_for_the_coder_target_with_greedy_output_unchanged():
-    from specviz import engine
     from specviz.config import DecodeConfig
-    from specviz.pipeline import build_pipeline
+    from specviz.decoding import engine
+    from specviz.decoding.pipeline import build_pipeline
 
     for model in (GEMMA_270M, QWEN_CODER_TARGET):
         if not split_gguf.available(model):

@@ -5,15 +5,15 @@ modules are left alone (tied embeddings still read every token), and the output 
 import pytest
 import torch
 
-from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.core.sampling import Standardizer
+from specviz.decoding import engine
+from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models import int4, int4_decoder
 from specviz.models.cache import WeightsCache
 from specviz.models.head_subset import HeadSubset, subset_ids
 from specviz.models.language_model import TransformersModel
-from specviz.pipeline import Pipeline
-from specviz.sampling import Standardizer
 from tests.fakes import FakeLanguageModel, FakeTokenizer
 from tests.test_int4_decoder import tiny_qwen2
 from tests.test_tree_engine import _fit

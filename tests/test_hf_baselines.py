@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from specviz import engine
 from specviz.bench import hf_baselines
 from specviz.config import OFFLINE_MODEL, DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import build_pipeline, encode_prompt
 from specviz.models import loading as models
-from specviz.pipeline import build_pipeline, encode_prompt
 
 PROMPT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
 

@@ -7,10 +7,10 @@ import torch
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
+from specviz.decoding.pipeline import build_pipeline
 from specviz.drafters.weights import int4_draft_step
 from specviz.models import cpu_linear, int4, int4_decoder
 from specviz.models import loading as models
-from specviz.pipeline import build_pipeline
 
 
 def _seeded(model):

@@ -7,9 +7,10 @@ import time
 import pytest
 import torch
 
-from specviz import engine, job
+from specviz import job
 from specviz.app import progress, worker
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
 from specviz.job import Cancelled, Job
 from specviz.models import loading as models
 from tests.fakes import fake_pipeline

@@ -3,7 +3,8 @@ against their datasheet numbers, and the forward timer on a scripted fake model.
 
 import pytest
 
-from specviz.labs import bandwidth, bandwidth_figures
+from specviz.labs.memory_bandwidth import bandwidth
+from specviz.labs.memory_bandwidth import figures as bandwidth_figures
 from tests.fakes import FakeLanguageModel
 
 A100 = bandwidth.PRESETS["A100 80GB PCIe"]
@@ -75,7 +76,7 @@ def test_hierarchy_caption_says_which_figure_is_corrected():
 def test_the_tab_opens_on_the_card_its_caption_corrects():
     """The headline (the opening preset's weight read) and the caption's corrected figure are one number: 14.1 ms,
     not the blog post's 11.4 ms."""
-    from specviz.app.bandwidth_tab import bandwidth_preset, bandwidth_view
+    from specviz.app.tabs.memory_bandwidth import bandwidth_preset, bandwidth_view
 
     headline = bandwidth_view(*bandwidth_preset(bandwidth.OPENING_PRESET), 1, 1000)[0]
     read_ms = 11e9 * 2 / bandwidth.PRESETS[bandwidth.OPENING_PRESET]["bandwidth_bytes_per_s"] * 1e3

@@ -1,11 +1,11 @@
 """labs/calculator.py and calculator_figures.py: every number re-derived here by hand-written formulas, never by
-calling specviz.theory."""
+calling specviz.core.theory."""
 
 import math
 
 import pytest
 
-from specviz.labs import calculator, calculator_figures
+from specviz.labs.theory import calculator, calculator_figures
 
 
 def expected_tokens_by_hand(alpha, gamma):
@@ -187,7 +187,7 @@ def test_no_nan_anywhere_in_the_grid_at_alpha_one():
 
 
 def test_the_theory_tab_shows_chens_points_and_the_live_runs_r_prime():
-    from specviz.app.lab_tabs import theory_views
+    from specviz.app.tabs.groups import theory_views
     from tests.test_metrics import hand_built_trace
 
     chen = theory_views(0.8, 4, 0.05, False, hand_built_trace())[3]  # 2 tokens per round at γ = 4: r′ = 0.4
@@ -195,7 +195,8 @@ def test_the_theory_tab_shows_chens_points_and_the_live_runs_r_prime():
 
 
 def test_seed_002s_d_lk_exercise_is_a_preset_and_in_the_glossary():
-    from specviz.labs import glossary, rejection
+    from specviz.labs import glossary
+    from specviz.labs.sampling_lab import rejection
 
     preset = rejection.PRESETS["D_LK exercise (Leviathan et al.'s divergence)"]
     overlap = sum(min(a, b) for a, b in zip(preset["target_probs"], preset["draft_probs"]))
@@ -219,9 +220,9 @@ def test_every_glossary_cell_is_whole():
 
 
 def test_the_theory_tab_draws_its_best_gamma_and_the_last_run_and_names_the_papers():
-    from specviz import engine
-    from specviz.app.lab_tabs import theory_views
+    from specviz.app.tabs.groups import theory_views
     from specviz.config import DecodeConfig
+    from specviz.decoding import engine
     from tests.fakes import fake_pipeline
 
     text, heatmap, curves, chen, _, oracle_text, _ = theory_views(0.95, 4, 0.005, False, None)

@@ -6,8 +6,12 @@ import math
 import numpy as np
 import pytest
 
-from specviz.labs import course, course_project, course_project_text, course_worked, rejection
-from specviz.labs.course_presets import COURSE_PRESETS
+from specviz.labs.course_exercises import exercises as course
+from specviz.labs.course_exercises import project as course_project
+from specviz.labs.course_exercises import project_text
+from specviz.labs.course_exercises import worked as course_worked
+from specviz.labs.course_exercises.presets import COURSE_PRESETS
+from specviz.labs.sampling_lab import rejection
 
 
 def test_lesson_1_weight_reads_of_a_70b_model_at_2_tb_s():
@@ -156,14 +160,14 @@ def test_experiments_2_and_4_row_by_row():
 
 
 def test_project_markdown_shows_printed_and_recomputed_figures():
-    text = course_project_text.project_markdown()
+    text = project_text.project_markdown()
     for figure in ("0.780", "**0.800**", "2.941", "4.161", "2.952", "0.72", "**0.80**", "1.08          x"):
         assert figure in text, figure
 
 
 def test_course_tab_and_the_project_section_build():
     gradio = pytest.importorskip("gradio")
-    from specviz.app.course_tab import course_project_section, course_tab, exercise_view
+    from specviz.app.tabs.course_exercises import course_project_section, course_tab, exercise_view
 
     with gradio.Blocks():
         course_tab()

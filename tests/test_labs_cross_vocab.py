@@ -4,8 +4,8 @@ tokens is exact, giving the rule the draft's own q is not, and sampling agrees w
 import pytest
 import torch
 
-from specviz.labs.cross_vocab_rule import EXACT, NAIVE, cross_vocab_outcomes
-from specviz.metrics import chi_square_test
+from specviz.analysis.metrics import chi_square_test
+from specviz.labs.verification_rules.cross_vocab import EXACT, NAIVE, cross_vocab_outcomes
 
 
 def _sample(p, q_own, told_naive: bool, samples: int, seed: int = 0) -> torch.Tensor:

@@ -7,10 +7,17 @@ import gradio as gr
 import pytest
 import torch
 
-from specviz.labs import cross_vocab_rule
-from specviz.labs.cross_vocab_figures import LACKED, cross_vocab_figure, cross_vocab_table
-from specviz.labs.cross_vocab_rule import CASES, EXACT, NAIVE, at_shared_mass, chi_square_by_rule, cross_vocab_outcomes
-from specviz.metrics import chi_square_test
+from specviz.analysis.metrics import chi_square_test
+from specviz.labs.verification_rules import cross_vocab
+from specviz.labs.verification_rules.cross_vocab import (
+    CASES,
+    EXACT,
+    NAIVE,
+    at_shared_mass,
+    chi_square_by_rule,
+    cross_vocab_outcomes,
+)
+from specviz.labs.verification_rules.cross_vocab_figures import LACKED, cross_vocab_figure, cross_vocab_table
 
 TEXTBOOK, HALF, NEARLY = CASES  # the three cases, in the menu's order
 P = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
@@ -66,17 +73,17 @@ def test_at_shared_mass_keeps_the_shape_and_refuses_an_empty_or_overfull_draft()
 
 def test_sampling_each_rule_follows_its_closed_form_and_only_the_exact_one_follows_p():
     for rule, outcome in zip((EXACT, NAIVE), cross_vocab_outcomes(P, Q_OWN)):
-        counts = cross_vocab_rule.sample_emitted(P, Q_OWN, rule, 20_000, torch.Generator().manual_seed(3))
+        counts = cross_vocab.sample_emitted(P, Q_OWN, rule, 20_000, torch.Generator().manual_seed(3))
         assert counts.dtype == torch.float64 and counts.sum() == 20_000
         assert chi_square_test(counts, outcome.emitted)[2] > 0.001
     chi_square = chi_square_by_rule(P, Q_OWN, samples=20_000, seed=0)
     assert chi_square[EXACT][2] > 0.001 and chi_square[NAIVE][2] < 1e-12  # the naïve rule never emits 'c'
     with pytest.raises(ValueError, match="one shape"):
-        cross_vocab_rule.sample_emitted(P, Q_OWN, "lenient", 10, torch.Generator())
+        cross_vocab.sample_emitted(P, Q_OWN, "lenient", 10, torch.Generator())
 
 
 def test_the_slider_moves_the_naive_distance_to_zero_and_never_the_exact_one():
-    from specviz.app.cross_vocab_case import cross_vocab_view
+    from specviz.app.tabs.cross_vocab_case import cross_vocab_view
 
     naive_distances = []
     for shared_mass in (0.1, 0.3, 0.5, 0.7, 0.9, 1.0):
@@ -95,7 +102,7 @@ def test_the_slider_moves_the_naive_distance_to_zero_and_never_the_exact_one():
 
 
 def test_nearly_shared_the_naive_error_is_small_but_real():
-    from specviz.app.cross_vocab_case import cross_vocab_view
+    from specviz.app.tabs.cross_vocab_case import cross_vocab_view
 
     _, table = cross_vocab_view(NEARLY, 0.95)
     distance = float(_table_rows(table)[NAIVE][2])
@@ -110,7 +117,7 @@ def test_nearly_shared_the_naive_error_is_small_but_real():
 ])
 def test_bad_input_is_one_quiet_sentence(name, shared_mass, sentence):
     from specviz.app.callbacks import Refusal
-    from specviz.app.cross_vocab_case import cross_vocab_view
+    from specviz.app.tabs.cross_vocab_case import cross_vocab_view
 
     with pytest.raises(gr.Error) as refusal:
         cross_vocab_view(name, shared_mass)
@@ -119,7 +126,7 @@ def test_bad_input_is_one_quiet_sentence(name, shared_mass, sentence):
 
 
 def test_choosing_a_case_moves_the_slider_to_its_own_shared_mass():
-    from specviz.app.cross_vocab_case import case_shared_mass
+    from specviz.app.tabs.cross_vocab_case import case_shared_mass
 
     assert case_shared_mass(TEXTBOOK)["value"] == pytest.approx(0.4)
     assert case_shared_mass(NEARLY)["value"] == pytest.approx(0.95)
@@ -127,7 +134,7 @@ def test_choosing_a_case_moves_the_slider_to_its_own_shared_mass():
 
 @pytest.mark.slow
 def test_the_tab_holds_the_accordion_and_its_endpoint():
-    from specviz.app.cross_vocab_case import TITLE
+    from specviz.app.tabs.cross_vocab_case import TITLE
     from specviz.app.ui import build_app
 
     demo = build_app()

@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from specviz.config import DecodeConfig
-from specviz.labs import lossless
+from specviz.labs.losslessness import checks as lossless
 from tests.fakes import fake_pipeline
 
 CONFIG = DecodeConfig(target="fake-target", draft="fake-draft", gamma=3, temperature=1.0, seed=0, chat=False)
@@ -57,7 +57,7 @@ def test_noise_band_shrinks_with_more_runs_and_bad_sizes_are_refused():
 def test_bad_prefixes_are_refused_before_any_model_loads(prefix, message):
     import gradio as gr
 
-    from specviz.app import lossless_tab
+    from specviz.app.tabs import losslessness as lossless_tab
 
     with pytest.raises(gr.Error, match=message):
         list(lossless_tab.greedy_run(prefix))
@@ -70,8 +70,8 @@ def test_bad_prefixes_are_refused_before_any_model_loads(prefix, message):
 def test_the_chi_square_verdict_states_its_threshold_and_settings_use_the_live_field_table():
     import gradio as gr
 
-    from specviz.app import lossless_tab
-    from specviz.labs.lossless import chi_square_verdict
+    from specviz.app.tabs import losslessness as lossless_tab
+    from specviz.labs.losslessness.checks import chi_square_verdict
 
     assert chi_square_verdict(0.0173) == "p-value 0.0173 ≥ 0.001: consistent with p"
     assert chi_square_verdict(2e-5) == "p-value 2e-05 < 0.001: does not follow p"

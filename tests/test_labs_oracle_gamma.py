@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from specviz.labs import oracle_gamma, oracle_gamma_figures
+from specviz.labs.theory import oracle_gamma, oracle_gamma_figures
 
 
 def fixed_speedup_by_hand(alpha, gamma, c):

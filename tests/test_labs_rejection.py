@@ -6,7 +6,9 @@ import math
 import pytest
 import torch
 
-from specviz.labs.rejection import (
+from specviz.analysis.metrics import chi_square_test, total_variation
+from specviz.labs.sampling_lab.figures import histogram_figure, overlap_figure, step_figure
+from specviz.labs.sampling_lab.rejection import (
     MISTAKES,
     PRESETS,
     classical_rejection,
@@ -18,8 +20,6 @@ from specviz.labs.rejection import (
     speculative_step,
     tvd_noise,
 )
-from specviz.labs.rejection_figures import histogram_figure, overlap_figure, step_figure
-from specviz.metrics import chi_square_test, total_variation
 
 JAPAN = PRESETS["The Japan ... (textbook)"]
 TARGET, DRAFT = JAPAN["target_probs"], JAPAN["draft_probs"]  # p = [.4, .3, .2, .1], q = [.5, .25, .15, .1]
@@ -185,7 +185,7 @@ def test_figures_show_their_inputs():
 
 
 def test_the_mistakes_are_offered_as_sentences_and_sent_as_identifiers():
-    from specviz.labs.rejection import mistake_choices
+    from specviz.labs.sampling_lab.rejection import mistake_choices
 
     choices = mistake_choices()
     assert [value for _, value in choices] == list(MISTAKES)
@@ -197,7 +197,7 @@ def test_the_mistakes_are_offered_as_sentences_and_sent_as_identifiers():
 def test_the_sampling_verdict_states_its_threshold():
     import gradio as gr
 
-    from specviz.app.sampling_tab import NO_MISTAKE, load_preset, sample_view
+    from specviz.app.tabs.sampling_lab import NO_MISTAKE, load_preset, sample_view
 
     fields = load_preset("The Japan ... (textbook)")[:3]
     text, _ = sample_view(*fields, 20_000, NO_MISTAKE, 0)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from specviz.labs import verification_rules as rules
+from specviz.labs.verification_rules import rules
 
 P, Q = [0.4, 0.3, 0.2, 0.1], [0.5, 0.25, 0.15, 0.1]  # the textbook example of verify.py
 
@@ -73,23 +73,23 @@ def test_bad_distributions_are_refused():
 def test_on_a_real_t1_run_only_the_exact_rule_passes_chi_square(offline_target):
     """The issue's check: a real run at T = 1 (the offline target, its 4-bit copy drafting), at its least
     certain tested position: the exact rule's emitted tokens follow p, argmax match's do not."""
-    from specviz import engine
     from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
-    from specviz.labs import rules_on_run
-    from specviz.pipeline import build_pipeline
+    from specviz.decoding import engine
+    from specviz.decoding.pipeline import build_pipeline
+    from specviz.labs.verification_rules import on_run
 
     config = DecodeConfig(draft=QUANTIZED_DRAFTER, temperature=1.0, seed=2, max_new_tokens=24).validate()
     pipeline = build_pipeline(config)
     trace = engine.run_speculative(pipeline, "Write one sentence about the sea.", config)
-    distributions = rules_on_run.run_distributions(pipeline, trace)
+    distributions = on_run.run_distributions(pipeline, trace)
     assert not distributions.untempered and distributions.target_rows.shape == distributions.draft_rows.shape
     assert distributions.target_rows.shape[0] == len(trace.token_ids)
-    tested = [rules_on_run.generated_index(trace, number, token.position) for number, round_ in enumerate(trace.rounds, 1)
+    tested = [on_run.generated_index(trace, number, token.position) for number, round_ in enumerate(trace.rounds, 1)
               for token in round_.tokens if token.kind in ("accepted", "rejected")]
     # the rows are the distributions the run sampled from: each tested draft's recorded p(x) is the row's
     first_round = trace.rounds[0] if trace.rounds[0].drafted else trace.rounds[1]
     token = first_round.tokens[0]
-    index = rules_on_run.generated_index(trace, trace.rounds.index(first_round) + 1, token.position)
+    index = on_run.generated_index(trace, trace.rounds.index(first_round) + 1, token.position)
     assert distributions.target_rows[index, first_round.draft_token_ids[0]].item() == pytest.approx(token.target_prob, abs=1e-4)
     widest = min(tested, key=lambda i: distributions.target_rows[i].max().item())  # the least certain position
     results = rules.chi_square_by_rule(distributions.target_rows[widest], distributions.draft_rows[widest], 20_000)
@@ -98,22 +98,22 @@ def test_on_a_real_t1_run_only_the_exact_rule_passes_chi_square(offline_target):
 
 
 def test_a_greedy_run_gives_the_untempered_distributions(offline_target):
-    from specviz import engine
     from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
-    from specviz.labs import rules_on_run
-    from specviz.pipeline import build_pipeline
+    from specviz.decoding import engine
+    from specviz.decoding.pipeline import build_pipeline
+    from specviz.labs.verification_rules import on_run
 
     config = DecodeConfig(draft=QUANTIZED_DRAFTER, max_new_tokens=8).validate()
     pipeline = build_pipeline(config)
-    distributions = rules_on_run.run_distributions(pipeline, engine.run_speculative(pipeline, "Say hi.", config))
+    distributions = on_run.run_distributions(pipeline, engine.run_speculative(pipeline, "Say hi.", config))
     assert distributions.untempered and distributions.target_rows.max() < 1.0  # not one-hot
     with pytest.raises(ValueError, match="draft model"):
-        rules_on_run.run_distributions(build_pipeline(DecodeConfig(max_new_tokens=8).validate()), engine.run_speculative(
+        on_run.run_distributions(build_pipeline(DecodeConfig(max_new_tokens=8).validate()), engine.run_speculative(
             build_pipeline(DecodeConfig(max_new_tokens=8).validate()), "Say hi.", DecodeConfig(max_new_tokens=8)))
 
 
 def test_the_table_reads_chi_square_against_the_closed_form():
-    from specviz.labs import verification_rules_figures as views
+    from specviz.labs.verification_rules import figures as views
 
     outcomes = rules.outcomes(P, Q)
     table = views.position_table(outcomes, rules.chi_square_by_rule(P, Q, samples=20_000, seed=1), 20_000)
@@ -129,7 +129,7 @@ def test_the_table_reads_chi_square_against_the_closed_form():
 def test_the_tab_answers_presets_without_a_model_and_refuses_without_a_run():
     import gradio as gr
 
-    from specviz.app.rules_tab import LIVE, position_view, run_view
+    from specviz.app.tabs.verification_rules import LIVE, position_view, run_view
 
     estimate, (figure, table) = list(position_view(None, "The Japan ... (textbook)", 1, 1, 0.5, 3, 5_000))
     assert estimate[1].startswith("*Working: about")  # a slow action says so first (app/estimates.py)
@@ -165,30 +165,30 @@ def _fake_run(temperature=1.0):
 
 
 def test_the_first_tested_position_is_never_round_one_and_an_untested_one_is_refused_naming_the_tested():
-    from specviz.labs import rules_on_run
+    from specviz.labs.verification_rules import on_run
 
     trace = _fake_run()
     assert trace.rounds[0].drafted == 0  # round 1 reads the prompt
-    tested = rules_on_run.tested_positions(trace)
-    assert tested and tested[0][0] >= 2 and rules_on_run.first_tested(trace) == (tested[0][0], tested[0][1][0])
-    rules_on_run.generated_index(trace, *rules_on_run.first_tested(trace))  # the default is accepted
+    tested = on_run.tested_positions(trace)
+    assert tested and tested[0][0] >= 2 and on_run.first_tested(trace) == (tested[0][0], tested[0][1][0])
+    on_run.generated_index(trace, *on_run.first_tested(trace))  # the default is accepted
     with pytest.raises(ValueError) as error:
-        rules_on_run.generated_index(trace, 1, 1)
+        on_run.generated_index(trace, 1, 1)
     message = str(error.value)
     assert message == ("round 1 tested no draft positions (round 1 reads the prompt and drafts nothing); tested: "
                        "round 2 positions 1–3, round 3 positions 1–3")
     with pytest.raises(ValueError, match="^round 2 tested draft positions 1, 2, 3, not 4; tested: round 2"):
-        rules_on_run.generated_index(trace, 2, 4)
-    assert rules_on_run.generated_index(trace, 3, 2) == 1 + 3 + 1
-    assert rules_on_run.first_tested(None) is None
+        on_run.generated_index(trace, 2, 4)
+    assert on_run.generated_index(trace, 3, 2) == 1 + 3 + 1
+    assert on_run.first_tested(None) is None
 
 
 def test_the_tab_refuses_an_untested_position_with_a_quiet_sentence_and_follows_the_run():
     import gradio as gr
 
     from specviz.app.callbacks import Refusal
-    from specviz.app.rules_tab import LIVE, follow_run, position_view
-    from specviz.labs import rules_on_run
+    from specviz.app.tabs.verification_rules import LIVE, follow_run, position_view
+    from specviz.labs.verification_rules import on_run
 
     trace = _fake_run()
     with pytest.raises(gr.Error) as error:
@@ -196,16 +196,16 @@ def test_the_tab_refuses_an_untested_position_with_a_quiet_sentence_and_follows_
     assert error.value.message.startswith("Round 1 tested no draft positions (round 1 reads the prompt and drafts "
                                           "nothing); tested: round 2 positions 1–3")
     assert isinstance(error.value, Refusal) and error.value.print_exception is False  # no traceback in the log
-    first = rules_on_run.most_disputed(trace)
+    first = on_run.most_disputed(trace)
     assert [update["value"] for update in follow_run(trace, 1, 1)] == list(first)
     assert follow_run(trace, *first) == ({"__type__": "update"}, {"__type__": "update"})  # a tested choice is kept
     assert [update["value"] for update in follow_run(None, 3, 2)] == [None, None]
 
 
 def test_the_run_view_names_the_live_alpha_beside_the_labs_own():
-    from specviz.app.rules_tab import alpha_comparison
-    from specviz.labs import verification_rules as rules_module
-    from specviz.metrics import summarize
+    from specviz.analysis.metrics import summarize
+    from specviz.app.tabs.verification_rules import alpha_comparison
+    from specviz.labs.verification_rules import rules as rules_module
 
     trace = _fake_run(temperature=0.0)
     totals = {rule: {"alpha": 0.98, "drift": 0.0} for rule in rules_module.RULES}
@@ -220,7 +220,7 @@ def test_empty_boxes_mean_the_first_tested_draft(monkeypatch):
     round of 1 is refused (round 1 drafted nothing)."""
     import gradio as gr
 
-    from specviz.app import rules_tab
+    from specviz.app.tabs import verification_rules as rules_tab
 
     def no_model(trace):
         raise RuntimeError("the position was accepted; the models would load now")

@@ -5,11 +5,13 @@ import math
 import pytest
 import torch
 
-from specviz import engine, metrics, theory
-from specviz.labs import simulated, simulated_figures
-from specviz.labs.simulated_models import PROMPT, SimulatedModel, WordTokenizer, simulated_config, simulated_pipeline
-from specviz.render import rows_html
-from specviz.sampling import Standardizer
+from specviz.analysis import metrics
+from specviz.core import theory
+from specviz.core.sampling import Standardizer
+from specviz.decoding import engine
+from specviz.labs.simulated_models import experiments, figures
+from specviz.labs.simulated_models.models import PROMPT, SimulatedModel, WordTokenizer, simulated_config, simulated_pipeline
+from specviz.views.render import rows_html
 
 PROMPT_IDS = WordTokenizer()(PROMPT)["input_ids"]  # [0, 1]
 
@@ -65,7 +67,7 @@ def test_tokenizer_reads_like_text():
 
 
 def test_a_run_renders_every_kind_and_reports_simulated_cost():
-    trace = simulated.run(overlap=0.6, gamma=4, c=0.1, max_new_tokens=60, seed=3)
+    trace = experiments.run(overlap=0.6, gamma=4, c=0.1, max_new_tokens=60, seed=3)
     html = rows_html(trace)
     for kind in ("accepted", "rejected", "corrected", "bonus"):
         assert f'class="sv-tok sv-{kind}"' in html
@@ -73,14 +75,14 @@ def test_a_run_renders_every_kind_and_reports_simulated_cost():
     overlaps = [t.overlap for r in trace.rounds for t in r.tokens if t.kind in ("accepted", "rejected")]
     assert overlaps and all(abs(value - 0.6) < 1e-6 for value in overlaps)
     cost = sum(r.drafted * 0.1 + 1 for r in trace.rounds)
-    assert simulated.simulated_speedup(trace, 0.1) == pytest.approx(60 / cost)
+    assert experiments.simulated_speedup(trace, 0.1) == pytest.approx(60 / cost)
     summary = metrics.summarize(trace)  # the shared metrics read the simulated timings
     assert summary.c == pytest.approx(0.1) and summary.speedup_measured == pytest.approx(60 / cost)
 
 
 @pytest.mark.parametrize("overlap", [0.0, 0.5, 1.0])
 def test_greedy_output_is_the_targets_own_greedy_decoding(overlap):
-    trace = simulated.run(overlap=overlap, gamma=3, c=0.1, max_new_tokens=30, seed=0, temperature=0.0)
+    trace = experiments.run(overlap=overlap, gamma=3, c=0.1, max_new_tokens=30, seed=0, temperature=0.0)
     world = simulated_pipeline(overlap).target.world
     sequence = list(PROMPT_IDS)
     for _ in range(30):  # argmax of p after the whole prefix, computed without the engine
@@ -91,7 +93,7 @@ def test_greedy_output_is_the_targets_own_greedy_decoding(overlap):
 @pytest.mark.parametrize("alpha,gamma", [(0.5, 3), (0.8, 5), (0.9, 2)])
 def test_tokens_per_round_follow_the_capped_geometric_law(alpha, gamma):
     """Mean within 4 standard errors, the SE taken from the law's own variance and the number of rounds."""
-    mean, _, rounds = simulated.round_statistics(alpha, gamma, n_tokens=600, seed=17)
+    mean, _, rounds = experiments.round_statistics(alpha, gamma, n_tokens=600, seed=17)
     law = theory.tokens_per_round_distribution(alpha, gamma)
     expected = theory.expected_tokens(alpha, gamma)
     variance = sum(n * n * p for n, p in enumerate(law, start=1)) - expected**2
@@ -102,7 +104,7 @@ def test_tokens_per_round_follow_the_capped_geometric_law(alpha, gamma):
 
 
 def test_simulated_vs_theory_rows_agree():
-    rows = simulated.simulated_vs_theory(alpha=0.8, c=0.1, gammas=(3, 5, 7), n_tokens=500, seed=2)
+    rows = experiments.simulated_vs_theory(alpha=0.8, c=0.1, gammas=(3, 5, 7), n_tokens=500, seed=2)
     assert [row["gamma"] for row in rows] == [3, 5, 7]
     for row in rows:
         assert row["agrees"] and abs(row["speedup"] - row["speedup_theory"]) <= 4 * row["speedup_se"]
@@ -110,15 +112,15 @@ def test_simulated_vs_theory_rows_agree():
 
 
 def test_speculative_output_follows_the_target_and_the_draft_does_not():
-    rows = simulated.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=4)
+    rows = experiments.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=4)
     verdicts = {(row["event"], row["sampler"]): row for row in rows}
     for event in ("first token", "first two tokens"):
         assert verdicts[(event, "speculative (engine)")]["follows_target"]
         assert not verdicts[(event, "draft alone")]["follows_target"]
     assert verdicts[("first token", "draft alone")]["tvd"] == pytest.approx(1 - 0.6, abs=0.08)  # TVD(p, q) = 1 − β
-    bars = simulated.first_token_frequencies(overlap=0.6, gamma=4, n_runs=800, seed=4)
+    bars = experiments.first_token_frequencies(overlap=0.6, gamma=4, n_runs=800, seed=4)
     assert sum(row["target"] for row in bars) == pytest.approx(1.0, abs=1e-5)
-    figure = simulated_figures.distribution_figure(bars, overlap=0.6)
+    figure = figures.distribution_figure(bars, overlap=0.6)
     assert list(figure.data[1].y) == [row["speculative"] for row in bars]
 
 
@@ -129,13 +131,13 @@ def test_negative_control_a_target_that_rolls_back_wrongly_is_caught(monkeypatch
         model.tree_parents, model.tree_hashes = [], []
 
     monkeypatch.setattr(SimulatedModel, "keep_path", keep_off_by_one)
-    rows = simulated.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=5)
+    rows = experiments.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=5)
     two_tokens = next(r for r in rows if r["event"] == "first two tokens" and r["sampler"] == "speculative (engine)")
     assert not two_tokens["follows_target"]
 
 
 def test_viability_threshold_is_c():
-    rows = simulated.viability_table(cs=(0.1, 0.3), gammas=(1, 2, 4), margin=0.15, n_tokens=400, seed=1)
+    rows = experiments.viability_table(cs=(0.1, 0.3), gammas=(1, 2, 4), margin=0.15, n_tokens=400, seed=1)
     for row in rows:
         c = row["c"]
         assert row["min_alpha"] == pytest.approx(c, abs=1e-4) and row["best_gamma"] == 1  # corollary 3.9
@@ -143,15 +145,15 @@ def test_viability_threshold_is_c():
         assert row["alpha_at_gamma_1"] < row["alpha_at_gamma_2"] < row["alpha_at_gamma_4"]
         assert theory.speedup(row["alpha_at_gamma_4"], 4, c) == pytest.approx(1.0, abs=1e-4)
         assert row["confirmed"]
-    assert simulated.break_even_alpha(3, 1.0) is None  # a draft as slow as the target never pays
+    assert experiments.break_even_alpha(3, 1.0) is None  # a draft as slow as the target never pays
 
 
 def test_theory_table_and_speedup_figure():
-    rows = simulated.theory_table(alphas=(0.6, 0.8), gammas=(1, 3, 5), c=0.05)
+    rows = experiments.theory_table(alphas=(0.6, 0.8), gammas=(1, 3, 5), c=0.05)
     assert len(rows) == 6 and sum(row["best"] for row in rows) == 2
     assert rows[4]["speedup"] == pytest.approx(theory.speedup(0.8, 3, 0.05), abs=1e-4)
-    simulated_rows = simulated.simulated_vs_theory(alpha=0.7, c=0.1, gammas=(2, 4), n_tokens=150, seed=0)
-    figure = simulated_figures.speedup_vs_gamma_figure(simulated_rows, alpha=0.7, c=0.1)
+    simulated_rows = experiments.simulated_vs_theory(alpha=0.7, c=0.1, gammas=(2, 4), n_tokens=150, seed=0)
+    figure = figures.speedup_vs_gamma_figure(simulated_rows, alpha=0.7, c=0.1)
     assert list(figure.data[1].x) == [2, 4]
     assert list(figure.data[1].error_y.array) == [3 * row["speedup_se"] for row in simulated_rows]
 
@@ -165,20 +167,20 @@ def test_runs_replay_exactly():
 @pytest.mark.slow
 def test_negative_control_corrections_drawn_from_the_target_are_caught(monkeypatch):
     """The tilted draft makes norm(max(0, p − q)) differ from p, so skipping the residual changes the output."""
-    monkeypatch.setattr("specviz.verify.residual", lambda target_probs, draft_probs: target_probs)
-    rows = simulated.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=6)
+    monkeypatch.setattr("specviz.core.verify.residual", lambda target_probs, draft_probs: target_probs)
+    rows = experiments.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=6)
     first = next(r for r in rows if r["event"] == "first token" and r["sampler"] == "speculative (engine)")
     assert not first["follows_target"]
 
 
 def test_the_experiment_tables_head_their_columns_in_words():
     """No code names on the page (tokens_per_round_se, agrees): every experiment's headers are words, each once."""
-    from specviz.app import simulated_tab
+    from specviz.app.tabs import simulated_models
 
-    for view, args in ((simulated_tab.distribution_view, (0.8, 4, 0)), (simulated_tab.theory_view, (0.05,)),
-                       (simulated_tab.viability_view, (0,))):
+    for view, args in ((simulated_models.distribution_view, (0.8, 4, 0)), (simulated_models.theory_view, (0.05,)),
+                       (simulated_models.viability_view, (0,))):
         shown = view(*args)
         headers = (shown[0] if isinstance(shown, tuple) else shown)["headers"]
         assert all("_" not in header for header in headers) and len(set(headers)) == len(headers), headers
-    assert simulated_tab.column_name("tokens_per_round_se") == "± (standard error)"
-    assert simulated_tab.column_name("alpha_at_gamma_4") == "α that pays at γ = 4"
+    assert simulated_models.column_name("tokens_per_round_se") == "± (standard error)"
+    assert simulated_models.column_name("alpha_at_gamma_4") == "α that pays at γ = 4"

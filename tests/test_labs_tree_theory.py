@@ -4,24 +4,23 @@ marked on the figure, and the fields refused in the other labs' words."""
 import gradio as gr
 import pytest
 
-from specviz import theory
-from specviz.drafters.tree import TreeShape
-from specviz.labs import tree_theory
-from specviz.tree_budget import TREE_MARGIN, TreeCosts, best_shape, expected_path
+from specviz.core import theory
+from specviz.core.tree_shape import TREE_MARGIN, TreeCosts, TreeShape, best_shape, expected_path
+from specviz.labs.theory import token_trees
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 0.75, 0.9, 1.0])
 @pytest.mark.parametrize("gamma", [1, 4, 7])
 def test_the_chain_is_leviathans_e(alpha, gamma):
     """a_1 = α and a budget of γ: the chain of γ, whose tokens per round are E(α, γ), whatever a_2."""
-    tokens, nodes, levels, shape = tree_theory.tokens_per_round(gamma, gamma, [alpha, 0.5])
+    tokens, nodes, levels, shape = token_trees.tokens_per_round(gamma, gamma, [alpha, 0.5])
     assert tokens == pytest.approx(theory.expected_tokens(alpha, gamma))
     assert (nodes, levels, shape.branch) == (gamma, gamma, 1)
 
 
 def test_a_hand_computed_tree():
     """γ = 2, budget 4, a = (0.8, 0.5): children 0.8 and 0.2·0.5 = 0.1 at depth 1, the same under the 0.8 node."""
-    tokens, nodes, levels, _ = tree_theory.tokens_per_round(2, 4, [0.8, 0.5])
+    tokens, nodes, levels, _ = token_trees.tokens_per_round(2, 4, [0.8, 0.5])
     assert (nodes, levels) == (4, 2)
     assert tokens == pytest.approx(1 + 0.8 + 0.1 + 0.8 * 0.8 + 0.8 * 0.1)
 
@@ -41,14 +40,14 @@ def test_more_siblings_never_lower_the_expected_path(depth, accept):
 def test_past_the_chain_a_larger_budget_never_lowers_the_expected_tokens(gamma, accept):
     """From the chain's γ nodes up, shape_for's trees only grow: the main line always reaches depth γ and every extra
     node is a sibling or a child added to the tree before."""
-    tokens = [tree_theory.tokens_per_round(gamma, budget, accept)[0] for budget in range(gamma, 4 * gamma + 1)]
+    tokens = [token_trees.tokens_per_round(gamma, budget, accept)[0] for budget in range(gamma, 4 * gamma + 1)]
     assert tokens[0] == pytest.approx(theory.expected_tokens(accept[0], gamma))
     assert all(later >= earlier - 1e-12 for earlier, later in zip(tokens, tokens[1:]))
 
 
 def test_the_chains_rate_is_the_verify_cost_aware_speedup():
-    verify = tree_theory.flat_then_linear(3, 0.2)
-    view = tree_theory.tree_view(5, 0.7, 0.4, 12, verify, 0.05)
+    verify = token_trees.flat_then_linear(3, 0.2)
+    view = token_trees.tree_view(5, 0.7, 0.4, 12, verify, 0.05)
     assert view.chain.cost == pytest.approx(5 * 0.05 + verify(6))
     assert view.chain.rate == pytest.approx(theory.speedup_with_verify_cost(0.7, 5, 0.05, verify))
 
@@ -57,12 +56,12 @@ def test_the_chains_rate_is_the_verify_cost_aware_speedup():
     (4, 0.75, 0.4, 0.05, 8, 0.1), (4, 0.75, 0.4, 0.2, 8, 0.1), (8, 0.6, 0.3, 0.05, 8, 0.1),
     (3, 0.9, 0.1, 0.0, 64, 0.0), (6, 0.5, 0.5, 0.3, 1, 1.0)])
 def test_the_figures_marked_budget_is_best_shapes(gamma, a_first, a_later, c, k0, slope):
-    verify = tree_theory.flat_then_linear(k0, slope)
-    view = tree_theory.tree_view(gamma, a_first, a_later, 7, verify, c)
+    verify = token_trees.flat_then_linear(k0, slope)
+    view = token_trees.tree_view(gamma, a_first, a_later, 7, verify, c)
     costs = TreeCosts([verify(k) for k in range(1, 4 * gamma + 2)], [c] * 4)
     choice = best_shape(gamma, costs, [a_first, a_later])
     assert view.best_budget == (choice.shape.budget if choice.shape is not None else gamma)
-    star = next(trace for trace in tree_theory.rate_figure(view, verify, "flat").data if trace.name.startswith("best_shape"))
+    star = next(trace for trace in token_trees.rate_figure(view, verify, "flat").data if trace.name.startswith("best_shape"))
     assert list(star.x) == [view.best_budget]
     best_row = view.rows[view.best_budget - gamma]
     assert list(star.y) == pytest.approx([best_row.rate])
@@ -72,25 +71,25 @@ def test_the_figures_marked_budget_is_best_shapes(gamma, a_first, a_later, c, k0
 
 
 def test_both_figures_draw_the_chain_and_the_budget_asked_for():
-    view = tree_theory.tree_view(4, 0.75, 0.4, 10, tree_theory.flat_then_linear(8, 0.1), 0.05)
-    tokens = tree_theory.tokens_figure(view)
+    view = token_trees.tree_view(4, 0.75, 0.4, 10, token_trees.flat_then_linear(8, 0.1), 0.05)
+    tokens = token_trees.tokens_figure(view)
     assert list(tokens.data[0].x) == list(range(4, 17))
     chain = next(trace for trace in tokens.data if trace.name.startswith("chain: E = "))
     assert list(chain.y) == pytest.approx([theory.expected_tokens(0.75, 4)] * 2)  # the chain's E, a level
     assert any(trace.name == "your n = 10" for trace in tokens.data)
-    rate = tree_theory.rate_figure(view, tree_theory.flat_then_linear(8, 0.1), "flat")
+    rate = token_trees.rate_figure(view, token_trees.flat_then_linear(8, 0.1), "flat")
     assert rate.data[0].yaxis == "y2" and rate.data[0].y[3] == pytest.approx(1.0) and rate.data[0].y[4] > 1.0  # v(8), v(9)
 
 
 def test_a_budget_past_four_per_level_is_held_at_the_largest_best_shape_considers():
-    view = tree_theory.tree_view(2, 0.75, 0.4, 20, tree_theory.flat_then_linear(8, 0.1), 0.05)
+    view = token_trees.tree_view(2, 0.75, 0.4, 20, token_trees.flat_then_linear(8, 0.1), 0.05)
     assert view.rows[-1].budget == 8 and view.chosen.budget == 8
     assert [row.budget for row in view.rows] == list(range(2, 9))
-    assert tree_theory.tokens_per_round(2, 20, [0.75, 0.4]) == tree_theory.tokens_per_round(2, 8, [0.75, 0.4])
+    assert token_trees.tokens_per_round(2, 20, [0.75, 0.4]) == token_trees.tokens_per_round(2, 8, [0.75, 0.4])
 
 
 def test_the_explanation_cites_the_papers_and_the_exact_rule():
-    text = tree_theory.EXPLANATION
+    text = token_trees.EXPLANATION
     for name in ("Sequoia", "Chen et al. 2024", "SpecInfer", "Miao et al. 2024", "EAGLE-2", "Li et al. 2024",
                  "Jeon et al. 2024", "norm(max(0, P − q))", "(1 − a_1^(γ+1))/(1 − a_1)", f"{TREE_MARGIN:.0%}"):
         assert name in text
@@ -113,7 +112,7 @@ VIEW_ARGUMENTS = dict(gamma=4, a_first=0.75, a_later=0.4, budget=8, curve="flat 
 ])
 def test_the_fields_are_refused_in_the_other_labs_words(change, sentence):
     from specviz.app.callbacks import Refusal
-    from specviz.app.tree_theory_tab import tree_theory_views
+    from specviz.app.tabs.token_trees import tree_theory_views
 
     with pytest.raises(gr.Error) as refusal:
         tree_theory_views(*{**VIEW_ARGUMENTS, **change}.values())
@@ -122,7 +121,7 @@ def test_the_fields_are_refused_in_the_other_labs_words(change, sentence):
 
 
 def test_the_view_reads_out_the_chain_and_the_best_budget():
-    from specviz.app.tree_theory_tab import tree_theory_views
+    from specviz.app.tabs.token_trees import tree_theory_views
 
     text, tokens, rate = tree_theory_views(*VIEW_ARGUMENTS.values())
     assert f"E(a_1, γ) = {theory.expected_tokens(0.75, 4):.3f}" in text and "best_shape" in text
@@ -134,7 +133,7 @@ def test_the_view_reads_out_the_chain_and_the_best_budget():
 
 
 def test_the_view_says_why_the_chain_was_kept():
-    from specviz.app.tree_theory_tab import tree_theory_views
+    from specviz.app.tabs.token_trees import tree_theory_views
 
     steep = {**VIEW_ARGUMENTS, "k0": 1, "slope": 1.0}  # every node costs a whole target forward
     text, _, _ = tree_theory_views(*steep.values())

@@ -7,10 +7,11 @@ import time
 import gradio as gr
 import pytest
 
-from specviz import job, pipeline
+from specviz import job
 from specviz.app import live, worker
 from specviz.app.request import PROMPT_LOOKUP, RunRequest
 from specviz.app.views import LiveView
+from specviz.decoding import pipeline
 from specviz.trace import Trace
 from specviz.words import count
 from tests.fakes import fake_pipeline

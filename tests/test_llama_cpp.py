@@ -6,10 +6,10 @@ import json
 import pytest
 import torch
 
-from specviz import engine
 from specviz.config import LLAMA_CPP, OFFLINE_MODEL, DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import build_pipeline, encode_prompt
 from specviz.models import llama_cpp, offline
-from specviz.pipeline import build_pipeline, encode_prompt
 
 # The real GGUF on llama.cpp: seconds, so the slow tier
 LLAMA_CPP_MARKS = [pytest.mark.slow, pytest.mark.skipif(
@@ -78,7 +78,7 @@ def test_the_tokenizer_read_from_a_gguf_is_transformers_own(tmp_path, monkeypatc
 
 @llama_cpp_only
 def test_a_sampled_run_on_llama_cpp_replays_round_for_round():
-    from specviz.replay import first_difference
+    from specviz.decoding.replay import first_difference
 
     sampled = config(temperature=1.0, seed=7, max_new_tokens=32)
     trace = engine.run_speculative(build_pipeline(sampled), PROMPT, sampled)

@@ -2,9 +2,9 @@
 
 import torch
 
+from specviz.core.sampling import one_hot
 from specviz.drafters.base import BY_LOOKUP, BY_MODEL, Draft
 from specviz.drafters.lookup import LookupThenModelDrafter
-from specviz.sampling import one_hot
 
 VOCAB = 8
 

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
+from specviz.analysis.metrics import chi_square_test, estimate_verify_cost, summarize, total_variation
 from specviz.config import DecodeConfig
-from specviz.metrics import chi_square_test, estimate_verify_cost, summarize, total_variation
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Baseline, Round, Token, Trace
 
 ALPHA = 4 / 6  # 4 of the 6 tested drafts below are accepted
@@ -70,7 +70,7 @@ def test_a_run_without_drafts_has_no_engine_rates():
 
 def test_a_run_without_a_tested_draft_shows_no_alpha_and_counts_in_the_singular():
     """After one plain step the page says α = — (nothing tested), not 0.000, and "1 token / 1 target call"."""
-    from specviz.stats_text import acceptance_lines
+    from specviz.views.stats_text import acceptance_lines
 
     trace = hand_built_trace()
     trace.rounds, trace.token_ids = [trace.rounds[2]], trace.token_ids[6:7]  # the plain step only
@@ -82,7 +82,7 @@ def test_a_run_without_a_tested_draft_shows_no_alpha_and_counts_in_the_singular(
 
 
 def test_every_shown_number_is_defined_once_with_a_formula_and_what_it_counts():
-    from specviz.metrics import DEFINITIONS
+    from specviz.analysis.metrics import DEFINITIONS
 
     for key in ("alpha", "draft_acceptance_rate", "mean_acceptance_length", "tokens_per_round", "speedup_predicted",
                 "speedup_measured", "c", "draft_step", "target_step"):
@@ -200,8 +200,8 @@ def test_total_variation_of_sequences_tensors_and_mappings():
 def test_each_stats_label_carries_its_definition_on_hover_and_its_counts_in_words():
     import html
 
-    from specviz.metrics import DEFINITIONS
-    from specviz.stats_text import stats_markdown
+    from specviz.analysis.metrics import DEFINITIONS
+    from specviz.views.stats_text import stats_markdown
 
     trace = hand_built_trace()
     stats = stats_markdown(trace, summarize(trace))

@@ -16,7 +16,7 @@ def fake():
 
 
 def simulated():
-    from specviz.labs.simulated_models import SimulatedModel, SimulatedWorld
+    from specviz.labs.simulated_models.models import SimulatedModel, SimulatedWorld
 
     return SimulatedModel(SimulatedWorld(16, 0, 2.0), 1.0), 0.0
 

@@ -8,11 +8,11 @@ from tokenizers import Tokenizer
 from tokenizers import models as tokenizer_models
 from transformers import PreTrainedTokenizerFast
 
-from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import build_pipeline
 from specviz.models import loading as models
 from specviz.models import offline
-from specviz.pipeline import build_pipeline
 from tests.conftest import save_tiny_llama
 
 

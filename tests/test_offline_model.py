@@ -2,9 +2,9 @@
 
 import pytest
 
-from specviz import engine
 from specviz.config import OFFLINE_MODEL, DecodeConfig
-from specviz.pipeline import build_pipeline
+from specviz.decoding import engine
+from specviz.decoding.pipeline import build_pipeline
 
 PROMPTS = [
     "Alan Turing theorized that computers would one day become",

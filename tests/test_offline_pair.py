@@ -4,12 +4,12 @@ short T=1 run of the preset that replays exactly."""
 
 import pytest
 
-from specviz import engine
 from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import build_pipeline
+from specviz.decoding.replay import first_difference
 from specviz.models import split_gguf
 from specviz.models.presets import resolve_preset
-from specviz.pipeline import build_pipeline
-from specviz.replay import first_difference
 
 pytestmark = pytest.mark.slow
 

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from specviz.cli_output import json_summary
-from specviz.parting import Parting, find_parting
+from specviz.analysis.parting import Parting, find_parting
+from specviz.views.cli_output import json_summary
 from tests.fakes import FakeLanguageModel
 
 
@@ -57,9 +57,9 @@ def test_a_gap_that_the_shape_noise_can_close_is_a_tie_and_one_it_cannot_is_not(
 
 
 def test_the_json_summary_carries_the_parting():
-    from specviz import engine
+    from specviz.analysis.metrics import summarize
     from specviz.config import DecodeConfig
-    from specviz.metrics import summarize
+    from specviz.decoding import engine
     from tests.fakes import fake_pipeline
 
     trace = engine.run_speculative(fake_pipeline(vocab_size=5), "abc", DecodeConfig(max_new_tokens=4).validate())

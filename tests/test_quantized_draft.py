@@ -3,11 +3,11 @@
 import pytest
 import torch
 
-from specviz import engine
 from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import build_pipeline
 from specviz.drafters.weights import int4_copy
 from specviz.models import int4
-from specviz.pipeline import build_pipeline
 from tests.decoding import greedy_acceptance
 
 PROMPTS = ["Explain how a bicycle stays upright while it moves.", "Write a haiku about rain on a tin roof."]

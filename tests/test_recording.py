@@ -2,7 +2,7 @@
 
 import pytest
 
-from specviz.recording import IncrementalText
+from specviz.decoding.recording import IncrementalText
 
 TEXTS = [
     "Plain words, with  double spaces and a tab\there.",

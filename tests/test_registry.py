@@ -60,9 +60,9 @@ def test_the_benchmark_runs_as_transformers_assistants_the_kinds_the_registry_ma
 
 
 def test_each_kind_builds_what_the_pipeline_built_for_it(offline_target):
+    from specviz.decoding.pipeline import build_pipeline, eos_ids
     from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
     from specviz.drafters.model import DraftModelDrafter
-    from specviz.pipeline import build_pipeline, eos_ids
 
     config = DecodeConfig(draft=NGRAM_DRAFTER).validate()
     target_model, drafter, draft_model = registry.build(config.drafter, offline_target, config, eos_ids(offline_target))

@@ -2,9 +2,10 @@
 
 from pathlib import Path
 
-from specviz import engine, render
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
 from specviz.trace import Round, Token, TopToken, Trace
+from specviz.views import render
 from tests.fakes import fake_pipeline
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -63,10 +64,10 @@ def test_empty_and_real_traces_render():
 
 def test_plots_and_stats_show_hostile_text_literally():
     """plotly reads some HTML in labels and titles, and Markdown reads both HTML and its own marks."""
-    from specviz import figures
-    from specviz.labs import rejection_figures
-    from specviz.metrics import summarize
-    from specviz.stats_text import stats_markdown
+    from specviz.analysis.metrics import summarize
+    from specviz.labs.sampling_lab import figures as rejection_figures
+    from specviz.views import figures
+    from specviz.views.stats_text import stats_markdown
 
     trace = _trace_with(HOSTILE)
     trace.rounds[0].tokens[2].text = HOSTILE  # the correction, named under the p-vs-q plot
@@ -84,7 +85,7 @@ def test_plots_and_stats_show_hostile_text_literally():
 
 
 def _rejected_step() -> dict:
-    from specviz.labs.rejection import speculative_step
+    from specviz.labs.sampling_lab.rejection import speculative_step
 
     step = speculative_step([0.2, 0.4, 0.4], [0.6, 0.2, 0.2], uniforms=[0.1, 0.9, 0.75])  # x = 0 drawn, then rejected
     assert not step["accepted"]

@@ -3,11 +3,11 @@ both tokenizations have a boundary, every piece drawn once, the verdicts on the 
 
 import re
 
-from specviz import engine
 from specviz.config import DecodeConfig
-from specviz.render import rows_html
-from specviz.render_align import align_groups
+from specviz.decoding import engine
 from specviz.trace import Trace
+from specviz.views.render import rows_html
+from specviz.views.render_align import align_groups
 from tests.test_cross_vocab import PROMPT, _pipeline
 
 

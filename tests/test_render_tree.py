@@ -8,10 +8,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from specviz import engine, export, render, render_tree
 from specviz.config import DecodeConfig
+from specviz.core.verify_tree import path_to
+from specviz.decoding import engine
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
-from specviz.tree_verify import path_to
+from specviz.views import export, render, render_tree
 from tests.fakes import fake_pipeline
 
 HOSTILE = "<img src=x onerror=alert(1)>"

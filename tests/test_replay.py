@@ -6,11 +6,13 @@ import json
 import pytest
 import torch
 
-from specviz import cli, cli_output, engine
+from specviz import cli
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.replay import TOLERANCE, first_difference
 from specviz.models.loading import cpu_kernels
-from specviz.replay import TOLERANCE, first_difference
 from specviz.trace import REJECTED, Trace
+from specviz.views import cli_output
 from tests.fakes import fake_pipeline
 
 VOCAB = 8
@@ -160,7 +162,7 @@ def test_an_adaptive_draft_cut_at_eos_replays_with_the_length_it_asked_for():
 
 @pytest.fixture
 def trace_file(recorded, tmp_path, monkeypatch):
-    monkeypatch.setattr("specviz.replay.build_pipeline", lambda config: _pipeline())
+    monkeypatch.setattr("specviz.decoding.replay.build_pipeline", lambda config: _pipeline())
     path = tmp_path / "trace.json"
     path.write_text(recorded.to_json(), encoding="utf-8")
     return path

@@ -4,10 +4,10 @@ target tokens proposed spell the start of the text the draft wrote."""
 
 import torch
 
-from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.core.sampling import Standardizer
+from specviz.decoding import engine
 from specviz.drafters.retokenize import continuation, own_text, stable_continuation
-from specviz.sampling import Standardizer
 from tests.test_cross_vocab import PROMPT, TARGET_PIECES, ToyTokenizer, _pipeline
 
 TARGET = ToyTokenizer(TARGET_PIECES)  # a, b, c, ab, ca (longest match first)

@@ -2,9 +2,8 @@
 
 import pytest
 
-from specviz import speedup
-from specviz.labs import round_anatomy as anatomy
-from specviz.labs import round_anatomy_figures
+from specviz.analysis import speedup
+from specviz.labs.round_anatomy import anatomy, figures
 from tests.test_metrics import hand_built_trace
 
 
@@ -46,8 +45,8 @@ def test_the_summary_leaves_out_round_one_and_prices_the_overhead(trace):
 
 def test_the_summary_shows_the_live_tabs_speedups_and_the_waterfall_between_them(trace):
     """The live tab's sentence, word for word, then the waterfall from predicted to measured in ms per token."""
-    from specviz.metrics import summarize
-    from specviz.stats_text import stats_markdown
+    from specviz.analysis.metrics import summarize
+    from specviz.views.stats_text import stats_markdown
 
     metrics = summarize(trace)
     text = anatomy.explanation(anatomy.summary(trace))
@@ -66,32 +65,32 @@ def test_the_titles_state_exactly_the_rounds_each_covers(trace):
         trace.rounds.append(trace.rounds[1])
     emitted = {number: len(round_.emitted) for number, round_ in enumerate(trace.rounds, 1)}
     segments, plain = anatomy.timeline(trace, first=2)
-    timeline_title = round_anatomy_figures.timeline_figure(segments, plain, emitted).layout.title.text
+    timeline_title = figures.timeline_figure(segments, plain, emitted).layout.title.text
     facts = anatomy.summary(trace)
     assert timeline_title.startswith("Rounds 2–13 of 16, measured")
-    assert round_anatomy_figures.totals_figure(facts).layout.title.text.startswith("Rounds 2–16: where the time went")
+    assert figures.totals_figure(facts).layout.title.text.startswith("Rounds 2–16: where the time went")
     assert "Over rounds 2–16 (every round after round 1)" in anatomy.explanation(facts)
     segments, plain = anatomy.timeline(trace, first=16)
-    assert round_anatomy_figures.timeline_figure(segments, plain, emitted).layout.title.text.startswith("Round 16 of 16")
+    assert figures.timeline_figure(segments, plain, emitted).layout.title.text.startswith("Round 16 of 16")
 
 
 def test_the_figures_draw_every_segment(trace):
     segments, plain = anatomy.timeline(trace)
     emitted = {number: len(round_.emitted) for number, round_ in enumerate(trace.rounds, 1)}
-    figure = round_anatomy_figures.timeline_figure(segments, plain, emitted)
+    figure = figures.timeline_figure(segments, plain, emitted)
     assert sum(len(bar.x) for bar in figure.data[:4]) == len(segments) and len(figure.data[4].x) == len(plain)
     assert "+3" in list(figure.data[2].text)  # round 1's verify segment says it produced 3 tokens
     facts = anatomy.summary(trace)
-    totals = round_anatomy_figures.totals_figure(facts)
+    totals = figures.totals_figure(facts)
     assert totals.layout.title.text == "Rounds 2–4: where the time went, beside plain steps for their tokens"
-    bars = round_anatomy_figures.waterfall_figure(facts["waterfall"]).data[0]
+    bars = figures.waterfall_figure(facts["waterfall"]).data[0]
     assert list(bars.x) == ["predicted", *speedup.PART_NOTES, "this run"] and bars.y[-1] == pytest.approx(5.0)
     assert bars.y[0] + sum(bars.y[1:-1]) == pytest.approx(bars.y[-1])  # the parts add up from predicted to measured
 
 
 def test_the_engine_records_forward_times_inside_each_round():
-    from specviz import engine
     from specviz.config import DecodeConfig
+    from specviz.decoding import engine
     from tests.fakes import fake_pipeline
 
     trace = engine.run_speculative(fake_pipeline(vocab_size=6), "abcab", DecodeConfig(max_new_tokens=12, chat=False))

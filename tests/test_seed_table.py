@@ -8,24 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from specviz.labs import seed_checks
-from specviz.labs.seed_checks import NO_FIGURE, SeedRow, figures_agree, format_value, seed_summary, seed_table_markdown
-from tests.seed_table import SEED_ROWS
+from tests.sources import checks
+from tests.sources.checks import NO_FIGURE, figures_agree, format_value, seed_summary, seed_table_markdown
+from tests.sources.table import SEED_ROWS
+from tests.sources.table_course import COURSE_ROWS
 
 SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
-COURSE_TABLE = Path(__file__).with_name("seed_table_course.py")
 
 
-def _course_rows() -> list[SeedRow]:
-    """COURSE_ROWS of tests/seed_table_course.py, where that table exists."""
-    if not COURSE_TABLE.exists():
-        return []
-    from tests import seed_table_course
-
-    return list(seed_table_course.COURSE_ROWS)
-
-
-ROWS = SEED_ROWS + _course_rows()
+ROWS = SEED_ROWS + COURSE_ROWS
 IDS = [f"{row.seed}:{row.what[:40]}" for row in ROWS]
 
 
@@ -104,7 +95,7 @@ def test_the_summary_counts_rows_per_seed():
 
 
 def test_the_tab_can_show_only_the_seeds_errors():
-    everything, errors = seed_checks.seed_report_markdown(ROWS), seed_checks.seed_report_markdown(ROWS, only_wrong=True)
+    everything, errors = checks.seed_report_markdown(ROWS), checks.seed_report_markdown(ROWS, only_wrong=True)
     assert everything.splitlines()[0] == errors.splitlines()[0] == seed_summary(ROWS)
     error_lines = [line for line in errors.splitlines() if "| ✓ |" in line or "| ✗ |" in line]
     assert len(error_lines) == sum(not row.agrees for row in ROWS) and all("| ✗ |" in line for line in error_lines)
@@ -112,7 +103,7 @@ def test_the_tab_can_show_only_the_seeds_errors():
 
 @pytest.mark.slow  # it computes all 131 rows (about 9 s)
 def test_the_sources_document_is_current():
-    """docs/sources-checked.md is the table as the code computes it now (python -m tests.sources_doc writes it)."""
-    from tests.sources_doc import DOCUMENT, document
+    """docs/sources-checked.md is the table as the code computes it now (python -m tests.sources.doc writes it)."""
+    from tests.sources.doc import DOCUMENT, document
 
-    assert DOCUMENT.read_text(encoding="utf-8") == document(), "run: python -m tests.sources_doc"
+    assert DOCUMENT.read_text(encoding="utf-8") == document(), "run: python -m tests.sources.doc"

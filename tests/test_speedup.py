@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from specviz import speedup
-from specviz.cli_output import json_summary, speedup_lines
+from specviz.analysis import speedup
+from specviz.analysis.metrics import summarize
 from specviz.config import DecodeConfig
-from specviz.export import run_html
-from specviz.labs import round_anatomy
-from specviz.metrics import summarize
-from specviz.stats_text import stats_markdown
+from specviz.labs.round_anatomy import anatomy as round_anatomy
 from specviz.trace import ACCEPTED, CORRECTED, REJECTED, Baseline, Round, Token, Trace
+from specviz.views.cli_output import json_summary, speedup_lines
+from specviz.views.export import run_html
+from specviz.views.stats_text import stats_markdown
 
 
 def scripted_trace(plain_ms_per_token: float = 30.0) -> Trace:

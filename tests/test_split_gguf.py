@@ -217,7 +217,7 @@ def test_requirements_pair_pins_every_part_with_its_hash():
 
 def test_a_pipeline_with_a_missing_split_model_is_refused_before_anything_loads(monkeypatch, cache):
     from specviz.config import DecodeConfig
-    from specviz.pipeline import build_pipeline
+    from specviz.decoding.pipeline import build_pipeline
 
     monkeypatch.setattr(split_gguf, "_part", lambda model, index: None)
     monkeypatch.setattr(loading, "load_model", lambda *args, **kwargs: pytest.fail("a model was loaded"))

@@ -7,13 +7,13 @@ import contextlib
 import pytest
 import torch
 
-from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models.cache import WeightsCache
 from specviz.models.loading import LoadedModel
 from specviz.models.static_cache import StaticCacheModel, supports_static_cache
-from specviz.pipeline import Pipeline
 from tests.fakes import FakeTokenizer
 from tests.test_devices import VOCAB, tiny_model
 

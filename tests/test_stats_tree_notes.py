@@ -3,9 +3,9 @@
 
 import dataclasses
 
-from specviz.metrics import summarize
-from specviz.stats_text import stats_markdown
+from specviz.analysis.metrics import summarize
 from specviz.trace import BONUS, Round
+from specviz.views.stats_text import stats_markdown
 from tests.test_tree_metrics import _round, _token, hand_built_tree_trace
 
 

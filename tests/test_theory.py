@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from specviz import theory
+from specviz.core import theory
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 0.5, 0.8, 0.95, 1.0])

@@ -5,9 +5,9 @@ import json
 import gradio as gr
 import pytest
 
-from specviz import engine
 from specviz.app import trace_files
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
 from specviz.trace import Trace
 from tests.fakes import fake_pipeline
 

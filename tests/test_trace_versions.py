@@ -10,9 +10,9 @@ import pytest
 import torch
 
 from specviz import cli
-from specviz.export import trace_from_text
 from specviz.models.loading import cpu_kernels
 from specviz.trace import ACCEPTED, REJECTED, SCHEMA_VERSION, Trace
+from specviz.views.export import trace_from_text
 
 DATA = Path(__file__).parent / "data"
 RECORDED_ON = "AVX512"  # the CPU kernels trace-v1.* ran on (version 1 did not record Trace.kernels)

@@ -5,11 +5,19 @@ import dataclasses
 
 import pytest
 
-from specviz import engine
 from specviz.config import DecodeConfig
-from specviz.drafters.tree import TreeShape, measured_budget, shape_for
-from specviz.replay import first_difference
-from specviz.tree_budget import TreeCosts, best_shape, choose_budget, chosen_probability, expected_path, sibling_acceptance
+from specviz.core.tree_shape import (
+    TreeCosts,
+    TreeShape,
+    best_shape,
+    chosen_probability,
+    expected_path,
+    measured_budget,
+    shape_for,
+)
+from specviz.decoding import engine
+from specviz.decoding.replay import first_difference
+from specviz.decoding.tree_budget import choose_budget, sibling_acceptance
 from tests.fakes import fake_pipeline
 
 FLAT_THEN_STEEP = [100.0] * 12 + [100.0 + 40 * step for step in range(1, 40)]  # v(k) in ms: flat to 12 tokens

@@ -5,10 +5,10 @@ accepted path, and a T = 1 tree run replays exactly while a tampered one is caug
 import pytest
 import torch
 
-from specviz import engine
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.replay import first_difference
 from specviz.drafters import tree as tree_module
-from specviz.replay import first_difference
 from specviz.trace import REJECTED, Trace
 from tests.fakes import fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
@@ -66,9 +66,9 @@ def test_trees_with_prompt_lookup_s_branch_follow_the_target_exactly():
 
 
 def test_prompt_lookup_s_copy_joins_the_tree_where_it_leaves_it():
+    from specviz.core.sampling import one_hot
     from specviz.drafters.base import BY_LOOKUP, BY_MODEL, Draft
     from specviz.drafters.tree import main_line, with_branch
-    from specviz.sampling import one_hot
 
     tree = Draft(torch.tensor([5, 6, 7, 8]), torch.rand(4, 10), 2, source=BY_MODEL, parents=[-1, -1, 0, 0])
     copy = Draft(torch.tensor([5, 8, 9, 1]), one_hot(torch.tensor([5, 8, 9, 1]), 10), 0, source=BY_LOOKUP)

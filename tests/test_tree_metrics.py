@@ -8,14 +8,16 @@ from contextlib import redirect_stdout
 
 import pytest
 
-from specviz import engine, figures, theory
-from specviz.cli_output import json_summary, print_summary
+from specviz.analysis.counters import TREE_VOCABULARY, VOCABULARY, engine_counters, vocabulary_markdown
+from specviz.analysis.metrics import DEFINITIONS, summarize
+from specviz.analysis.tree_metrics import node_budget, node_depths, rank_counts, summarize_tree
 from specviz.config import DecodeConfig
-from specviz.counters import TREE_VOCABULARY, VOCABULARY, engine_counters, vocabulary_markdown
-from specviz.metrics import DEFINITIONS, summarize
-from specviz.stats_text import stats_markdown
+from specviz.core import theory
+from specviz.decoding import engine
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
-from specviz.tree_metrics import node_budget, node_depths, rank_counts, summarize_tree
+from specviz.views import figures
+from specviz.views.cli_output import json_summary, print_summary
+from specviz.views.stats_text import stats_markdown
 from tests.fakes import fake_pipeline
 
 PARENTS = [-1, -1, 0, 0, 2]  # nodes 0, 1 at depth 1; nodes 2, 3 under node 0 (depth 2); node 4 under node 2 (depth 3)
@@ -128,7 +130,7 @@ def test_on_chains_every_tree_number_is_its_chain_counterpart(chain_runs):
 
 
 def test_fake_engine_tree_runs_keep_the_counts_consistent(tree_runs):
-    from specviz.tree_budget import sibling_acceptance
+    from specviz.decoding.tree_budget import sibling_acceptance
 
     for trace in tree_runs:
         metrics, tree = summarize(trace), summarize_tree(trace)

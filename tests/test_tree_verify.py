@@ -4,11 +4,11 @@ argmax, and seeded χ² tests over whole 2-token sequences in which the exact ru
 import pytest
 import torch
 
-from specviz import tree_verify
-from specviz.metrics import chi_square_test
-from specviz.sampling import Standardizer, draw_siblings, one_hot, sample
-from specviz.tree_verify import children_of, path_to, tree_depths, verify_tree
-from specviz.verify import BONUS, CORRECTED, verify
+from specviz.analysis.metrics import chi_square_test
+from specviz.core import verify_tree as tree_verify
+from specviz.core.sampling import Standardizer, draw_siblings, one_hot, sample
+from specviz.core.verify import BONUS, CORRECTED, verify
+from specviz.core.verify_tree import children_of, path_to, tree_depths, verify_tree
 
 TARGET = torch.tensor([0.4, 0.3, 0.2, 0.1])  # the textbook example
 DRAFT = torch.tensor([0.5, 0.25, 0.15, 0.1])

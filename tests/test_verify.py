@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from specviz.metrics import chi_square_test
-from specviz.sampling import residual, sample, sample_with_uniform
-from specviz.verify import BONUS, CORRECTED, verify
+from specviz.analysis.metrics import chi_square_test
+from specviz.core.sampling import residual, sample, sample_with_uniform
+from specviz.core.verify import BONUS, CORRECTED, verify
 
 TARGET = torch.tensor([0.4, 0.3, 0.2, 0.1])  # the "The Japan" example: {is, stock, girl, cherry}
 DRAFT = torch.tensor([0.5, 0.25, 0.15, 0.1])

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from specviz.labs import when_it_pays
-from specviz.labs.when_it_pays_figures import payoff_figure, verify_cost_figure
+from specviz.labs.when_it_pays import regimes as when_it_pays
+from specviz.labs.when_it_pays.figures import payoff_figure, verify_cost_figure
 from specviz.trace import TopToken
 from tests.test_speedup import scripted_trace
 

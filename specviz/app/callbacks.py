@@ -18,8 +18,8 @@ from specviz.app import worker
 from specviz.app.policy import current_policy
 from specviz.app.request import RunRequest
 from specviz.config import DecodeConfig
+from specviz.decoding.pipeline import Pipeline, build_pipeline
 from specviz.models import loading as models
-from specviz.pipeline import Pipeline, build_pipeline
 
 LOG = logging.getLogger("specviz.app")
 

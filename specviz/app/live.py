@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from specviz import engine
 from specviz.app import progress, worker
 from specviz.app.callbacks import friendly_message, make_config
 from specviz.app.progress import JobSlot
@@ -21,8 +20,9 @@ from specviz.app.request import RunRequest
 from specviz.app.trace_files import write_trace_file
 from specviz.app.views import LiveView, held_plots, views
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import Pipeline
 from specviz.job import Cancelled
-from specviz.pipeline import Pipeline
 from specviz.trace import USER_STOP, Trace
 
 # Send the newest rows at most this often (Step shows every round): streaming cost 10-13% at 0.2 s, 2-9% at 0.4 s.

@@ -3,7 +3,6 @@ the help lines under the menu and the drafter choices. No gradio here (request.p
 
 from __future__ import annotations
 
-from specviz import gallery
 from specviz.app.policy import Policy
 from specviz.config import (
     BUILT_IN_DRAFTERS,
@@ -17,6 +16,7 @@ from specviz.config import (
 )
 from specviz.drafters import registry
 from specviz.models import presets, split_gguf
+from specviz.views import gallery
 
 OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
 QUANTIZED_PAIR = "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy"

@@ -13,14 +13,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 
 import gradio as gr
 
-from specviz import engine
 from specviz.app import worker
 from specviz.app.callbacks import pipeline_error
 from specviz.app.views import LiveView
 from specviz.app.warmup import WARM_UP
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
+from specviz.decoding.pipeline import calibrated_pipeline
 from specviz.job import Cancelled, Job
-from specviz.pipeline import calibrated_pipeline
 from specviz.trace import USER_STOP, Trace
 from specviz.words import count
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import gradio as gr
 
 from specviz.app.views import views
-from specviz.export import run_html, trace_from_text
 from specviz.trace import Trace
+from specviz.views.export import run_html, trace_from_text
 
 MAX_TRACE_BYTES = 20 * 1024 * 1024
 TRACE_FILE_TTL_S = 3600  # downloadable trace files are kept this long

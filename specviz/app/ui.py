@@ -7,14 +7,11 @@ is the /run and /step endpoints' argument order. Callbacks live in live.py, view
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import gradio as gr
 
-from specviz import render
+from specviz import paths
 from specviz.app.callbacks import quiet_refusals
-from specviz.app.gallery_panel import first_screen, gallery_buttons, wire_gallery
-from specviz.app.lab_tabs import LIVE_TAB, build_lab_tabs
 from specviz.app.live import JobSlot, reset, run, step, stop
 from specviz.app.pair_menu import (
     CUSTOM_PAIR,
@@ -29,14 +26,17 @@ from specviz.app.pair_menu import (
 from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.progress import queue_shown
 from specviz.app.request import DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRAFT, RunRequest, field_limits
+from specviz.app.tabs.groups import LIVE_TAB, build_lab_tabs
+from specviz.app.tabs.runs_and_files import first_screen, gallery_buttons, wire_gallery
 from specviz.app.teacher import build_teacher_lane
 from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace
 from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.app.warmup import warm_up_note
 from specviz.config import BACKENDS, NUMBER_FIELDS, OFFLINE_MODEL
 from specviz.models.llama_cpp import available as llama_cpp_available
+from specviz.views import render
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
+ASSETS = paths.ASSETS
 
 
 @dataclass

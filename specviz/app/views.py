@@ -13,10 +13,10 @@ from typing import Any
 import gradio as gr
 from gradio.components.plot import PlotData
 
-from specviz import figures, render
-from specviz.metrics import summarize
-from specviz.stats_text import headline, stats_markdown
+from specviz.analysis.metrics import summarize
 from specviz.trace import Round, Trace
+from specviz.views import figures, render
+from specviz.views.stats_text import headline, stats_markdown
 
 PLOTS = ("alpha_plot", "pq_plot", "speedup_plot", "histogram_plot")
 

@@ -20,8 +20,8 @@ import gradio as gr
 
 from specviz.app import worker
 from specviz.config import DecodeConfig
+from specviz.decoding.pipeline import calibrated_pipeline
 from specviz.job import Job
-from specviz.pipeline import calibrated_pipeline
 
 
 def wanted(environ=os.environ) -> bool:

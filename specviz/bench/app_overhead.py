@@ -24,7 +24,8 @@ import urllib.request
 from dataclasses import asdict
 from pathlib import Path
 
-from specviz.pipeline import build_pipeline
+from specviz import paths
+from specviz.decoding.pipeline import build_pipeline
 
 PROMPT = "Write a long story about a dragon who learns to paint. Use many details."
 
@@ -37,9 +38,9 @@ def _request(tokens: int):
 
 
 def in_process(tokens: int, repeats: int) -> dict:
-    from specviz import engine
     from specviz.app import live, worker
     from specviz.app.callbacks import make_config
+    from specviz.decoding import engine
 
     config = make_config(_request(tokens))
     pipeline = worker.call(build_pipeline, config)  # all model work on the app's model thread, as in the app
@@ -61,9 +62,9 @@ def in_process(tokens: int, repeats: int) -> dict:
 def through_server(tokens: int, repeats: int) -> dict:
     from gradio_client import Client
 
-    from specviz import engine
     from specviz.app import worker
     from specviz.app.callbacks import make_config
+    from specviz.decoding import engine
     from specviz.trace import Trace
 
     config = make_config(_request(tokens))
@@ -73,7 +74,7 @@ def through_server(tokens: int, repeats: int) -> dict:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    root = Path(__file__).resolve().parents[2]
+    root = paths.ROOT
     server = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/"

@@ -29,13 +29,13 @@ from pathlib import Path
 
 import torch
 
-from specviz import engine
+from specviz.analysis.metrics import chi_square_test
 from specviz.bench.run import load_prompts
 from specviz.config import BACKENDS, TRANSFORMERS, DecodeConfig
-from specviz.metrics import chi_square_test
+from specviz.core.sampling import Standardizer
+from specviz.decoding import engine
+from specviz.decoding.pipeline import Pipeline, build_pipeline
 from specviz.models.offline import ModelUnavailable
-from specviz.pipeline import Pipeline, build_pipeline
-from specviz.sampling import Standardizer
 
 DECILES = 10
 SIGNIFICANCE = 0.001  # a p-value below this says the tokens do not follow the target

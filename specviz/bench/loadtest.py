@@ -33,6 +33,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+from specviz import paths
 from specviz.app.request import DRAFT_MODEL, DRAFTERS, LOOKUP_THEN_DRAFT, PAIRS, RunRequest, pair_settings
 from specviz.bench import loadtest_report as report
 from specviz.bench.loadtest_burst import Press, class_burst, look
@@ -54,7 +55,7 @@ def start_server(log_path: Path, env: dict | None = None) -> tuple[str, subproce
     env = {**os.environ, "GRADIO_SERVER_PORT": str(port), "GRADIO_SERVER_NAME": "127.0.0.1",
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1", **(env or {})}
     env = {name: value for name, value in env.items() if value is not None}
-    root = Path(__file__).resolve().parents[2]
+    root = paths.ROOT
     with open(log_path, "w") as log:
         process = subprocess.Popen([sys.executable, "app.py"], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"

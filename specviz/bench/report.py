@@ -21,8 +21,8 @@ import html as html_lib
 import statistics
 from collections import defaultdict
 
-from specviz import theory
 from specviz.bench import peer_table
+from specviz.core import theory
 
 ALL = "ALL"
 
@@ -226,7 +226,7 @@ def html(results: dict) -> str:
     """A standalone page: the markdown figures, then per temperature the speedup and measured-vs-theory charts."""
     import plotly.graph_objects as go
 
-    from specviz.figures import LAYOUT, base_figure
+    from specviz.views.figures import LAYOUT, base_figure
 
     parts, include = [], True
     for temperature in sorted({s["temperature"] for s in results["summaries"]}):

@@ -32,7 +32,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from specviz import engine
+from specviz import paths
+from specviz.analysis.metrics import run_wall_ms, summarize
+from specviz.analysis.tree_metrics import node_budget, round_depth, summarize_tree
 from specviz.bench import hf_baselines, quality
 from specviz.config import (
     DRAFT_MODEL,
@@ -43,15 +45,14 @@ from specviz.config import (
     DecodeConfig,
     DrafterSpec,
 )
+from specviz.decoding import engine
+from specviz.decoding.pipeline import build_pipeline, calibrate, calibration_sizes, encode_prompt
 from specviz.drafters import registry
 from specviz.drafters.weights import int4_copy
-from specviz.metrics import run_wall_ms, summarize
 from specviz.models import loading as models
 from specviz.models import profiling
-from specviz.pipeline import build_pipeline, calibrate, calibration_sizes, encode_prompt
-from specviz.tree_metrics import node_budget, round_depth, summarize_tree
 
-DEFAULT_PROMPTS = Path(__file__).resolve().parents[2] / "assets" / "bench_prompts.jsonl"
+DEFAULT_PROMPTS = paths.ASSETS / "bench_prompts.jsonl"
 METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "specviz_tree", "hf_prompt_lookup", "hf_assisted",
            "hf_assisted_defaults", "llama_plain", "llama_speculative", "llama_ngram")
 HF_METHODS = ("hf_generate", "hf_prompt_lookup", "hf_assisted", "hf_assisted_defaults")  # they need a transformers model

@@ -20,11 +20,11 @@ import torch
 
 from specviz.bench.run import DEFAULT_PROMPTS, load_prompts
 from specviz.config import OFFLINE_MODEL
+from specviz.decoding.pipeline import encode_prompt, eos_ids
 from specviz.distill import train as distill
 from specviz.distill.data import generate_batch
 from specviz.drafters import distilled
 from specviz.models import loading as models
-from specviz.pipeline import encode_prompt, eos_ids
 
 
 def parse_args(argv=None) -> argparse.Namespace:

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.decoding.pipeline import encode_prompt
 from specviz.distill.prompts import first_stage_prompts, passage_prompts, vocabulary_words
-from specviz.pipeline import encode_prompt
 
 TEMPERATURES = (0.0, 1.0, 0.7)  # batches cycle through these: greedy text for T = 0 decoding, samples for T > 0
 REQUEST_TEMPERATURE = 0.8  # self-written requests: at 1.0 many ramble on without ending the turn

@@ -118,7 +118,7 @@ def load_or_build_corpus(target, args) -> Corpus:
     path = folder / f"corpus-{hashlib.sha256(key.encode()).hexdigest()[:16]}.pt"
     if path.exists():
         return Corpus.load(path)
-    from specviz.pipeline import eos_ids
+    from specviz.decoding.pipeline import eos_ids
 
     print(f"generating data with {OFFLINE_MODEL} on {target.device} in {dtype} ...")
     writer = target if dtype == target.dtype else models.load_model(OFFLINE_MODEL, target.device, dtype)

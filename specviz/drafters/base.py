@@ -18,7 +18,7 @@ from typing import Protocol
 
 import torch
 
-from specviz.drafters.tree import TreeShape
+from specviz.core.tree_shape import TreeShape
 
 # Which part of a drafter filled a Draft (Draft.source). Lookup-then-draft sends either part's proposal, and adaptive γ
 # learns the draft model's acceptance from the model's drafts only.

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import torch
 
+from specviz.core.sampling import one_hot, sample
 from specviz.drafters import retokenize
 from specviz.drafters.base import BY_MODEL, Draft, common_prefix_length, empty_draft
 from specviz.drafters.vocab_bridge import VocabBridge
 from specviz.models.loading import LanguageModel
-from specviz.sampling import one_hot, sample
 
 MORE_OWN_TOKENS = 2  # at temperature 0 the draft writes up to γ * this of its own tokens to fill γ target tokens
 

@@ -28,11 +28,12 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from specviz import paths
+from specviz.core.sampling import sample
 from specviz.drafters.base import BY_MODEL, Draft, empty_draft
 from specviz.models.loading import LanguageModel
-from specviz.sampling import sample
 
-ASSET = Path(__file__).resolve().parents[2] / "assets" / "smollm2-135m-draft.safetensors"
+ASSET = paths.ASSETS / "smollm2-135m-draft.safetensors"
 # Printed by `python -m specviz.distill` (the recipe is deterministic: two runs of an earlier one wrote identical
 # weights); a damaged or swapped file is refused.
 ASSET_SHA256 = "a8150a509081e37288a0dcae564cf2a12f95122e447f6facddab9b67c13d1239"

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import torch
 
+from specviz.core.sampling import one_hot
 from specviz.drafters.acceptance import PositionalAcceptance
 from specviz.drafters.base import BY_LOOKUP, Draft, Drafter
 from specviz.drafters.tree import main_line, with_branch
-from specviz.sampling import one_hot
 
 PRIOR = 0.5  # each source's acceptance before any evidence (as adaptive γ's prior for a draft model)
 SOURCE_DECAY = 0.7  # per-round fading of both records (memory of about 3 rounds: a copied passage starts and ends)

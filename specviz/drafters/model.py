@@ -6,11 +6,12 @@ import copy
 
 import torch
 
+from specviz.core.sampling import sample
+from specviz.core.tree_shape import TreeShape
 from specviz.drafters.base import BY_MODEL, Draft, common_prefix_length, empty_draft
-from specviz.drafters.tree import TreeShape, grow, settle
+from specviz.drafters.tree import grow, settle
 from specviz.models.head_subset import subset_ids
 from specviz.models.loading import LanguageModel
-from specviz.sampling import sample
 
 SINK = 4  # prompt tokens a draft window always keeps from the start: the chat template's head, an attention sink
 

@@ -9,7 +9,7 @@ Which nodes are expanded is dynamic, as in EAGLE-2: the `expand` frontier nodes 
 product along the path of the draft's softmax at T = 0, of each child's chance by the order it is tried in at T > 0
 (tried_first_chance). Every count is fixed before the
 children it counts are drawn, and nothing is pruned after it is drawn, so the multi-draft rule stays exact
-(tree_verify.py): the shape may depend on a node's own value only through its descendants, never its siblings'.
+(core/verify_tree.py): the shape may depend on a node's own value only through its descendants, never its siblings'.
 """
 
 from __future__ import annotations
@@ -19,40 +19,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specviz.sampling import draw_siblings, one_hot
-
-
-@dataclass(frozen=True)
-class TreeShape:
-    """How a draft model grows a token tree. A chain of γ is TreeShape(depth=γ, branch=1, expand=1, budget=γ)."""
-
-    depth: int  # levels below the committed text: the longest path, at most depth - 1 draft forwards after the first
-    branch: int  # children drawn under each expanded node (the root's too)
-    expand: int  # nodes expanded per level: the frontier's most probable paths, read in one batched forward
-    budget: int  # the most nodes drafted in all
-    ends: tuple[int, ...] = ()  # tokens nothing is drafted after (EOS): such a node is never expanded
-    wide: int | None = None  # levels (from the top) whose expanded nodes get `branch` children; one child below them
-    # A node the draft gave less than this (softmax of its logits) is not expanded, as a chain's draft stops after
-    # such a token (DecodeConfig.draft_confidence); the tree stops growing when no node is left to expand.
-    stop: float = 0.0
-
-    def __post_init__(self):
-        for name in ("depth", "branch", "expand", "budget"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"a tree's {name} must be a whole number of at least 1, got {value!r}")
-
-    def children(self, level: int) -> int:
-        """Children drawn under each expanded node of `level` (0: the root)."""
-        return self.branch if self.wide is None or level < self.wide else 1
-
-    def within(self, depth: int) -> TreeShape:
-        """This shape at most `depth` deep (a round near max_new_tokens may emit only so many tokens)."""
-        return dataclasses.replace(self, depth=min(self.depth, depth)) if depth < self.depth else self
-
-    def describe(self) -> str:
-        return (f"up to {self.budget} nodes, {self.depth} deep, {self.branch} children under each of the "
-                f"{self.expand} likeliest nodes per level")
+from specviz.core.sampling import draw_siblings, one_hot
+from specviz.core.tree_shape import RANK_PRIOR, TreeShape, chosen_probability
 
 
 @dataclass
@@ -78,12 +46,9 @@ def pick_children(logits: torch.Tensor, draft_probs: torch.Tensor, count: int, g
     return tokens.tolist(), list(rows)
 
 
-RANK_PRIOR = (0.8, 0.3)  # sampled trees: the chance that the r-th child tried is accepted once those before it failed
-
-
 def tried_first_chance(rank: int) -> float:
     """How a sampled child ranks for expansion: Sequoia's positional chance that the rank-th child tried is the
-    accepted one, a_r · Π_{s<r} (1 − a_s), with a = RANK_PRIOR (ranks past it use its last entry). At T > 0 the
+    accepted one, a_r · Π_{s<r} (1 − a_s), with a = RANK_PRIOR (core/tree_shape.chosen_probability). At T > 0 the
     order a child is tried in predicts its acceptance better than its q does: the first child is accepted with
     probability Σ min(p, q) whichever token it is, so the deep path must hang under it, not under a likelier-looking
     later sibling that is seldom tried. (At T = 0 the children are the draft's top tokens in order, and the draft's
@@ -92,11 +57,7 @@ def tried_first_chance(rank: int) -> float:
     >>> tried_first_chance(1), round(tried_first_chance(2), 2), round(tried_first_chance(3), 3)
     (0.8, 0.06, 0.042)
     """
-    rates = [RANK_PRIOR[min(index, len(RANK_PRIOR) - 1)] for index in range(rank)]
-    chance = rates[-1]
-    for rate in rates[:-1]:
-        chance *= 1 - rate
-    return chance
+    return chosen_probability(rank, RANK_PRIOR)
 
 
 def grow(model, root_logits: torch.Tensor, shape: TreeShape, standardize, generator: torch.Generator) -> GrownTree:
@@ -157,45 +118,6 @@ def settle(model, fed_tokens: list[int], committed: list[int], sequence: list[in
                 best = path
     model.keep_path(best)
     return committed + [fed_tokens[entry] for entry in best]
-
-
-BRANCH = 2  # children under each expanded node: the draft's choice and one alternative where it was unsure
-FLAT_SLACK = 0.10  # a tree may verify as many nodes as cost at most this much more than the chain's γ + 1 tokens
-
-
-def shape_for(gamma: int, budget: int, ends=(), stop: float = 0.0) -> TreeShape | None:
-    """The tree a budget of nodes buys at depth γ, the main line always reaching γ: below 2γ nodes, a second child
-    under the likeliest node of each of the first budget − γ levels (alternatives where they pay most, near the
-    root); from 2γ, BRANCH children under the likeliest max(1, budget // (BRANCH·γ)) nodes of every level, filled
-    level by level until the budget is spent. None when the budget is no more than a chain's γ nodes.
-
-    >>> shape_for(4, 6)
-    TreeShape(depth=4, branch=2, expand=1, budget=6, ends=(), wide=2, stop=0.0)
-    >>> shape_for(4, 8).wide is None, shape_for(4, 4) is None
-    (True, True)
-    """
-    if budget <= gamma:
-        return None
-    if budget < BRANCH * gamma:
-        return TreeShape(depth=gamma, branch=BRANCH, expand=1, budget=budget, ends=tuple(ends), wide=budget - gamma,
-                         stop=stop)
-    return TreeShape(depth=gamma, branch=BRANCH, expand=max(1, budget // (BRANCH * gamma)), budget=budget,
-                     ends=tuple(ends), stop=stop)
-
-
-def measured_budget(gamma: int, verify_ms: list[float]) -> int:
-    """The node budget this machine's verify costs afford: the most nodes n (up to BRANCH·γ·2) whose forward over
-    n + 1 tokens costs at most FLAT_SLACK more than the chain's over γ + 1, read from verify_ms[k - 1] = v(k) in ms
-    (pipeline.calibrate). γ (a chain) when v(k) was not measured that far.
-
-    >>> measured_budget(4, [10, 10, 10, 10, 10.5, 10.6, 10.8, 11.5, 14, 20])  # v(8) = 11.5 ≤ 1.1 × v(5)
-    7
-    """
-    if len(verify_ms) < gamma + 1:
-        return gamma
-    limit = verify_ms[gamma] * (1 + FLAT_SLACK)
-    affordable = [k - 1 for k in range(gamma + 1, min(len(verify_ms), 2 * BRANCH * gamma + 1) + 1) if verify_ms[k - 1] <= limit]
-    return max(affordable, default=gamma)
 
 
 def main_line(tokens: list[int], parents: list[int]) -> list[int]:

@@ -4,7 +4,7 @@ metrics.DEFINITIONS, where each is defined once."""
 
 from __future__ import annotations
 
-from specviz.metrics import DEFINITIONS
+from specviz.analysis.metrics import DEFINITIONS
 
 
 def _defined(key: str, more: str = "") -> str:

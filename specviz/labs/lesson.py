@@ -10,12 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from specviz import figures, render
-from specviz.labs import bandwidth, rejection, rejection_figures, tree_theory, when_it_pays
-from specviz.labs.bandwidth_figures import roofline_figure
-from specviz.labs.when_it_pays_figures import payoff_figure
-from specviz.metrics import summarize
+from specviz.analysis.metrics import summarize
+from specviz.labs.memory_bandwidth import bandwidth
+from specviz.labs.memory_bandwidth.figures import roofline_figure
+from specviz.labs.sampling_lab import figures as rejection_figures
+from specviz.labs.sampling_lab import rejection
+from specviz.labs.theory import token_trees
+from specviz.labs.when_it_pays import regimes as when_it_pays
+from specviz.labs.when_it_pays.figures import payoff_figure
 from specviz.trace import Trace
+from specviz.views import figures, render
 from specviz.words import count
 
 JAPAN = "The Japan ... (textbook)"  # the textbook pair of rejection.PRESETS
@@ -126,13 +130,13 @@ def pays(trace: Trace | None) -> Step:
 
 def trees(trace: Trace | None) -> Step:
     gamma, budget = 4, 12
-    view = tree_theory.tree_view(gamma, 0.7, 0.4, budget, tree_theory.flat_then_linear(16, 0.05), 0.05)
+    view = token_trees.tree_view(gamma, 0.7, 0.4, budget, token_trees.flat_then_linear(16, 0.05), 0.05)
     return Step("Trees: several guesses per round",
                 "Instead of one line of guesses, the small model can propose a tree: its second and third choices "
                 "at each position too. The large model checks every branch in the same one pass, and the longest "
                 f"branch it accepts wins. With γ = {gamma} and {budget} nodes, a round yields "
                 f"**{view.chosen.tokens:.2f}** tokens on average against the single line's {view.chain.tokens:.2f}.",
-                figure=tree_theory.tokens_figure(view))
+                figure=token_trees.tokens_figure(view))
 
 
 STEPS: list[Callable[[Trace | None], Step]] = [slow, guess, rule, correction, tokens, pays, trees]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import torch
 
-from specviz.tree_verify import tree_depths
+from specviz.core.verify_tree import tree_depths
 
 
 def depths(parents: list[int]) -> list[int]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The greedy runs of the 0.5B draft at γ 4 that parted from plain decoding in this benchmark (rows.jsonl, T = 0,
 # identical false), each run again in the CLI with --baseline, which finds where the two texts part and whether the
-# target's two logits there are within the noise of llama.cpp's forward shapes (specviz/parting.py). One JSON line
+# target's two logits there are within the noise of llama.cpp's forward shapes (specviz/analysis/parting.py). One JSON line
 # per prompt in partings.jsonl. The prompts are read from Spec-Bench's file at run time, never copied here.
 set -euo pipefail
 cd "$(dirname "$0")/../../.."

@@ -6,7 +6,7 @@ set -euo pipefail
 Q=../shared/data/spec_bench/question.jsonl
 T=offline:Qwen2.5-Coder-1.5B-Instruct
 D=int4:offline:Qwen2.5-Coder-0.5B-Instruct
-python -m specviz.bench.draft_levers --questions $Q --limit 1 --target $T --draft $D \
+python -m scripts.draft_levers --questions $Q --limit 1 --target $T --draft $D \
   --vocab 0 16000 32000 64000 --json docs/data/draft-levers/vocab.json > docs/data/draft-levers/vocab.md
-python -m specviz.bench.draft_levers --questions $Q --limit 3 --categories rag summarization --target $T --draft $D \
+python -m scripts.draft_levers --questions $Q --limit 3 --categories rag summarization --target $T --draft $D \
   --window 0 64 128 256 --json docs/data/draft-levers/window.json > docs/data/draft-levers/window.md

@@ -49,7 +49,7 @@ measure() {  # measure PAIR_LABEL TARGET DRAFT GRAPHS [extra arguments]
     target=${pair%%:*} draft=${pair##*:} label=${pair%%:*}
     for name in $(echo "$target $draft" | tr ' ' '\n' | sort -u); do  # both models built side by side
       [ -d "$WORK/$name" ] || { python docs/data/gpu-cuda-graphs/build.py "$name" "$TOKENIZER" "$WORK/$name" \
-        || python -m specviz.bench.random_weights "$name" --tokenizer "$TOKENIZER" --out "$WORK/$name"; } >/dev/null &
+        || python -m scripts.random_weights "$name" --tokenizer "$TOKENIZER" --out "$WORK/$name"; } >/dev/null &
     done
     wait
     echo "built $target and $draft at $SECONDS s"

@@ -1,4 +1,4 @@
-"""`python -m specviz.bench.random_weights NAME --tokenizer T --out DIR`, with the random initialisation on the GPU
+"""`python -m scripts.random_weights NAME --tokenizer T --out DIR`, with the random initialisation on the GPU
 where there is one: seconds, where the lease's 16 CPU cores took a minute and a half for the Qwen2.5 pair.
 
     python docs/data/gpu-cuda-graphs/build.py NAME TOKENIZER_FOLDER OUT_FOLDER
@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-from specviz.bench.random_weights import build
+from scripts.random_weights import build
 
 if torch.cuda.is_available():
     torch.set_default_device("cuda")

@@ -45,13 +45,13 @@ def main() -> int:
     import transformers
     from transformers.utils import logging
 
-    from specviz import engine
+    from specviz.analysis.metrics import summarize
     from specviz.bench import hf_baselines
     from specviz.config import DecodeConfig
-    from specviz.metrics import summarize
+    from specviz.decoding import engine
+    from specviz.decoding.pipeline import build_pipeline, calibrate, encode_prompt
     from specviz.models import loading as models
     from specviz.models.profiling import measure_tree_verify_costs, measure_verify_costs
-    from specviz.pipeline import build_pipeline, calibrate, encode_prompt
 
     logging.set_verbosity_error()
     logging.disable_progress_bar()

@@ -1,0 +1,302 @@
+"""Speculative decoding as a generator of rounds, and the plain baseline it is measured against.
+
+One round (Leviathan et al. 2023, algorithm 1):
+1. Draft: the drafter proposes x_1..x_k (k ≤ γ) with the distributions q_1..q_k it sampled them from.
+2. Score: the target reads the pending tokens and x_1..x_k in ONE forward pass; the last k+1 logits give
+   p_1..p_{k+1}.
+3. Verify: x_i is accepted while r_i < min(1, p_i(x_i)/q_i(x_i)), r_i ~ U[0, 1).
+4. Commit: the first rejection is replaced by a draw from norm(max(0, p_i - q_i)); if all k pass, a bonus
+   token is drawn from p_{k+1}. The target's cache is cropped to the accepted prefix (the drafter rolls back
+   its own at its next proposal).
+
+Every random number a round uses comes from the run's seeded generator, in a fixed order (the drafter's
+draws, then r_1..r_k, then the uniform of the correction or bonus), and is recorded, so any run replays.
+Recording for the views (recording.py) happens after each round's timed sections.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from collections.abc import Iterator
+
+import torch
+
+from specviz import job
+from specviz.config import DecodeConfig
+from specviz.core.sampling import Standardizer, sample
+from specviz.core.tree_shape import TreeShape, shape_for
+from specviz.core.verify_tree import verify_draft
+from specviz.decoding.adaptive import GammaPolicy, RoundTiming, gamma_policy
+from specviz.decoding.pipeline import Pipeline, encode_prompt
+from specviz.decoding.recording import IncrementalText, TokenTexts, record_round
+from specviz.decoding.tree_budget import choose_budget, remember_acceptance
+from specviz.models import loading as models
+from specviz.trace import Baseline, Round, Trace
+
+
+def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
+                       policy: GammaPolicy | None = None) -> Iterator[tuple[Round, Trace]]:
+    """Yield (round, trace so far) after every draft/verify cycle. The trace is complete after the last one.
+
+    `policy` chooses each round's draft length; by default the config's (fixed γ, or adaptive). A replay
+    passes ScriptedGamma with a recorded run's lengths, since adaptive choices depend on timings."""
+    config = resolved_config(pipeline, config)
+    trace, prompt_ids = new_trace(pipeline, prompt, config)
+    target, drafter, device = pipeline.target, pipeline.drafter, pipeline.device
+    standardize = Standardizer(config.temperature, config.top_k, config.top_p)
+    generator = torch.Generator(device=device).manual_seed(config.seed)
+    policy = policy or gamma_policy(config.gamma, config.adaptive, drafter.costless, pipeline.target_forward_ms,
+                                    pipeline.draft_step_ms)
+    shape = tree_shape(pipeline, config)  # None: chains
+    texts, text = TokenTexts(pipeline.tokenizer), IncrementalText(pipeline.tokenizer)
+    sequence = list(prompt_ids)
+    target.reset()
+    drafter.begin()
+    forward_before = pipeline.forward_seconds()
+    while not trace.stop_reason:
+        job.check()  # a stopped run ends between rounds (and before any model forward: LanguageModel.feed)
+        started = time.perf_counter()
+        forwards_at_start, target_at_start = pipeline.forward_seconds(), target.forward_seconds  # round anatomy
+        with torch.inference_mode():  # per round, never across the yield (the consumer runs in between)
+            room = min(config.gamma, _room(sequence, prompt_ids, pipeline, config) - 1)  # a round emits ≤ k + 1
+
+            # 1. Draft x_1..x_k with q_1..q_k [k, V] (the policy may ask for fewer, or trim the proposal), or a token
+            #    tree of k nodes, each with its parent and the q it was drawn from.
+            asked = policy.before_draft(room) if room > 0 else 0
+            draft = drafter.propose(sequence, asked, standardize, generator, shape) if asked > 0 else None
+            drafted, draft_probs, parents, draft_logits = _trim_at_eos(draft, pipeline)
+            keep = policy.after_draft(len(sequence), drafted.tolist())
+            drafted, draft_probs, parents = drafted[:keep], draft_probs[:keep], parents[:keep]  # [k], [k, V], k
+            models.synchronize(device)
+            drafted_at = time.perf_counter()
+            forwards_drafted = pipeline.forward_seconds()
+
+            # 2. Score: one target forward over the pending tokens and the k drafts -> p_1..p_{k+1} [k+1, V]; a tree's
+            #    nodes each see only their own path (row 0: after the sequence, row j+1: after node j).
+            k, pending = drafted.numel(), sequence[target.cached_length :]
+            fed = torch.cat([torch.tensor(pending, dtype=torch.long, device=device), drafted])
+            target_logits = target.feed_tree(fed, _after(pending, parents), logits_to_keep=k + 1)  # [k+1, V]
+            target_probs = standardize(target_logits)
+
+            # 3. Verify with r_1..r_k, then 4. draw the correction or bonus with one more uniform.
+            uniforms = torch.rand(k, generator=generator, device=device)  # [k]
+            next_uniform = float(torch.rand((), generator=generator, device=device))
+            result = verify_draft(drafted, parents, draft_probs, target_probs, uniforms, next_uniform, config.lenience)
+
+            # 4. Commit the accepted path and the next token; the target's cache keeps only that path.
+            target.keep_path([*range(len(pending)), *(len(pending) + node for node in result.path)])
+            drafted_ids = drafted.tolist()
+            emitted = _emitted([drafted_ids[node] for node in result.path], result, pipeline.eos_ids)
+            sequence.extend(emitted)
+            models.synchronize(device)
+            verified_at = time.perf_counter()
+
+            # Outside the timed sections: learn, record, decode the new text.
+            timing = RoundTiming((drafted_at - started) * 1e3, draft.forwards if draft else 0,
+                                 (verified_at - drafted_at) * 1e3, len(pending) + k, draft.caught_up if draft else 0,
+                                 draft.source if draft else None)
+            policy.observe(sequence, [result.accept_probs[node] for node in result.tested],
+                           timing if trace.rounds else None)  # round 0 also encoded the prompt: its timings mislead
+            round_ = record_round(len(trace.rounds), drafted_ids, draft_probs, target_probs, uniforms, result, texts,
+                                  with_next=len(emitted) > len(result.path),
+                                  untempered=(target_logits, draft_logits) if config.greedy else None, parents=parents)
+            round_.draft_ms, round_.verify_ms, round_.draft_forwards = timing.draft_ms, timing.verify_ms, timing.draft_forwards
+            round_.next_uniform, round_.asked = next_uniform, asked
+            round_.shared_mass = list(draft.shared_mass) if draft is not None and draft.shared_mass else []
+            round_.draft_own_texts = list(draft.own_texts) if draft is not None and draft.own_texts else []
+            round_.draft_forward_ms = (forwards_drafted - forwards_at_start) * 1e3
+            round_.verify_forward_ms = (target.forward_seconds - target_at_start) * 1e3
+            trace.rounds.append(round_)
+            trace.token_ids = sequence[len(prompt_ids) :]
+            trace.stop_reason = _stop_reason(emitted[-1], pipeline, sequence, prompt_ids, config)
+            trace.text = text.update(trace.token_ids, final=bool(trace.stop_reason))
+            trace.forward_ms = (pipeline.forward_seconds() - forward_before) * 1e3
+        trace.wall_ms += (verified_at - started) * 1e3  # the decoding itself; recording is the views' cost
+        trace.record_ms += (time.perf_counter() - verified_at) * 1e3
+        if trace.stop_reason and shape is not None:
+            remember_acceptance(pipeline, trace)  # the next tree run on this pair chooses its budget with it
+        yield round_, trace
+
+
+def tree_shape(pipeline: Pipeline, config: DecodeConfig) -> TreeShape | None:
+    """The token tree each round drafts, for config.tree_budget nodes γ deep (resolved_config fills a budget of 0);
+    None for chains, also where the budget buys no more than a chain."""
+    if not config.tree:
+        return None
+    if not pipeline.drafter.drafts_trees:
+        raise ValueError(f"the {config.draft!r} drafter drafts chains only: a token tree needs a draft model")
+    return shape_for(config.gamma, config.tree_budget, pipeline.eos_ids, config.draft_confidence)
+
+
+def resolved_config(pipeline: Pipeline, config: DecodeConfig) -> DecodeConfig:
+    """config with a tree budget of 0 replaced by the one this machine affords (tree_budget.choose_budget: from the
+    target's measured v(k), the draft step and the acceptance by sibling rank of this pair's earlier tree runs),
+    so that the trace records the budget the run used and replays with it."""
+    if not config.tree or config.tree_budget:
+        return config
+    return dataclasses.replace(config, tree_budget=choose_budget(pipeline, config))
+
+
+def new_trace(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> tuple[Trace, list[int]]:
+    """An empty trace for this run, and the prompt's token ids."""
+    prompt_ids = checked_prompt_ids(pipeline, prompt, config)
+    return Trace(
+        config=config.to_dict(),
+        prompt=prompt,
+        prompt_token_count=len(prompt_ids),
+        target_name=config.target,
+        draft_name=config.draft,
+        device=models.describe_device(pipeline.device),
+        kernels=models.cpu_kernels(pipeline.device),
+        dtype=str(pipeline.dtype).removeprefix("torch."),
+        token_ids=[],
+        target_forward_ms=list(pipeline.target_forward_ms),
+        draft_step_ms=pipeline.draft_step_ms,
+        templated_prompt=pipeline.tokenizer.decode(prompt_ids),
+    ), prompt_ids
+
+
+def checked_prompt_ids(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> list[int]:
+    """The prompt's token ids, or ValueError when it encodes to nothing or fills the models' context."""
+    prompt_ids = encode_prompt(pipeline.tokenizer, prompt, config.chat, config.system_prompt)
+    if not prompt_ids:
+        raise ValueError("the prompt encodes to no tokens")
+    if len(prompt_ids) >= pipeline.context_limit:
+        raise ValueError(f"the prompt has {len(prompt_ids)} tokens; the models' context holds {pipeline.context_limit}")
+    return prompt_ids
+
+
+def run_speculative(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Trace:
+    """Run to the end and return the finished trace."""
+    trace = None
+    for _, trace in speculative_decode(pipeline, prompt, config):
+        pass
+    return trace
+
+
+def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Baseline:
+    """Plain autoregressive decoding on the same target, with the same sampling and seed source."""
+    *_, baseline = baseline_steps(pipeline, prompt, config)
+    return baseline
+
+
+PLAIN_TOKENS_PER_STEP = 2  # baseline_steps pauses after this many tokens, so a server interleaves other sessions
+
+
+def baseline_steps(pipeline: Pipeline, prompt: str, config: DecodeConfig,
+                   every: int = PLAIN_TOKENS_PER_STEP) -> Iterator[Baseline | None]:
+    """baseline_decode a few tokens at a time: None after every `every` tokens, then the Baseline. The app runs it on
+    the model thread one step per task, so a comparison no longer holds every other session's rounds for seconds.
+    Its wall time counts the decoding only, never the pauses between steps (as a speculative run's rounds do)."""
+    target, device = pipeline.target, pipeline.device
+    prompt_ids = checked_prompt_ids(pipeline, prompt, config)
+    standardize = Standardizer(config.temperature, config.top_k, config.top_p)
+    generator = torch.Generator(device=device).manual_seed(config.seed)
+    target.reset()
+    generated: list[int] = []
+    step_seconds, decoding_s = [], 0.0
+    with torch.inference_mode():
+        started = time.perf_counter()
+        logits = target.feed(torch.tensor(prompt_ids, dtype=torch.long, device=device))  # [1, V]
+    while True:
+        with torch.inference_mode():  # per step, never across the yield
+            token = int(sample(standardize(logits)[0], generator))
+            generated.append(token)
+            if (token in pipeline.eos_ids or len(generated) >= config.max_new_tokens
+                    or len(prompt_ids) + len(generated) >= pipeline.context_limit):
+                break
+            step_started = time.perf_counter()
+            logits = target.feed(torch.tensor([token], device=device))
+            models.synchronize(device)
+            step_seconds.append(time.perf_counter() - step_started)
+        if len(generated) % every == 0:
+            decoding_s += time.perf_counter() - started
+            yield None
+            started = time.perf_counter()
+    wall_ms = (decoding_s + time.perf_counter() - started) * 1e3
+    step_ms = 1e3 * statistics.median(step_seconds) if step_seconds else wall_ms  # one slow step does not move it
+    text = pipeline.tokenizer.decode(generated, skip_special_tokens=True)
+    yield Baseline(text=text, token_ids=generated, wall_ms=wall_ms, step_ms=step_ms)
+
+
+WARM_UP_PROMPT = "Say hello twice: hello hello"
+
+
+def warm_up(pipeline: Pipeline, config: DecodeConfig) -> None:
+    """Run each path once, briefly, before a timed comparison, so that first-call costs (a CPU kernel set up for
+    each new row count, lazy imports) land in neither run. Once per process for each model pair and γ: the
+    pipeline's cache remembers which pairs are warm."""
+    key = ("warm-up", config.target, config.draft, config.gamma, str(pipeline.device))
+    if key not in pipeline.cache:
+        pipeline.cache.get(key, lambda: _warm(pipeline, config))
+
+
+def _warm(pipeline: Pipeline, config: DecodeConfig) -> bool:
+    target = pipeline.target
+    prompt_ids = encode_prompt(pipeline.tokenizer, WARM_UP_PROMPT, config.chat)
+    if len(prompt_ids) + 2 * (config.gamma + 2) >= pipeline.context_limit:
+        return False  # a context this short leaves no room to warm up (nor much to time)
+    target.reset()
+    target.feed(torch.tensor(prompt_ids, dtype=torch.long, device=pipeline.device))
+    for rows in range(1, config.gamma + 2):  # every verification width a run can use
+        target.feed(torch.tensor(prompt_ids[-1:] * rows, dtype=torch.long, device=pipeline.device))
+        target.crop(len(prompt_ids))
+    short = DecodeConfig(**{**config.to_dict(), "max_new_tokens": config.gamma + 2})
+    run_speculative(pipeline, WARM_UP_PROMPT, short)  # the drafter's own first calls
+    baseline_decode(pipeline, WARM_UP_PROMPT, short)
+    return True
+
+
+# ---------------------------------------------------------------- helpers of a round
+
+
+def _room(sequence: list[int], prompt_ids: list[int], pipeline: Pipeline, config: DecodeConfig) -> int:
+    """How many more tokens this run may emit: the smaller of max_new_tokens and the context left."""
+    generated = len(sequence) - len(prompt_ids)
+    return min(config.max_new_tokens - generated, pipeline.context_limit - len(sequence))
+
+
+def _trim_at_eos(draft, pipeline: Pipeline) -> tuple[torch.Tensor, torch.Tensor, list[int], list | None]:
+    """Drafted ids [k], q [k, V] on the target's device, the parents and the draft's logits per node, without any node
+    that follows an EOS (nothing does): in a chain, cut after the first EOS."""
+    device, vocab = pipeline.device, pipeline.target.vocab_size
+    if draft is None or draft.tokens.numel() == 0:
+        return torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab, device=device), [], None
+    tokens, probs, parents, logits = draft.tokens.to(device), draft.probs.to(device), draft.tree_parents, draft.logits
+    ids, kept, new_index = tokens.tolist(), [], {}
+    for node, parent in enumerate(parents):
+        if parent < 0 or (parent in new_index and ids[parent] not in pipeline.eos_ids):
+            new_index[node] = len(kept)
+            kept.append(node)
+    if len(kept) < len(ids):
+        index = torch.tensor(kept, device=device)
+        tokens, probs = tokens[index], probs[index]
+        parents = [new_index[parents[node]] if parents[node] >= 0 else -1 for node in kept]
+        logits = [logits[node] for node in kept if node < len(logits)] if logits else logits
+    return tokens, probs, parents, logits
+
+
+def _after(pending: list[int], parents: list[int]) -> list[int]:
+    """The target's tree entries for one forward: the pending tokens as a chain, then the drafted nodes, a root child
+    following the last pending token. [7, 8] and parents [-1, -1, 0] -> [-1, 0, 1, 1, 2]."""
+    return [*range(-1, len(pending) - 1), *(len(pending) - 1 if parent < 0 else len(pending) + parent for parent in parents)]
+
+
+def _emitted(accepted_ids: list[int], result, eos_ids: list[int]) -> list[int]:
+    """The accepted drafts, then the correction or bonus, unless an accepted EOS ended the text."""
+    emitted = list(accepted_ids)
+    if not (emitted and emitted[-1] in eos_ids):
+        emitted.append(result.next_token)
+    return emitted
+
+
+def _stop_reason(last_token: int, pipeline: Pipeline, sequence, prompt_ids, config: DecodeConfig) -> str:
+    if last_token in pipeline.eos_ids:
+        return "eos"
+    if len(sequence) - len(prompt_ids) >= config.max_new_tokens:
+        return "max_new_tokens"
+    if len(sequence) >= pipeline.context_limit:
+        return "context"
+    return ""

@@ -1,0 +1,1 @@
+"""The Course exercises tab: the course's lessons worked, its presets and its project."""

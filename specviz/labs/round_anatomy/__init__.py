@@ -1,0 +1,1 @@
+"""The Round anatomy tab: where a measured round's time goes, against the prediction."""

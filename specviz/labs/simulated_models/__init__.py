@@ -1,0 +1,1 @@
+"""The Simulated models tab: models whose acceptance rate is set exactly, run through the real engine."""

@@ -1,0 +1,1 @@
+"""The Theory tab: the speedup calculator, the execution trace, the oracle γ and token trees."""
