@@ -23,7 +23,7 @@ from specviz.config import (
     parse_field,
 )
 from specviz.decoding.pipeline import build_pipeline, calibrate, calibration_sizes
-from specviz.drafters import registry
+from specviz.drafters import kinds
 from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs
 from specviz.trace import Trace
@@ -65,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "qwen2.5-coder-smollm2-draft, qwen2.5-coder-gemma-draft (+ requirements-gemma.txt; "
                                       "Gemma Terms of Use), gpt2-xl, smollm2-1.7b, qwen2.5-1.5b or qwen2.5-1.5b-smollm2-draft")
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
-    gen.add_argument("--draft", help=f"the drafter, one of {registry.help_text()} (default: '{OFFLINE_DRAFTER}' for the "
+    gen.add_argument("--draft", help=f"the drafter, one of {kinds.help_text()} (default: '{OFFLINE_DRAFTER}' for the "
                                      f"offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a GPU, else '{NGRAM_DRAFTER}')")
     defaults = DecodeConfig()
     gen.add_argument("--gamma", type=field("gamma"), help=f"tokens drafted per round (γ; default {defaults.gamma}, or the "
@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args) -> DecodeConfig:
     """The run the arguments ask for. Any local folder may be a model here: the command line is a local tool, run by
     the machine's own user (the app allows folders under its models directory only, app/policy.py)."""
+    from specviz.drafters import kinds
     from specviz.models.presets import offline_drafter, preset_settings, resolve_preset
 
     target, draft = OFFLINE_MODEL, offline_drafter(backend=args.backend)
@@ -136,7 +137,7 @@ def config_from_args(args) -> DecodeConfig:
     draft = args.draft or (draft if args.preset or target == OFFLINE_MODEL else NGRAM_DRAFTER)
     check_prompt(args.prompt)
     settings = {**DecodeConfig().to_dict(), **preset_settings(args.preset, args.backend)}  # the preset's, where unset
-    return DecodeConfig(
+    config = DecodeConfig(
         target=target, draft=draft, max_new_tokens=args.max_new_tokens,
         temperature=args.temperature, top_k=args.top_k, top_p=args.top_p, seed=args.seed,
         chat=args.chat, ngram_size=args.ngram_size, adaptive=settings["adaptive"] if args.adaptive is None else args.adaptive,
@@ -145,6 +146,8 @@ def config_from_args(args) -> DecodeConfig:
         **{name: settings[name] if getattr(args, name) is None else getattr(args, name)
            for name in ("gamma", "draft_confidence", "draft_window", "draft_vocab")},
     ).validate()
+    kinds.check(config)  # what the drafter's kind cannot do, said before any model loads
+    return config
 
 
 def generate(args) -> int:

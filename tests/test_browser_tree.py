@@ -77,7 +77,7 @@ def test_a_tree_with_prompt_lookup_is_refused_and_the_rows_stay(page):
     rows, stats = row_count(page), page.locator("#sv-stats").inner_text()
     page.locator("#sv-tree input").check()
     page.get_by_role("button", name="Run", exact=True).click()
-    page.get_by_text("drafts one continuation: a token tree needs a draft model", exact=False).first.wait_for(
+    page.get_by_text("copies one continuation: a token tree needs a draft model", exact=False).first.wait_for(
         timeout=30_000)
     page.wait_for_timeout(1000)
     assert error_badges(page, toasts=False) == 0 and row_count(page) == rows and plotted_rounds(page) == rows

@@ -117,13 +117,15 @@ def test_a_sampled_run_with_a_window_and_a_subset_replays_and_its_config_round_t
                                                      "distilled head runs none: set it to 0 or choose a draft model"),
 ])
 def test_settings_that_cannot_apply_are_refused_in_one_sentence(settings, sentence):
+    from specviz.drafters import kinds
+
     with pytest.raises(ValueError) as error:
-        DecodeConfig(**settings).validate()
+        kinds.check(DecodeConfig(**settings).validate())
     assert str(error.value) == sentence
 
 
-def test_the_registry_says_which_kinds_run_a_draft_model():
-    from specviz.drafters.registry import KINDS
+def test_the_kinds_table_says_which_kinds_run_a_draft_model():
+    from specviz.drafters.kinds import KINDS
 
     assert [name for name, kind in KINDS.items() if kind.runs_model] == ["int4", "int4-model", "model"]
     assert DecodeConfig(draft="ngram+int4", draft_window=64, draft_vocab=512).validate().draft_vocab == 512

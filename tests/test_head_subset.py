@@ -75,7 +75,7 @@ def test_a_head_the_subset_cannot_gather_is_refused():
 
 
 def _step(kind: str, hf_model):
-    """The draft step a registry builder would wrap: the float model, its 4-bit copy or the lean 4-bit step."""
+    """The draft step a kind's builder would wrap: the float model, its 4-bit copy or the lean 4-bit step."""
     return {"float": lambda: hf_model, "copy": lambda: int4.quantized_copy(hf_model),
             "lean": lambda: int4_decoder.Int4Decoder(hf_model)}[kind]()
 

@@ -12,7 +12,7 @@ VOCAB = 8
 class Scripted:
     """Proposes the same ids every time, counting its calls."""
 
-    costless, forward_seconds, drafts_trees = False, 0.0, False
+    costless, forward_seconds, chains_only = False, 0.0, "a scripted double drafts chains"
 
     def __init__(self, ids: list[int], forwards: int):
         self.ids, self.forwards, self.calls = ids, forwards, 0

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from specviz.analysis.metrics import chi_square_test
+from specviz.core.acceptance import Lenient
 from specviz.core.sampling import residual, sample, sample_with_uniform
 from specviz.core.verify import BONUS, CORRECTED, verify
 
@@ -154,11 +155,12 @@ def test_lenience_accepts_what_the_exact_test_rejects_and_is_checked():
     target_probs = torch.tensor([[0.4, 0.3, 0.2, 0.1], [0.25, 0.25, 0.25, 0.25]])
     draft_probs = torch.tensor([[0.5, 0.25, 0.15, 0.1]])
     exact = verify(torch.tensor([0]), draft_probs, target_probs, torch.tensor([0.9]), next_uniform=0.0)
-    lenient = verify(torch.tensor([0]), draft_probs, target_probs, torch.tensor([0.9]), next_uniform=0.0, lenience=0.5)
+    lenient = verify(torch.tensor([0]), draft_probs, target_probs, torch.tensor([0.9]), next_uniform=0.0,
+                     rule=Lenient(lenience=0.5))
     assert exact.accepted_count == 0 and exact.accept_probs == pytest.approx([0.8])
     assert lenient.accepted_count == 1 and lenient.accept_probs == pytest.approx([1.0])  # min(1, .4 / (.5 · .5))
     with pytest.raises(ValueError, match="lenience"):
-        verify(torch.tensor([0]), draft_probs, target_probs, torch.tensor([0.9]), lenience=0.0)
+        Lenient(lenience=0.0)
 
 
 def _low_precision_case(dtype: torch.dtype, vocab: int = 1000, gamma: int = 4):

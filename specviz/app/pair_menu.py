@@ -14,7 +14,7 @@ from specviz.config import (
     TRANSFORMERS,
     DrafterSpec,
 )
-from specviz.drafters import registry
+from specviz.drafters import kinds
 from specviz.models import presets, split_gguf
 from specviz.views import gallery
 
@@ -57,7 +57,7 @@ MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values
     "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-1.5B ← SmolLM2-135M" + HUB_SUFFIX,
     CUSTOM_PAIR: "Custom: any target and draft",
 }
-# What the drafter help adds to the registry's line on a pair's built-in drafter (registry.describe).
+# What the drafter help adds to the kinds table's line on a pair's built-in drafter (kinds.describe).
 APP_NOTES = {QUANTIZED_DRAFTER: f"its head scores the {8192:,} most frequent tokens: a few rejections, still faster",
              DISTILLED_DRAFTER: "more rejections to look at"}
 # The app's settings for a pair that is no preset. The 4-bit copy agrees with its target on ~98% of greedy drafts,
@@ -108,7 +108,7 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
     target, draft = PAIRS[pair]
     models = f"{target.removeprefix('offline:')} drafted for by {draft.removeprefix('offline:')}"
     if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
-        models = f"{target.removeprefix('offline:')} drafted for by {registry.describe(draft)}"
+        models = f"{target.removeprefix('offline:')} drafted for by {kinds.describe(draft)}"
     settings, preset = pair_settings(pair, policy, backend), presets.preset_settings(_preset_name(pair), backend)
     if preset:
         capped = f" (γ capped at {settings['gamma']} on this server)" if settings["gamma"] < preset["gamma"] else ""
@@ -150,14 +150,14 @@ def unreachable(pair: str, at_hand=None) -> str | None:
 def drafter_help(pair: str) -> str:
     """The drafter choices' help for this pair: what "draft model" is here, what lookup does."""
     draft = PAIRS.get(pair, (None, None))[1]
-    if draft in APP_NOTES:  # a built-in drafter: what the registry says it is, and what the page shows of it
-        model = f"{registry.describe(draft)} ({APP_NOTES[draft]})"
+    if draft in APP_NOTES:  # a built-in drafter: what the kinds table says it is, and what the page shows of it
+        model = f"{kinds.describe(draft)} ({APP_NOTES[draft]})"
     elif draft is None:
         model = "the draft named below"
     else:
         model = draft.removeprefix("offline:") + (" (on a CPU, its 4-bit copy)" if draft in presets.INT4_ON_CPU else "")
-    return (f"Draft model: {model}. Prompt lookup: {registry.describe(NGRAM_DRAFTER)}. Lookup, else draft model: "
-            f"{registry.LOOKUP_FIRST_DESCRIPTION}")
+    return (f"Draft model: {model}. Prompt lookup: {kinds.describe(NGRAM_DRAFTER)}. Lookup, else draft model: "
+            f"{kinds.LOOKUP_FIRST_DESCRIPTION}")
 
 
 def default_pair() -> str:

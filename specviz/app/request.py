@@ -20,7 +20,6 @@ from specviz.config import (
     BACKENDS,
     BUILT_IN_DRAFTERS,
     LLAMA_CPP,
-    MODEL_FREE_DRAFTERS,
     NGRAM_DRAFTER,
     QUANTIZED_DRAFT_MODEL,
     TRANSFORMERS,
@@ -31,7 +30,7 @@ from specviz.config import (
     check_prompt,
     check_system_prompt,
 )
-from specviz.drafters import registry
+from specviz.drafters import kinds
 from specviz.models import llama_cpp, presets, split_gguf
 
 DRAFT_MODEL, PROMPT_LOOKUP, LOOKUP_THEN_DRAFT = "draft model", "prompt lookup (n-gram)", "lookup, else draft model"
@@ -137,15 +136,13 @@ class RunRequest:
         if missing is not None:  # a split offline model whose parts are not installed
             raise ValueError(split_gguf.not_installed(missing) + ".")
         # the pair's draft head rows (pair_settings), for a draft that runs a model (prompt lookup runs none)
-        draft_vocab = 0 if spec is None or spec.kind in MODEL_FREE_DRAFTERS else pair_settings(
+        draft_vocab = 0 if spec is None or not kinds.KINDS[spec.kind].runs_model else pair_settings(
             self.pair, backend=self.backend)["draft_vocab"]
         try:
             config = DecodeConfig(target=target_id, draft=draft_id, adaptive=self.adaptive, system_prompt=self.system_prompt,
                                   draft_confidence=self.draft_stop(), tree=self.tree, backend=self.backend,
                                   draft_vocab=draft_vocab, **numbers).validate()
-            registry.check_backend(config.drafter, config.backend)
-            if config.tree:
-                registry.check_trees(config.drafter)
+            kinds.check(config)
             policy.check(config, self.prompt)
         except ValueError as error:
             raise ValueError(_sentence(error)) from None

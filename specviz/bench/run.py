@@ -12,7 +12,7 @@ Methods (`--methods`, all by default; those needing a draft model run only with 
 - plain: specviz's autoregressive decoding;            hf_generate: transformers' generate();
 - specviz: speculative decoding at fixed γ;             specviz_adaptive: with adaptive γ (at most γ);
 - specviz_tree: token trees, γ deep, of --tree-budget nodes (0: what this machine's measured v(k) affords), for
-  each draft that drafts trees (a draft model: registry's `trees`);
+  each draft that drafts trees (a draft model: the kind row's `trees`);
 - hf_prompt_lookup: generate(prompt_lookup_num_tokens=γ); hf_assisted: generate(assistant_model=…) at specviz's γ and draft stop;
   hf_assisted_defaults: the same at transformers' defaults (20 tokens, stop below 0.4);
 - llama_plain, llama_speculative, llama_ngram: llama.cpp's own tools on the same GGUF files (bench/llama_peer.py):
@@ -47,7 +47,7 @@ from specviz.config import (
 )
 from specviz.decoding import engine
 from specviz.decoding.pipeline import build_pipeline, calibrate, calibration_sizes, encode_prompt
-from specviz.drafters import registry
+from specviz.drafters import kinds
 from specviz.drafters.weights import int4_copy
 from specviz.models import loading as models
 from specviz.models import profiling
@@ -99,11 +99,11 @@ def load_prompts(path: str | os.PathLike, categories: list[str] | None, limit: i
     return sorted(chosen, key=lambda item: (item.pop("rank"), order[item["category"]]))
 
 
-def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = ()) -> list[Method]:
+def plan_methods(methods: list[str], drafts: list[str], extra_gammas: list[int] = ()) -> list[Method]:
     """The method instances to run: speculative kinds once per drafter (specviz also at each extra fixed γ);
     hf_assisted once per draft model."""
     plan = []
-    for kind in kinds:
+    for kind in methods:
         if kind in ("plain", "hf_generate", "hf_prompt_lookup", "llama_plain", "llama_ngram"):
             plan.append(Method(kind))
         elif kind == "llama_speculative":  # a draft model's GGUF: neither prompt lookup nor a 4-bit copy of transformers'
@@ -121,15 +121,15 @@ def plan_methods(kinds: list[str], drafts: list[str], extra_gammas: list[int] = 
 
 
 def _assistant(draft: str) -> bool:
-    """Whether generate(assistant_model=…) can use this draft: a draft model or a 4-bit copy (registry's `assistant`),
+    """Whether generate(assistant_model=…) can use this draft: a draft model or a 4-bit copy (the kind row's `assistant`),
     not prompt lookup, the distilled head or a lookup-first drafter."""
     spec = DrafterSpec.parse(draft)
-    return registry.KINDS[spec.kind].assistant and not spec.lookup_first
+    return kinds.KINDS[spec.kind].assistant and not spec.lookup_first
 
 
 def _drafts_trees(draft: str) -> bool:
-    """Whether this draft drafts token trees: a draft model (registry's `trees`), with or without lookup first."""
-    return registry.KINDS[DrafterSpec.parse(draft).kind].trees
+    """Whether this draft drafts token trees: a draft model (the kind row's `trees`), with or without lookup first."""
+    return kinds.KINDS[DrafterSpec.parse(draft).kind].trees
 
 
 def peak_rss_mb() -> float:
@@ -162,7 +162,7 @@ class Runner:
 
     def _settings(self, draft: str) -> dict:
         """The base settings with this drafter, and the draft-model levers where it runs a draft model."""
-        runs_model = registry.KINDS[DrafterSpec.parse(draft).kind].runs_model
+        runs_model = kinds.KINDS[DrafterSpec.parse(draft).kind].runs_model
         return {**self.base.to_dict(), "draft": draft, **(self.levers if runs_model else {})}
 
     def _assistant_model(self, draft: str) -> models.LoadedModel:

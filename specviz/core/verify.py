@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import torch
 
-from specviz.core.sampling import compute_dtype, residual, sample_with_uniform
+from specviz.core.acceptance import EXACT, AcceptanceRule
+from specviz.core.sampling import compute_dtype, sample_with_uniform
 
 CORRECTED = "corrected"
 BONUS = "bonus"
@@ -33,7 +34,7 @@ def verify(
     uniforms: torch.Tensor,
     next_uniform: float | torch.Tensor | None = None,
     generator: torch.Generator | None = None,
-    lenience: float = 1.0,
+    rule: AcceptanceRule = EXACT,
 ) -> VerifyResult:
     """Accept a prefix of the drafts and draw the token that follows it.
 
@@ -42,9 +43,8 @@ def verify(
     Probabilities are compared and subtracted in float32 at least, whatever their dtype (fp16 and bf16 are cast
     up). A draft id outside [0, V), or shapes that do not fit, raise ValueError.
 
-    lenience l < 1 (Leviathan et al., appendix on lenience; the same as drawing r ~ U[0, l)) accepts with
-    min(1, p/(l·q)) instead: more drafts pass, and the output NO LONGER follows p. It exists for the
-    losslessness lab; everything else keeps the default 1.
+    `rule` is the acceptance rule (core/acceptance.py): the exact one everywhere but the losslessness lab, whose
+    lenient rule accepts with min(1, p/(l·q)), l < 1: more drafts pass, and the output NO LONGER follows p.
 
     Example (the textbook case): p = [.4, .3, .2, .1], q = [.5, .25, .15, .1], x = 0, r = 0.9.
     min(1, .4/.5) = 0.8 < 0.9, so x is rejected and the correction comes from norm(max(0, p - q)) = [0, .5, .5, 0].
@@ -56,19 +56,12 @@ def verify(
             f"shape mismatch: draft_tokens {tuple(draft_tokens.shape)}, draft_probs {tuple(draft_probs.shape)}, "
             f"target_probs {tuple(target_probs.shape)}, uniforms {tuple(uniforms.shape)}"
         )
-    if not 0 < lenience <= 1:
-        raise ValueError(f"lenience must be in (0, 1], got {lenience}")
     if gamma and bool(((draft_tokens < 0) | (draft_tokens >= vocab_size)).any()):  # a negative id would index from the end
         raise ValueError(f"draft ids must be in [0, {vocab_size}), got {draft_tokens.tolist()}")
     dtype = compute_dtype(draft_probs, target_probs)
     draft_probs, target_probs = draft_probs.to(dtype), target_probs.to(dtype)  # [γ, V], [γ+1, V]
-    positions = torch.arange(gamma, device=draft_tokens.device)
-    # 3. Acceptance probability of each draft: min(1, p_i(x_i) / q_i(x_i)). q_i(x_i) > 0 because x_i ~ q_i.
-    target_at_draft = target_probs[positions, draft_tokens]  # [γ]
-    draft_at_draft = draft_probs[positions, draft_tokens] * lenience  # [γ]; l·q with lenience
-    accept_probs = torch.where(
-        draft_at_draft > 0, (target_at_draft / draft_at_draft.clamp(min=1e-30)).clamp(max=1.0), torch.zeros_like(draft_at_draft)
-    )
+    # 3. Acceptance probability of each draft: min(1, p_i(x_i) / q_i(x_i)) for the exact rule. [γ]
+    accept_probs = rule.accept_probs(target_probs[:gamma], draft_probs, draft_tokens)
     # Accept x_i while r_i < min(1, p/q). With r ~ U[0, 1) that happens with probability exactly min(1, p/q).
     # r may come from another device than the probabilities (a replay's recorded uniforms, p and q on a GPU).
     rejected = uniforms.to(accept_probs.device, accept_probs.dtype) >= accept_probs  # [γ]
@@ -77,7 +70,7 @@ def verify(
     # 4. After the first rejection, draw the correction from norm(max(0, p - q)); after γ acceptances, the
     #    bonus token from p_{γ+1}.
     if accepted_count < gamma:
-        next_probs = residual(target_probs[accepted_count], draft_probs[accepted_count])
+        next_probs = rule.replacement(target_probs[accepted_count], draft_probs[accepted_count])
         next_kind = CORRECTED
     else:
         next_probs = target_probs[gamma]

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from specviz.core.acceptance import EXACT, AcceptanceRule
 from specviz.core.sampling import compute_dtype, residual, sample_with_uniform
 from specviz.core.verify import BONUS, CORRECTED, verify
 
@@ -136,8 +137,7 @@ def verify_tree(
             token = tokens[child]
             # 1. Acceptance probability min(1, P(x_c) / q_c(x_c)), as verify() computes it.
             target_at, draft_at = current[token], draft_probs[child, token].to(dtype)
-            ratio = (target_at / draft_at.clamp(min=1e-30)).clamp(max=1.0)
-            accept_probs[child] = float(torch.where(draft_at > 0, ratio, torch.zeros_like(ratio)))
+            accept_probs[child] = float(EXACT.at(target_at, draft_at))
             if thresholds[child] < accept_probs[child]:
                 # 2. Accepted: move to the child; its children are tried against p after its path.
                 path.append(child)
@@ -156,14 +156,14 @@ def verify_tree(
 
 
 def verify_draft(draft_tokens, parents, draft_probs, target_probs, uniforms, next_uniform=None,
-                 lenience: float = 1.0) -> TreeVerifyResult:
+                 rule: AcceptanceRule = EXACT) -> TreeVerifyResult:
     """The engine's step 3-4 for any draft: a chain (parents [-1, 0, 1, ..]) through verify.verify, exactly as before
-    trees (and with the losslessness lab's lenience), any other tree through verify_tree; one result type."""
+    trees (and with the losslessness lab's lenient rule), any other tree through verify_tree; one result type."""
     if any(parent != index - 1 for index, parent in enumerate(parents)):
-        if lenience != 1.0:
-            raise ValueError("lenience applies to a chain of drafts, not to a token tree")
+        if not rule.exact:
+            raise ValueError(f"the {rule.name} rule applies to a chain of drafts; a token tree is verified exactly")
         return verify_tree(draft_tokens, parents, draft_probs, target_probs, uniforms, next_uniform)
-    result = verify(draft_tokens, draft_probs, target_probs, uniforms, next_uniform, lenience=lenience)
+    result = verify(draft_tokens, draft_probs, target_probs, uniforms, next_uniform, rule=rule)
     count, accepted = draft_tokens.shape[0], result.accepted_count
     tested = list(range(min(accepted + 1, count)))
     return TreeVerifyResult(list(range(accepted)), result.next_token, result.next_kind,

@@ -25,13 +25,16 @@ import torch
 
 from specviz import job
 from specviz.config import DecodeConfig
+from specviz.core.acceptance import rule_for_lenience
 from specviz.core.sampling import Standardizer, sample
 from specviz.core.tree_shape import TreeShape, shape_for
 from specviz.core.verify_tree import verify_draft
-from specviz.decoding.adaptive import GammaPolicy, RoundTiming, gamma_policy
+from specviz.decoding.adaptive import GammaPolicy, gamma_policy
+from specviz.decoding.clock import RoundClock
 from specviz.decoding.pipeline import Pipeline, encode_prompt
-from specviz.decoding.recording import IncrementalText, TokenTexts, record_round
+from specviz.decoding.recording import IncrementalText, RoundOutcome, TokenTexts, record_round
 from specviz.decoding.tree_budget import choose_budget, remember_acceptance
+from specviz.drafters import kinds
 from specviz.models import loading as models
 from specviz.trace import Baseline, Round, Trace
 
@@ -49,16 +52,14 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
     generator = torch.Generator(device=device).manual_seed(config.seed)
     policy = policy or gamma_policy(config.gamma, config.adaptive, drafter.costless, pipeline.target_forward_ms,
                                     pipeline.draft_step_ms)
-    shape = tree_shape(pipeline, config)  # None: chains
+    shape, rule = tree_shape(pipeline, config), rule_for_lenience(config.lenience)  # shape None: chains
     texts, text = TokenTexts(pipeline.tokenizer), IncrementalText(pipeline.tokenizer)
-    sequence = list(prompt_ids)
+    sequence, clock = list(prompt_ids), RoundClock(pipeline)
     target.reset()
     drafter.begin()
-    forward_before = pipeline.forward_seconds()
     while not trace.stop_reason:
         job.check()  # a stopped run ends between rounds (and before any model forward: LanguageModel.feed)
-        started = time.perf_counter()
-        forwards_at_start, target_at_start = pipeline.forward_seconds(), target.forward_seconds  # round anatomy
+        clock.start()
         with torch.inference_mode():  # per round, never across the yield (the consumer runs in between)
             room = min(config.gamma, _room(sequence, prompt_ids, pipeline, config) - 1)  # a round emits ≤ k + 1
 
@@ -69,9 +70,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             drafted, draft_probs, parents, draft_logits = _trim_at_eos(draft, pipeline)
             keep = policy.after_draft(len(sequence), drafted.tolist())
             drafted, draft_probs, parents = drafted[:keep], draft_probs[:keep], parents[:keep]  # [k], [k, V], k
-            models.synchronize(device)
-            drafted_at = time.perf_counter()
-            forwards_drafted = pipeline.forward_seconds()
+            clock.drafted()
 
             # 2. Score: one target forward over the pending tokens and the k drafts -> p_1..p_{k+1} [k+1, V]; a tree's
             #    nodes each see only their own path (row 0: after the sequence, row j+1: after node j).
@@ -83,41 +82,37 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             # 3. Verify with r_1..r_k, then 4. draw the correction or bonus with one more uniform.
             uniforms = torch.rand(k, generator=generator, device=device)  # [k]
             next_uniform = float(torch.rand((), generator=generator, device=device))
-            result = verify_draft(drafted, parents, draft_probs, target_probs, uniforms, next_uniform, config.lenience)
+            result = verify_draft(drafted, parents, draft_probs, target_probs, uniforms, next_uniform, rule)
 
             # 4. Commit the accepted path and the next token; the target's cache keeps only that path.
             target.keep_path([*range(len(pending)), *(len(pending) + node for node in result.path)])
             drafted_ids = drafted.tolist()
             emitted = _emitted([drafted_ids[node] for node in result.path], result, pipeline.eos_ids)
             sequence.extend(emitted)
-            models.synchronize(device)
-            verified_at = time.perf_counter()
+            clock.verified()
 
             # Outside the timed sections: learn, record, decode the new text.
-            timing = RoundTiming((drafted_at - started) * 1e3, draft.forwards if draft else 0,
-                                 (verified_at - drafted_at) * 1e3, len(pending) + k, draft.caught_up if draft else 0,
-                                 draft.source if draft else None)
             policy.observe(sequence, [result.accept_probs[node] for node in result.tested],
-                           timing if trace.rounds else None)  # round 0 also encoded the prompt: its timings mislead
-            round_ = record_round(len(trace.rounds), drafted_ids, draft_probs, target_probs, uniforms, result, texts,
-                                  with_next=len(emitted) > len(result.path),
-                                  untempered=(target_logits, draft_logits) if config.greedy else None, parents=parents)
-            round_.draft_ms, round_.verify_ms, round_.draft_forwards = timing.draft_ms, timing.verify_ms, timing.draft_forwards
-            round_.next_uniform, round_.asked = next_uniform, asked
-            round_.shared_mass = list(draft.shared_mass) if draft is not None and draft.shared_mass else []
-            round_.draft_own_texts = list(draft.own_texts) if draft is not None and draft.own_texts else []
-            round_.draft_forward_ms = (forwards_drafted - forwards_at_start) * 1e3
-            round_.verify_forward_ms = (target.forward_seconds - target_at_start) * 1e3
-            trace.rounds.append(round_)
-            trace.token_ids = sequence[len(prompt_ids) :]
-            trace.stop_reason = _stop_reason(emitted[-1], pipeline, sequence, prompt_ids, config)
-            trace.text = text.update(trace.token_ids, final=bool(trace.stop_reason))
-            trace.forward_ms = (pipeline.forward_seconds() - forward_before) * 1e3
-        trace.wall_ms += (verified_at - started) * 1e3  # the decoding itself; recording is the views' cost
-        trace.record_ms += (time.perf_counter() - verified_at) * 1e3
+                           clock.timing(draft, len(pending) + k) if trace.rounds else None)  # round 0 also read the prompt
+            outcome = RoundOutcome(asked, draft, drafted_ids, parents, draft_probs, target_probs, uniforms, next_uniform,
+                                   result, emitted, (target_logits, draft_logits) if config.greedy else None)
+            round_ = record_round(len(trace.rounds), outcome, clock, texts)
+            _add_round(trace, round_, sequence, prompt_ids, text, pipeline, config, clock)
         if trace.stop_reason and shape is not None:
             remember_acceptance(pipeline, trace)  # the next tree run on this pair chooses its budget with it
         yield round_, trace
+
+
+def _add_round(trace: Trace, round_: Round, sequence: list[int], prompt_ids: list[int], text: IncrementalText,
+               pipeline: Pipeline, config: DecodeConfig, clock: RoundClock) -> None:
+    """The trace after one more round: its tokens, text, stop reason and times (recording is the views' cost)."""
+    trace.rounds.append(round_)
+    trace.token_ids = sequence[len(prompt_ids) :]
+    trace.stop_reason = _stop_reason(sequence[-1], pipeline, sequence, prompt_ids, config)
+    trace.text = text.update(trace.token_ids, final=bool(trace.stop_reason))
+    trace.forward_ms = clock.run_forward_ms()
+    trace.wall_ms += clock.round_ms()  # the decoding itself
+    trace.record_ms += clock.since_verified_ms()
 
 
 def tree_shape(pipeline: Pipeline, config: DecodeConfig) -> TreeShape | None:
@@ -125,8 +120,7 @@ def tree_shape(pipeline: Pipeline, config: DecodeConfig) -> TreeShape | None:
     None for chains, also where the budget buys no more than a chain."""
     if not config.tree:
         return None
-    if not pipeline.drafter.drafts_trees:
-        raise ValueError(f"the {config.draft!r} drafter drafts chains only: a token tree needs a draft model")
+    kinds.check_built(pipeline.drafter, config)  # build_pipeline said so already; a pipeline built by hand may not have
     return shape_for(config.gamma, config.tree_budget, pipeline.eos_ids, config.draft_confidence)
 
 

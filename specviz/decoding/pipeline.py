@@ -1,6 +1,6 @@
 """The one place where a target and a drafter are assembled from a DecodeConfig.
 
-It builds only the drafter that was asked for: drafters/registry.py builds each kind, and this module puts prompt
+It builds only the drafter that was asked for: drafters/kinds.py builds each kind, and this module puts prompt
 lookup first where the name asks for it. Weights that pipelines share (loaded models, the distilled
 draft, the target's 4-bit copy) come from one explicit WeightsCache; the pipeline itself holds the per-run
 wrappers (KV caches), so build a new one for each run, or reset it (the engine does) before reuse.
@@ -18,7 +18,7 @@ from specviz import job
 from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
 from specviz.decoding import calibration_store
-from specviz.drafters import registry
+from specviz.drafters import kinds
 from specviz.drafters.base import Drafter
 from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
 from specviz.models import loading as models
@@ -59,15 +59,14 @@ class Pipeline:
 def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipeline:
     """Load (or reuse) the models named by config and check that they can work together."""
     spec = config.drafter
-    registry.check_backend(spec, config.backend)  # before any model loads
-    if config.tree:
-        registry.check_trees(spec)
+    kinds.check(config)  # what the drafter's kind cannot do, before any model loads
     missing = first_missing((config.target, spec.model))
     if missing is not None:  # refused before the other model's long first assembly and conversion
         raise models.ModelUnavailable(not_installed(missing))
     target = models.load_model(config.target, cache=cache, backend=config.backend)
     eos = eos_ids(target)
-    target_model, drafter, draft_model = registry.build(spec, target, config, eos, cache)  # the kind's builder
+    target_model, drafter, draft_model = kinds.build(spec, target, config, eos, cache)  # the kind's builder
+    kinds.check_built(drafter, config)  # a draft of another tokenizer drafts chains only: said before any forward
     if spec.lookup_first:
         lookup = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos)
         drafter = LookupThenModelDrafter(lookup, drafter, str(spec))

@@ -3,10 +3,13 @@ plot. This runs outside the engine's timed sections; nothing here changes what a
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from specviz.core.verify import VerifyResult
-from specviz.core.verify_tree import tree_depths
+from specviz.core.verify_tree import TreeVerifyResult, tree_depths
+from specviz.drafters.base import Draft
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, TopToken
 
 TOP_N = 10  # entries of p and q kept per position, enough to draw the p-vs-q bars
@@ -36,8 +39,40 @@ class TokenTexts:
         ]
 
 
-def record_round(index, drafted_ids, draft_probs, target_probs, uniforms, result, texts, with_next,
-                 untempered=None, parents=None) -> Round:
+@dataclass
+class RoundOutcome:
+    """One round as the engine decided it: what record_round turns into a Round."""
+
+    asked: int  # tokens the γ policy asked the drafter for
+    draft: Draft | None  # the drafter's proposal (its forwards, shared mass and own texts); None: nothing was asked
+    drafted_ids: list[int]  # [k] the drafted tokens verified, after trimming at EOS and by the policy
+    parents: list[int]  # k: each node's parent (-1: the committed text); a chain is [-1, 0, 1, ..]
+    draft_probs: torch.Tensor  # [k, V] q of each node
+    target_probs: torch.Tensor  # [k+1, V] p at the root (row 0) and after each node (row j+1)
+    uniforms: torch.Tensor  # [k] r of each node
+    next_uniform: float  # the uniform the correction or bonus was drawn with
+    result: TreeVerifyResult  # the accepted path, the tested nodes and the next token
+    emitted: list[int]  # the tokens committed: the accepted path, then the correction or bonus unless EOS ended it
+    untempered: tuple | None = None  # greedy runs: (target logits [k+1, V], the draft's logits [1, V] per node)
+
+
+def record_round(index: int, outcome: RoundOutcome, clock, texts: TokenTexts) -> Round:
+    """The whole Round of one verified round: its tokens (record_tokens) and the clock's timings of it."""
+    draft = outcome.draft
+    round_ = record_tokens(index, outcome.drafted_ids, outcome.draft_probs, outcome.target_probs, outcome.uniforms,
+                           outcome.result, texts, with_next=len(outcome.emitted) > len(outcome.result.path),
+                           untempered=outcome.untempered, parents=outcome.parents)
+    round_.draft_ms, round_.verify_ms = clock.draft_ms(), clock.verify_ms()
+    round_.draft_forwards = draft.forwards if draft else 0
+    round_.next_uniform, round_.asked = outcome.next_uniform, outcome.asked
+    round_.shared_mass = list(draft.shared_mass) if draft is not None and draft.shared_mass else []
+    round_.draft_own_texts = list(draft.own_texts) if draft is not None and draft.own_texts else []
+    round_.draft_forward_ms, round_.verify_forward_ms = clock.draft_forward_ms(), clock.verify_forward_ms()
+    return round_
+
+
+def record_tokens(index, drafted_ids, draft_probs, target_probs, uniforms, result, texts, with_next,
+                  untempered=None, parents=None) -> Round:
     """Turn one verify step into plain data: every tested draft in the order tested, then the correction or bonus.
 
     drafted_ids [n] with parents (their tree; None: a chain), draft_probs [n, V], target_probs [n+1, V] (row 0 after

@@ -59,7 +59,10 @@ class Drafter(Protocol):
     # seconds spent so far in forwards the drafter runs itself, outside the models the pipeline times (the distilled
     # head's); 0 for a drafter whose forwards are a pipeline model's (the draft model's) or that runs none (lookup)
     forward_seconds: float
-    drafts_trees: bool  # propose() takes a TreeShape (a draft model); else it drafts chains only
+    # Why propose() takes no TreeShape, as a clause ("prompt lookup copies one continuation"); "" when it drafts
+    # token trees. The one statement of a drafter's tree capability: drafters/kinds.py reads it before any model
+    # loads (from the class a kind builds) and on the drafter actually built.
+    chains_only: str
 
     def begin(self) -> None: ...
 
@@ -71,9 +74,16 @@ class Drafter(Protocol):
         generator: torch.Generator,
         tree: TreeShape | None = None,
     ) -> Draft:
-        """Up to γ tokens for the sequence: a chain, or with `tree` a token tree of that shape (drafters whose
-        `drafts_trees` is False refuse one)."""
+        """Up to γ tokens for the sequence: a chain, or with `tree` a token tree of that shape (a drafter whose
+        `chains_only` says why not refuses one, with refuse_tree)."""
         ...
+
+
+def refuse_tree(drafter) -> ValueError:
+    """The one sentence that refuses a token tree to a drafter that drafts chains only (its chains_only says why)."""
+    reason = drafter.chains_only
+    return ValueError(f"{reason[:1].upper()}{reason[1:]}: a token tree needs a draft model of the target's own "
+                      f"tokenizer (the {drafter.name!r} drafter drafts chains only)")
 
 
 def empty_draft(vocab_size: int, source: str) -> Draft:

@@ -28,7 +28,7 @@ import torch
 
 from specviz.core.sampling import one_hot, sample
 from specviz.drafters import retokenize
-from specviz.drafters.base import BY_MODEL, Draft, common_prefix_length, empty_draft
+from specviz.drafters.base import BY_MODEL, Draft, common_prefix_length, empty_draft, refuse_tree
 from specviz.drafters.vocab_bridge import VocabBridge
 from specviz.models.loading import LanguageModel
 
@@ -48,7 +48,8 @@ class CrossVocabDrafter:
 
     costless = False
     forward_seconds = 0.0  # its forwards are the draft model's, which the pipeline times
-    drafts_trees = False
+    chains_only = ("a draft of another tokenizer drafts one chain of the tokens both vocabularies share, retokenizing "
+                   "the text after each")
 
     def __init__(self, model: LanguageModel, bridge: VocabBridge, target_tokenizer, draft_tokenizer,
                  confidence: float = 0.0):
@@ -72,7 +73,7 @@ class CrossVocabDrafter:
 
     def propose(self, sequence, gamma, standardize, generator, tree=None) -> Draft:
         if tree is not None:
-            raise ValueError("a draft from another tokenizer drafts chains only")
+            raise refuse_tree(self)
         if gamma == 0:
             return empty_draft(self.bridge.target_width, BY_MODEL)
         seen = self.draft_context(sequence)

@@ -30,7 +30,7 @@ from torch import nn
 
 from specviz import paths
 from specviz.core.sampling import sample
-from specviz.drafters.base import BY_MODEL, Draft, empty_draft
+from specviz.drafters.base import BY_MODEL, Draft, empty_draft, refuse_tree
 from specviz.models.loading import LanguageModel
 
 ASSET = paths.ASSETS / "smollm2-135m-draft.safetensors"
@@ -179,6 +179,7 @@ class FeatureDrafter:
     """
 
     costless = False
+    chains_only = "the distilled head reads the target's states along one path"
 
     def __init__(self, draft, target: LanguageModel, name: str):
         from transformers import DynamicCache
@@ -190,7 +191,6 @@ class FeatureDrafter:
         self.cache = None
         self.true_pairs = 0  # pairs in the cache built from the target's own states (never from predictions)
         self.forward_seconds = 0.0
-        self.drafts_trees = False  # it reads the target's states of one path
 
     def begin(self) -> None:
         self.cache = self.new_cache()
@@ -198,7 +198,7 @@ class FeatureDrafter:
 
     def propose(self, sequence, gamma, standardize, generator, tree=None) -> Draft:
         if tree is not None:
-            raise ValueError("the distilled draft drafts chains: a token tree needs a draft model")
+            raise refuse_tree(self)
         vocab, device = self.target.vocab_size, self.target.device
         known = self.target.cached_length  # states h_0..h_{known-1} exist
         if gamma == 0 or known != len(sequence) - 1 or self.target.features is None:

@@ -6,7 +6,7 @@ import torch
 
 from specviz.core.sampling import one_hot
 from specviz.drafters.acceptance import PositionalAcceptance
-from specviz.drafters.base import BY_LOOKUP, Draft, Drafter
+from specviz.drafters.base import BY_LOOKUP, Draft, Drafter, refuse_tree
 from specviz.drafters.tree import main_line, with_branch
 
 PRIOR = 0.5  # each source's acceptance before any evidence (as adaptive γ's prior for a draft model)
@@ -25,7 +25,7 @@ class PromptLookupDrafter:
     name = "ngram"
     costless = True
     forward_seconds = 0.0  # no model
-    drafts_trees = False  # it copies one continuation
+    chains_only = "prompt lookup copies one continuation"
 
     def __init__(self, vocab_size: int, ngram_size: int = 3, eos_token_ids: list[int] | None = None):
         from transformers.generation.candidate_generator import PromptLookupCandidateGenerator
@@ -41,7 +41,7 @@ class PromptLookupDrafter:
 
     def propose(self, sequence, gamma, standardize, generator, tree=None) -> Draft:
         if tree is not None:
-            raise ValueError("prompt lookup copies one continuation: a token tree needs a draft model")
+            raise refuse_tree(self)
         self.lookup.num_output_tokens = gamma
         context = torch.tensor(sequence, dtype=torch.long).view(1, -1)  # [1, n]
         candidates, _ = self.lookup.get_candidates(context)
@@ -71,7 +71,7 @@ class LookupThenModelDrafter:
 
     def __init__(self, lookup: PromptLookupDrafter, model: Drafter, name: str):
         self.lookup, self.model, self.name = lookup, model, name
-        self.drafts_trees = model.drafts_trees  # the model's rounds may be trees; lookup's are chains
+        self.chains_only = model.chains_only  # the model's rounds may be trees; lookup's are chains
         self._new_records()
 
     def _new_records(self) -> None:

@@ -53,7 +53,7 @@ class DraftModelDrafter:
 
     costless = False
     forward_seconds = 0.0  # its forwards are the draft model's, which the pipeline times
-    drafts_trees = True
+    chains_only = ""  # it grows token trees (drafters/tree.py)
 
     def __init__(self, model: LanguageModel, twin: LanguageModel | None = None, confidence: float = 0.0,
                  window: int = 0, frequent: int = 0, ends: list[int] | tuple[int, ...] = ()):

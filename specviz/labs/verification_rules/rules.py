@@ -13,7 +13,8 @@ of the token the position *emits*, e(x), under each rule:
 - typical acceptance (Medusa, Cai et al. 2024): accept x ~ q iff p(x) > min(ε, δ·exp(−H(p))), else draw from p.
 - top-k match: accept x ~ q iff x is among p's k most likely tokens, else draw from p.
 
-Each e is written in closed form below and can also be sampled (`simulate`): the χ² test of the samples
+Each rule is an AcceptanceRule object (core/acceptance.py), the engine's own; e is written in closed form below from
+the rule's acceptance, replacement and proposal, and can also be sampled (`simulate`): the χ² test of the samples
 against p passes for the exact rule and fails, with enough samples, for any rule whose e differs from p.
 All in float64 (the differences tested are small), on [V] tensors; no models.
 """
@@ -25,11 +26,19 @@ from dataclasses import dataclass
 import torch
 
 from specviz.analysis.metrics import chi_square_test, total_variation
+from specviz.core import acceptance
+from specviz.core.acceptance import AcceptanceRule
 
-EXACT, ARGMAX, LENIENT, TYPICAL, TOP_K = "exact", "argmax match", "lenient", "typical acceptance", "top-k match"
-RULES = (EXACT, ARGMAX, LENIENT, TYPICAL, TOP_K)
 LENIENCE, TOP_K_SIZE = 0.5, 3  # the lenient rule's l and the top-k rule's k, unless given
-TYPICAL_EPSILON, TYPICAL_DELTA = 0.3, 0.09  # Medusa's posterior threshold and its entropy-scaled α
+
+
+def lab_rules(lenience: float = LENIENCE, top_k: int = TOP_K_SIZE) -> dict[str, AcceptanceRule]:
+    """The rules the tab compares, by name, in the order it shows them."""
+    return {rule.name: rule for rule in (acceptance.EXACT, acceptance.ArgmaxMatch(), acceptance.Lenient(lenience=lenience),
+                                         acceptance.Typical(), acceptance.TopK(k=top_k))}
+
+
+EXACT, ARGMAX, LENIENT, TYPICAL, TOP_K = RULES = tuple(lab_rules())
 
 
 @dataclass(frozen=True)
@@ -46,39 +55,13 @@ def outcomes(target_probs, draft_probs, lenience: float = LENIENCE, top_k: int =
     if p.shape != q.shape:
         raise ValueError(f"p has {p.numel()} entries and q {q.numel()}")
     results = []
-    for rule in RULES:
-        accepted = acceptance(rule, p, q, lenience, top_k)  # [V]: P(accept | the draft proposed x)
-        proposal = _one_hot(int(q.argmax()), p) if rule == ARGMAX else q
+    for name, rule in lab_rules(lenience, top_k).items():
+        accepted = rule.acceptance(p, q)  # [V]: P(accept | the draft proposed x)
+        proposal = rule.proposal(q)  # [V]
         accept_prob = float((proposal * accepted).sum())
-        emitted = proposal * accepted + (1 - accept_prob) * replacement(rule, p, q)  # [V]
-        results.append(RuleOutcome(rule, accept_prob, emitted, total_variation(emitted, p)))
+        emitted = proposal * accepted + (1 - accept_prob) * rule.replacement(p, q)  # [V]
+        results.append(RuleOutcome(name, accept_prob, emitted, total_variation(emitted, p)))
     return results
-
-
-def acceptance(rule: str, p: torch.Tensor, q: torch.Tensor, lenience: float = LENIENCE, top_k: int = TOP_K_SIZE):
-    """[V]: the probability that a proposed token x is accepted, for every x."""
-    if rule == EXACT:
-        return torch.where(q > 0, (p / q.clamp(min=1e-300)).clamp(max=1.0), torch.zeros_like(p))
-    if rule == LENIENT:
-        return torch.where(q > 0, (p / (lenience * q).clamp(min=1e-300)).clamp(max=1.0), torch.zeros_like(p))
-    if rule == ARGMAX:
-        return _one_hot(int(p.argmax()), p)
-    if rule == TYPICAL:
-        entropy = float(-(p[p > 0] * p[p > 0].log()).sum())
-        threshold = min(TYPICAL_EPSILON, TYPICAL_DELTA * torch.exp(torch.tensor(-entropy)).item())
-        return (p > threshold).double()
-    if rule == TOP_K:
-        return torch.zeros_like(p).index_fill_(0, p.topk(min(top_k, p.numel())).indices, 1.0)
-    raise ValueError(f"unknown rule {rule!r}; choose from {', '.join(RULES)}")
-
-
-def replacement(rule: str, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """[V]: what a rejected position emits: the residual for the exact and lenient rules, argmax p for argmax
-    match, a fresh sample of p for the others."""
-    if rule in (EXACT, LENIENT):
-        positive = (p - q).clamp(min=0)
-        return positive / positive.sum() if positive.sum() > 0 else p
-    return _one_hot(int(p.argmax()), p) if rule == ARGMAX else p
 
 
 def simulate(rule: str, target_probs, draft_probs, samples: int, generator: torch.Generator,
@@ -86,13 +69,14 @@ def simulate(rule: str, target_probs, draft_probs, samples: int, generator: torc
     """Counts [V] of the tokens the position emits over `samples` runs of the rule itself: draw the proposal,
     draw r ~ U[0, 1), accept if r < P(accept | proposal), else draw the replacement."""
     p, q = _distribution(target_probs), _distribution(draft_probs)
+    chosen = lab_rules(lenience, top_k)[rule]
     if rule == ARGMAX:
         proposals = torch.full((samples,), int(q.argmax()))
     else:
         proposals = torch.multinomial(q, samples, replacement=True, generator=generator)  # [n]
     uniforms = torch.rand(samples, generator=generator, dtype=torch.float64)  # [n]
-    accepted = uniforms < acceptance(rule, p, q, lenience, top_k)[proposals]  # [n]
-    replacements = torch.multinomial(replacement(rule, p, q), samples, replacement=True, generator=generator)  # [n]
+    accepted = uniforms < chosen.acceptance(p, q)[proposals]  # [n]
+    replacements = torch.multinomial(chosen.replacement(p, q), samples, replacement=True, generator=generator)  # [n]
     emitted = torch.where(accepted, proposals, replacements)
     return torch.bincount(emitted, minlength=p.numel()).double()
 
@@ -123,7 +107,3 @@ def _distribution(probs) -> torch.Tensor:
     if probs.numel() == 0 or bool((probs < 0).any()) or float(probs.sum()) <= 0:
         raise ValueError("a distribution needs non-negative weights with a positive sum")
     return probs / probs.sum()
-
-
-def _one_hot(index: int, like: torch.Tensor) -> torch.Tensor:
-    return torch.zeros_like(like).index_fill_(0, torch.tensor([index]), 1.0)

@@ -1,5 +1,7 @@
-"""Every kind of drafter a DrafterSpec can name: how it is written, what it is (one line for the app's menus and
-the CLI's --draft help) and how it is built for a loaded target.
+"""Every kind of drafter a DrafterSpec can name, one row each: how it is written, what it is called in a sentence,
+what it is (one line for the app's menus and the CLI's --draft help), how it is built for a loaded target, and the
+drafter class it builds, whose `chains_only` says whether it drafts token trees. The app, the CLI, the benchmark and
+the checks read these rows; a new kind is one row here, its builder, and its name in config.py's grammar.
 
     built = build(config.drafter, target, config, eos_ids)   # -> Built(target_model, drafter, draft_model)
 
@@ -20,7 +22,6 @@ from specviz.config import (
     DISTILLED_DRAFTER,
     DRAFT_MODEL,
     LLAMA_CPP,
-    MODEL_FREE_DRAFTERS,
     NGRAM_DRAFTER,
     QUANTIZED_DRAFT_MODEL,
     QUANTIZED_DRAFTER,
@@ -28,7 +29,8 @@ from specviz.config import (
     DecodeConfig,
     DrafterSpec,
 )
-from specviz.drafters.base import Drafter
+from specviz.drafters.base import Drafter, refuse_tree
+from specviz.drafters.distilled import FeatureDrafter
 from specviz.drafters.lookup import PromptLookupDrafter
 from specviz.drafters.model import DraftModelDrafter
 from specviz.drafters.weights import distilled_draft, int4_draft_step, int4_model_step
@@ -48,22 +50,24 @@ Builder = Callable[[DrafterSpec, models.LoadedModel, DecodeConfig, list[int], We
 @dataclass(frozen=True)
 class DrafterKind:
     name: str  # DrafterSpec.kind
+    label: str  # what a sentence calls it: "prompt lookup"
     description: str  # what it is, in one line: the app's menus and the CLI's --draft help
     build: Builder
+    drafter: type  # the drafter class it builds: its chains_only says whether it drafts token trees
     assistant: bool  # transformers' generate(assistant_model=…) can run it too (the benchmark's hf_assisted)
-    trees: bool = True  # it drafts token trees (a draft model grows them; drafters/tree.py), not only chains
+    runs_model: bool = True  # it drafts with a causal LM of its own, which draft_window and draft_vocab shape
     backends: tuple[str, ...] = tuple(BACKENDS)  # the backends (config.BACKENDS) whose models it drafts with
+
+    @property
+    def trees(self) -> bool:
+        """It drafts token trees (a draft model grows them; drafters/tree.py), not only chains. A draft model of
+        another tokenizer is built as a chain drafter: check_built refuses its trees once the tokenizers are read."""
+        return not self.drafter.chains_only
 
     @property
     def written(self) -> str:
         """How a draft name asks for it: 'int4:MODEL'."""
         return str(DrafterSpec(self.name, None if self.name in BUILT_IN_DRAFTERS else "MODEL"))
-
-    @property
-    def runs_model(self) -> bool:
-        """It drafts with a causal LM of its own, which draft_window and draft_vocab shape (DecodeConfig.validate
-        refuses them for the others, config.MODEL_FREE_DRAFTERS: the config may not import the registry)."""
-        return self.name not in MODEL_FREE_DRAFTERS
 
 
 def _ngram(spec, target, config, eos_ids, cache) -> Built:
@@ -72,8 +76,6 @@ def _ngram(spec, target, config, eos_ids, cache) -> Built:
 
 
 def _distilled(spec, target, config, eos_ids, cache) -> Built:
-    from specviz.drafters.distilled import FeatureDrafter
-
     target_model = target.language_model(target.logits_width, keep_features=True)  # the draft reads its states
     return Built(target_model, FeatureDrafter(distilled_draft(target, cache), target_model, DISTILLED_DRAFTER), None)
 
@@ -132,16 +134,17 @@ def _across_tokenizers(draft, target, config, cache, mismatch) -> Built:
 
 
 KINDS = {kind.name: kind for kind in (
-    DrafterKind(NGRAM_DRAFTER, "copies the tokens that followed the last few tokens' earlier match in the text, no "
-                               "model", _ngram, assistant=False, trees=False),  # prompt lookup
-    DrafterKind(DISTILLED_DRAFTER, "the small head distilled from the offline target, shipped in assets/", _distilled,
-                assistant=False, trees=False, backends=(TRANSFORMERS,)),  # it reads the target's hidden states of one path
-    DrafterKind(QUANTIZED_DRAFTER, "the target's own 4-bit copy, on a CPU", _own_int4, assistant=True,
-                backends=(TRANSFORMERS,)),  # torch's 4-bit kernels over the float model
-    DrafterKind(QUANTIZED_DRAFT_MODEL, "a draft model run as its 4-bit copy, on a CPU", _int4_model, assistant=True,
-                backends=(TRANSFORMERS,)),
-    DrafterKind(DRAFT_MODEL, "a draft model, hub id or folder; one of another tokenizer drafts the tokens both "
-                             "vocabularies share", _model, assistant=True),
+    DrafterKind(NGRAM_DRAFTER, "prompt lookup", "copies the tokens that followed the last few tokens' earlier match in "
+                "the text, no model", _ngram, PromptLookupDrafter, assistant=False, runs_model=False),
+    DrafterKind(DISTILLED_DRAFTER, "the distilled head", "the small head distilled from the offline target, shipped in "
+                "assets/", _distilled, FeatureDrafter, assistant=False, runs_model=False,
+                backends=(TRANSFORMERS,)),  # it reads the target's hidden states of one path
+    DrafterKind(QUANTIZED_DRAFTER, "the target's 4-bit copy", "the target's own 4-bit copy, on a CPU", _own_int4,
+                DraftModelDrafter, assistant=True, backends=(TRANSFORMERS,)),  # torch's 4-bit kernels over the float model
+    DrafterKind(QUANTIZED_DRAFT_MODEL, "a 4-bit draft model", "a draft model run as its 4-bit copy, on a CPU",
+                _int4_model, DraftModelDrafter, assistant=True, backends=(TRANSFORMERS,)),
+    DrafterKind(DRAFT_MODEL, "a draft model", "a draft model, hub id or folder; one of another tokenizer drafts the "
+                "tokens both vocabularies share", _model, DraftModelDrafter, assistant=True),
 )}
 # Prompt lookup first is no kind of its own: build_pipeline wraps any kind but prompt lookup in it.
 LOOKUP_FIRST_DESCRIPTION = "copies where prompt lookup matches and copying has paid off, drafts with the draft model elsewhere"
@@ -163,19 +166,31 @@ def help_text() -> str:
     return "; ".join([*clauses, f"'{lookup_first_written()}': {LOOKUP_FIRST_DESCRIPTION}"])
 
 
-def check_trees(spec: DrafterSpec) -> None:
-    """ValueError in words when a token tree is asked of a drafter that drafts chains only."""
-    if not KINDS[spec.kind].trees:
-        what = {NGRAM_DRAFTER: "Prompt lookup", DISTILLED_DRAFTER: "The distilled head"}.get(spec.kind, "This drafter")
-        raise ValueError(f"{what} drafts one continuation: a token tree needs a draft model (the {spec.kind!r} drafter "
-                         "drafts chains only)")
+def check(config: DecodeConfig) -> None:
+    """ValueError in words for what the drafter's row says it cannot do with this config, before any model loads:
+    settings that shape a draft model when it runs none, a backend it cannot draft on, a token tree it cannot draft."""
+    spec = config.drafter
+    kind = KINDS[spec.kind]
+    for name, what in (("draft_window", "prompt a draft model reads"), ("draft_vocab", "tokens a draft model scores")):
+        if getattr(config, name) and not kind.runs_model:
+            raise ValueError(f"{name} limits the {what}, and {kind.label} runs none: set it to 0 or choose a draft model")
+    if config.backend not in kind.backends:
+        raise ValueError(f"the {str(spec)!r} drafter runs on the {' or '.join(kind.backends)} backend, not "
+                         f"{config.backend}: on {LLAMA_CPP} draft with prompt lookup ('ngram') or a draft model's GGUF")
+    if config.tree and not kind.trees:
+        raise refuse_tree(_Named(spec.kind, kind.drafter.chains_only))
 
 
-def check_backend(spec: DrafterSpec, backend: str) -> None:
-    """ValueError in words when the drafter cannot draft on this backend (before any model loads)."""
-    if backend not in KINDS[spec.kind].backends:
-        raise ValueError(f"the {str(spec)!r} drafter runs on the {' or '.join(KINDS[spec.kind].backends)} backend, not "
-                         f"{backend}: on {LLAMA_CPP} draft with prompt lookup ('ngram') or a draft model's GGUF")
+def check_built(drafter: Drafter, config: DecodeConfig) -> None:
+    """ValueError in words when a token tree is asked of the drafter actually built and it drafts chains only (a
+    draft model of another tokenizer, which its row could not tell before the tokenizers were read)."""
+    if config.tree and drafter.chains_only:
+        raise refuse_tree(drafter)
+
+
+class _Named(NamedTuple):
+    name: str  # how the refusal names the drafter
+    chains_only: str
 
 
 def build(spec: DrafterSpec, target: models.LoadedModel, config: DecodeConfig, eos_ids: list[int],
