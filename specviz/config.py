@@ -152,7 +152,7 @@ class DecodeConfig:
             raise ValueError("lenience bends the chain's test only; a token tree is verified exactly (lenience 1)")
         check_system_prompt(self.system_prompt)
         if self.backend not in BACKENDS:
-            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {_shown(self.backend)}")
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {shown(self.backend)}")
         if self.backend == LLAMA_CPP and (self.tree or self.draft_vocab):
             what = "token trees" if self.tree else "draft_vocab (a draft head scored over some rows)"
             raise ValueError(f"the llama.cpp backend verifies chains with whole heads: {what} needs the transformers "
@@ -179,7 +179,7 @@ def check_prompt(prompt, max_chars: int = MAX_PROMPT_CHARS) -> str:
     """Return the prompt, or raise ValueError with one sentence: empty, too long, control characters or text
     that is not valid Unicode (a lone surrogate cannot be encoded, so no tokenizer could take it)."""
     if prompt is not None and not isinstance(prompt, str):
-        raise ValueError(f"the prompt must be text, got {_shown(prompt)}")
+        raise ValueError(f"the prompt must be text, got {shown(prompt)}")
     if not prompt or not prompt.strip():
         raise ValueError("the prompt is empty")
     return _check_text(prompt, "the prompt", max_chars)
@@ -190,7 +190,7 @@ def check_system_prompt(system_prompt, max_chars: int = MAX_PROMPT_CHARS) -> str
     if system_prompt is None:
         return None
     if not isinstance(system_prompt, str):
-        raise ValueError(f"the system prompt must be text, got {_shown(system_prompt)}")
+        raise ValueError(f"the system prompt must be text, got {shown(system_prompt)}")
     return _check_text(system_prompt, "the system prompt", max_chars)
 
 
@@ -258,12 +258,12 @@ def check_field(name: str, value, low: float | None = None, high: float | None =
     `low`/`high` narrow the range; exact=True also refuses 4.0 where a whole number is due (a config must hold ints).
     """
     field = NUMBER_FIELDS[name]
-    number = _number(value, field.whole)
+    number = as_number(value, field.whole)
     low_value = field.low if low is None else low
     high_value = field.high if high is None else high
     if (number is None or not low_value <= number <= high_value or (field.low_open and low is None and number == low_value)
             or (exact and field.whole and not isinstance(value, int))):
-        raise ValueError(f"{name} must be {field.describe(low, high)}, got {_shown(value)}")
+        raise ValueError(f"{name} must be {field.describe(low, high)}, got {shown(value)}")
     return number
 
 
@@ -281,18 +281,28 @@ def parse_field(name: str, text: str):
 def check_flag(name: str, value) -> bool:
     """A yes/no setting (adaptive, compare): True or False only, not 'yes', 1 or None."""
     if not isinstance(value, bool):
-        raise ValueError(f"{name} must be true or false, got {_shown(value)}")
+        raise ValueError(f"{name} must be true or false, got {shown(value)}")
     return value
 
 
-def _shown(value) -> str:
+def shown(value) -> str:
     """The value as the sentence quotes it: its repr, cut to 40 characters."""
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _number(value, whole: bool) -> int | float | None:
-    """The value as an int (whole) or float, or None when it is no finite real number (bools are not numbers here)."""
+def as_number(value, whole: bool, from_text: bool = False) -> int | float | None:
+    """The value as an int (whole) or float, or None when it is no finite real number (bools are not numbers here).
+    The one number parser: a run setting must be a number already; a lab's field may be a number's text (from_text).
+
+    >>> as_number(4.0, whole=True), as_number(2.5, whole=True), as_number(" 2.5", whole=False, from_text=True)
+    (4, None, 2.5)
+    """
+    if from_text and isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return None
     if not whole:

@@ -22,7 +22,7 @@ def test_the_cross_vocabulary_case_shows_both_rules_and_follows_the_slider(page,
     rows = {row.locator("td").first.inner_text(): row.inner_text() for row in table.locator("tbody tr").all()}
     exact, naive = rows["renormalized q (exact)"], rows["the draft's own q (not renormalized)"]
     assert "0.4" in exact and "0.800" in exact and "0.0000" in exact and "follows p" in exact
-    assert "1.000" in naive and "does not follow p" in naive
+    assert "1.000" in naive and "does NOT follow p" in naive
     accordion.locator(".js-plotly-plot").wait_for(timeout=60_000)
     assert "naïve TV = 0.200" in accordion.locator(".js-plotly-plot .gtitle").text_content()
     screenshot_tab(page, tmp_path, "lab-rules-cross-vocab.png")

@@ -79,7 +79,7 @@ def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
     table.get_by_text("exact", exact=True).wait_for(timeout=120_000)
     rows = {row.locator("td").first.inner_text(): row.inner_text() for row in table.locator("tbody tr").all()}
     assert "follows p" in rows["exact"] and "does not" not in rows["exact"]
-    assert any("does not follow p" in text for rule, text in rows.items() if rule != "exact"), rows
+    assert any("does NOT follow p" in text for rule, text in rows.items() if rule != "exact"), rows
     page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
                            " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=60_000)
     screenshot_tab(page, tmp_path, "lab-verification-rules.png")

@@ -70,11 +70,11 @@ def test_bad_prefixes_are_refused_before_any_model_loads(prefix, message):
 def test_the_chi_square_verdict_states_its_threshold_and_settings_use_the_live_field_table():
     import gradio as gr
 
+    from specviz.analysis.metrics import chi_square_verdict
     from specviz.app.tabs import losslessness as lossless_tab
-    from specviz.labs.losslessness.checks import chi_square_verdict
 
-    assert chi_square_verdict(0.0173) == "p-value 0.0173 ≥ 0.001: consistent with p"
-    assert chi_square_verdict(2e-5) == "p-value 2e-05 < 0.001: does not follow p"
+    assert chi_square_verdict(0.0173) == "p-value 0.0173 ≥ 0.001: follows p"
+    assert chi_square_verdict(2e-5) == "p-value 2e-05 < 0.001: does NOT follow p"
     with pytest.raises(gr.Error) as error:
         next(lossless_tab.lossless_run("Monday,", 20, 1, "hot", 1.0))
     assert error.value.message == "temperature must be a number from 0 to 2 (0 means greedy), got 'hot'."

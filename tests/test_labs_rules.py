@@ -118,12 +118,13 @@ def test_the_table_reads_chi_square_against_the_closed_form():
     outcomes = rules.outcomes(P, Q)
     table = views.position_table(outcomes, rules.chi_square_by_rule(P, Q, samples=20_000, seed=1), 20_000)
     lines = {line.split("|")[1].strip(): line for line in table.splitlines()[2:] if line.startswith("|")}
-    assert "**follows p**: lossless" in lines["exact"] and "**does not follow p**" in lines["argmax match"]
-    assert views._verdict(0.004, 0.3, 2_000) == ("p = 0.3 ≥ 0.01: consistent with p, yet drifts: 2,000 samples are too "
+    assert "follows p**: lossless" in lines["exact"] and "does NOT follow p**" in lines["argmax match"]
+    assert views.rule_verdict(0.004, 0.3, 2_000) == ("**p-value 0.3 ≥ 0.001: follows p**, yet drifts: 2,000 samples are too "
                                                  "few to see a TVD of 0.0040")
-    assert views._verdict(0.0, 0.001, 2_000).startswith("p = 0.001 < 0.01: χ² rejects by chance")
-    assert views._verdict(0.0, 0.0173, 2_000) == "p = 0.0173 ≥ 0.01: **follows p**: lossless"  # the threshold is stated
-    assert "against 0.01" in table.splitlines()[0] and "at least 0.01 is read as consistent with p" in table
+    assert views.rule_verdict(0.0, 0.0001, 2_000) == ("**p-value 0.0001 < 0.001: does NOT follow p** by chance (1 run in "
+                                                  "1,000): the closed form emits p")
+    assert views.rule_verdict(0.0, 0.0173, 2_000) == "**p-value 0.0173 ≥ 0.001: follows p**: lossless"  # the threshold is stated
+    assert "against 0.001" in table.splitlines()[0] and "at least 0.001 is read as following p" in table
 
 
 def test_the_tab_answers_presets_without_a_model_and_refuses_without_a_run():

@@ -115,6 +115,20 @@ def measured_gamma(trace: Trace) -> float:
     return int(trace.config["gamma"])
 
 
+SIGNIFICANCE = 0.001  # a χ² (or any) p-value below this says the samples do not follow the distribution tested
+
+
+def chi_square_verdict(p_value: float) -> str:
+    """The p-value read against SIGNIFICANCE, threshold stated: every lab words its verdict so.
+
+    >>> chi_square_verdict(0.0173), chi_square_verdict(2e-5)
+    ('p-value 0.0173 ≥ 0.001: follows p', 'p-value 2e-05 < 0.001: does NOT follow p')
+    """
+    if p_value >= SIGNIFICANCE:
+        return f"p-value {p_value:.3g} ≥ {SIGNIFICANCE:g}: follows p"
+    return f"p-value {p_value:.3g} < {SIGNIFICANCE:g}: does NOT follow p"
+
+
 def chi_square_test(counts, expected_probs, min_expected: float = 5.0) -> tuple[float, int, float]:
     """Pearson's χ² of counts [K] against expected_probs [K]: (statistic, dof, p-value = Q(dof/2, statistic/2)).
 

@@ -8,12 +8,10 @@ lab-only field (samples, runs, a round number) gets a FieldRange of its own, whi
 
 from __future__ import annotations
 
-import math
-
 from specviz.app.callbacks import refused
 from specviz.app.policy import current_policy
 from specviz.app.request import field_limits
-from specviz.config import FieldRange, check_field
+from specviz.config import FieldRange, as_number, check_field, shown
 
 
 def run_field(name: str, value, low: float | None = None, high: float | None = None):
@@ -33,22 +31,7 @@ def lab_field(name: str, value, low: float, high: float, whole: bool = False, no
     """A lab-only number in [low, high], worded as check_field words a run setting: the number (an int where
     `whole`), or a Refusal. lab_field("samples", 2.5, 100, 200_000, whole=True) refuses with
     "samples must be a whole number from 100 to 200000, got 2.5."."""
-    number = _number(value, whole)
+    number = as_number(value, whole, from_text=True)
     if number is None or not low <= number <= high:
-        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-        raise refused(f"{name} must be {FieldRange(low, high, whole, note=note).describe()}, got {shown}.")
+        raise refused(f"{name} must be {FieldRange(low, high, whole, note=note).describe()}, got {shown(value)}.")
     return number
-
-
-def _number(value, whole: bool) -> int | float | None:
-    """An int (whole) or float from a number or a number's text; None for anything else (bools, NaN, 2.5 if whole)."""
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        return None
-    if not whole:
-        return float(value)
-    return int(value) if float(value).is_integer() else None

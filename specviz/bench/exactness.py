@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-from specviz.analysis.metrics import chi_square_test
+from specviz.analysis.metrics import SIGNIFICANCE, chi_square_test
 from specviz.bench.run import load_prompts
 from specviz.config import BACKENDS, TRANSFORMERS, DecodeConfig
 from specviz.core.sampling import Standardizer
@@ -38,7 +38,6 @@ from specviz.decoding.pipeline import Pipeline, build_pipeline
 from specviz.models.offline import ModelUnavailable
 
 DECILES = 10
-SIGNIFICANCE = 0.001  # a p-value below this says the tokens do not follow the target
 
 
 @dataclasses.dataclass

@@ -7,6 +7,7 @@ import time
 
 import gradio as gr
 
+from specviz.analysis.metrics import SIGNIFICANCE, chi_square_verdict
 from specviz.app import worker
 from specviz.app.callbacks import load_pipeline, quiet_refusals
 from specviz.app.estimates import announced, remaining
@@ -38,7 +39,7 @@ def _check_text(check: lossless.DistributionCheck) -> str:
                f"\n\n**Lenience {check.lenience}: NOT lossless. The output is expected to drift from p.**")
     return (f"{check.runs} runs · α = {alpha} over {check.tested} tested drafts · first token: TVD(speculative, p) = "
             f"**{tvd:.4f}** (99% noise band {band:.4f}) · χ² = {statistic:.1f}, {dof} dof: "
-            f"**{lossless.chi_square_verdict(p_value)}** · "
+            f"**{chi_square_verdict(p_value)}** · "
             f"first {check.tokens} token(s): TVD(speculative, plain) = {sequences:.4f} (two-sample noise ≥ {two_sample_band:.4f})"
             + warning)
 
@@ -97,7 +98,7 @@ def lenience_sweep(prompt, runs, temperature):
         rows = lossless.lenience_rows(checks)
         table = [[row["lenience"], "yes" if row["lossless"] else "NO", None if row["alpha"] is None else round(row["alpha"], 3),
                   round(row["tvd_to_p"], 4), round(row["noise_band"], 4),
-                  lossless.chi_square_verdict(row["chi_square_p"])] for row in rows]
+                  chi_square_verdict(row["chi_square_p"])] for row in rows]
         yield table, figures.lenience_figure(rows)
 
 
@@ -117,7 +118,7 @@ def lossless_tab() -> None:
     summary, histogram = gr.Markdown(), gr.Plot(label="First token: p, speculative and plain")
     greedy_text = gr.Markdown()
     sweep_table = gr.Dataframe(headers=["lenience", "lossless", "α", "TVD to p", "noise band",
-                                        f"χ² verdict (p-value against {lossless.SIGNIFICANCE:g})"],
+                                        f"χ² verdict (p-value against {SIGNIFICANCE:g})"],
                                interactive=False)
     sweep_plot = gr.Plot(label="Lenience: α against drift")
     compare_button.click(quiet_refusals(lossless_run), [prompt, runs, tokens, temperature, lenience], [summary, histogram])

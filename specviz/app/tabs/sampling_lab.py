@@ -5,7 +5,7 @@ from __future__ import annotations
 import gradio as gr
 import torch
 
-from specviz.analysis.metrics import chi_square_test, total_variation
+from specviz.analysis.metrics import SIGNIFICANCE, chi_square_test, chi_square_verdict, total_variation
 from specviz.app.callbacks import lab_callback, refused
 from specviz.app.fields import lab_field, run_field
 from specviz.labs.sampling_lab import figures, rejection
@@ -65,7 +65,7 @@ def sample_view(vocab_text, target_text, draft_text, sample_count, mistake, seed
     text = (f"{total:,} samples{'' if chosen is None else f' with the mistake: *{rejection.MISTAKES[chosen]}*'}: "
             f"χ² = {statistic:.1f} ({dof} dof), TVD to p **{tvd:.4f}** "
             f"(sampling noise ≈ {rejection.tvd_noise(target_probs, total):.4f}): "
-            f"**{rejection.chi_square_verdict(p_value)}** (a p-value below {rejection.SIGNIFICANCE:g} says the output "
+            f"**{chi_square_verdict(p_value)}** (a p-value below {SIGNIFICANCE:g} says the output "
             "does not follow p).")
     return text, figures.histogram_figure(vocab, counts, target_probs, chosen, predicted)
 

@@ -31,14 +31,6 @@ from specviz.words import count
 NOISE_TRIALS = 200  # simulated samples behind each noise band
 MIN_EXPECTED = 5  # chi-square bins with fewer expected counts are pooled into one "other" bin
 OUTSIDE = -1  # the bin of every token outside p's listed top
-SIGNIFICANCE = 0.001  # a chi-square p-value below this says the first tokens do not follow p
-
-
-def chi_square_verdict(p_value: float) -> str:
-    """The p-value read against SIGNIFICANCE, threshold stated: 0.34 -> 'p-value 0.34 ≥ 0.001: consistent with p'."""
-    if p_value >= SIGNIFICANCE:
-        return f"p-value {p_value:.3g} ≥ {SIGNIFICANCE:g}: consistent with p"
-    return f"p-value {p_value:.3g} < {SIGNIFICANCE:g}: does not follow p"
 
 
 @dataclass

@@ -43,19 +43,11 @@ MISTAKES = {  # name -> what the buggy sampler does differently
     "wrong_draft": "tests (and repairs) with a q′ that is not the q the draft was drawn from (uniform by default)",
 }
 MAX_SAMPLES = 1_000_000
-SIGNIFICANCE = 0.001  # a χ² p-value below this says the samples do not follow p
 
 
 def mistake_choices() -> list[tuple[str, str]]:
     """The mistakes as (sentence shown, identifier sent) pairs for a radio: 'Accepts when r > min(1, p/q) ...'."""
     return [(what[:1].upper() + what[1:], name) for name, what in MISTAKES.items()]
-
-
-def chi_square_verdict(p_value: float) -> str:
-    """The χ² p-value read against SIGNIFICANCE, threshold stated: 0.42 -> 'p-value 0.42 ≥ 0.001: follows p'."""
-    if p_value >= SIGNIFICANCE:
-        return f"p-value {p_value:.3g} ≥ {SIGNIFICANCE:g}: follows p"
-    return f"p-value {p_value:.3g} < {SIGNIFICANCE:g}: does NOT follow p"
 
 
 def parse_distribution(text: str, size: int | None = None) -> tuple[list[float], str | None]:

@@ -19,14 +19,13 @@ import math
 
 import torch
 
-from specviz.analysis.metrics import chi_square_test, total_variation
+from specviz.analysis.metrics import SIGNIFICANCE, chi_square_test, total_variation
 from specviz.core import theory
 from specviz.decoding import engine
 from specviz.labs.simulated_models.models import DEFAULT_VOCAB, PROMPT, WORDS, simulated_config, simulated_pipeline
 from specviz.trace import Baseline, Trace
 
 AGREEMENT_SE = 3.0  # simulation and theory agree when they differ by at most this many standard errors
-SIGNIFICANCE = 0.001  # a chi-square p-value below this says "does not follow the target"
 VIABILITY_CHECK_COLUMNS = ("min_alpha", "best_gamma", "alpha_below", "speedup_below", "speedup_below_se", "alpha_above",
                            "speedup_above", "speedup_above_se", "confirmed")
 

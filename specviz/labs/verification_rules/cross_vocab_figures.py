@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from specviz.analysis.metrics import SIGNIFICANCE
 from specviz.labs.verification_rules.cross_vocab import EXACT, NAIVE, CrossVocabOutcome
-from specviz.labs.verification_rules.figures import PASS_LEVEL, _verdict
+from specviz.labs.verification_rules.figures import rule_verdict
 from specviz.views.figures import BLUE, GREEN, GREY, RED, base_figure, plot_text
 
 LACKED = "tokens the target lacks"  # the extra bar: the draft's mass 1 − s that can never be proposed
@@ -46,12 +47,12 @@ def cross_vocab_figure(target_probs, q_draft_on_target, tokens: list[str],
 def cross_vocab_table(outcomes: list[CrossVocabOutcome], chi_square: dict[str, tuple], samples: int) -> str:
     """One Markdown row per rule: s, P(accept), the total-variation distance to p and the sampled χ² verdict."""
     lines = [f"| rule | s | P(accept) | TV distance to p | χ² of {samples:,} samples against p | verdict (χ² p-value "
-             f"against {PASS_LEVEL:g}) |", "|---|---|---|---|---|---|"]
+             f"against {SIGNIFICANCE:g}) |", "|---|---|---|---|---|---|"]
     for outcome in outcomes:
         statistic, dof, p_value = chi_square[outcome.rule]
         lines.append(f"| {outcome.rule} | {outcome.shared_mass:.2f} | {outcome.accept_prob:.3f} | "
                      f"{outcome.distance:.4f} | {statistic:.1f} on {dof} dof | "
-                     f"{_verdict(outcome.distance, p_value, samples)} |")
+                     f"{rule_verdict(outcome.distance, p_value, samples)} |")
     exact, naive = (next(o for o in outcomes if o.rule == rule) for rule in (EXACT, NAIVE))
     if naive.distance < 1e-9 and naive.shared_mass >= 1 - 1e-9:
         return "\n".join(lines) + ("\n\nAt s = 1 the draft loses nothing: its own q is the renormalized q, and both "

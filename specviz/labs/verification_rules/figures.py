@@ -6,13 +6,13 @@ from collections.abc import Callable
 
 import plotly.graph_objects as go
 
+from specviz.analysis.metrics import SIGNIFICANCE, chi_square_verdict
 from specviz.labs.verification_rules import rules
 from specviz.views.figures import BLUE, GREEN, GREY, ORANGE, RED, base_figure, plot_text
 
 RULE_COLOURS = {rules.EXACT: GREEN, rules.ARGMAX: RED, rules.LENIENT: ORANGE, rules.TYPICAL: "#8e44ad",
                 rules.TOP_K: "#16a085"}
 SHOWN_TOKENS = 8  # the most likely tokens under p or q; the rest of the vocabulary is one "other" bar
-PASS_LEVEL = 0.01  # a χ² p-value below this says the emitted tokens do not follow p
 
 
 def shown_tokens(target_probs, draft_probs, label: Callable[[int], str] = str) -> tuple[list[int], list[str]]:
@@ -48,28 +48,27 @@ def position_figure(target_probs, draft_probs, outcomes: list[rules.RuleOutcome]
 
 
 def position_table(outcomes: list[rules.RuleOutcome], chi_square: dict[str, tuple], samples: int) -> str:
-    """One Markdown row per rule: acceptance, distance from p, and the sampled χ² verdict against PASS_LEVEL."""
+    """One Markdown row per rule: acceptance, distance from p, and the sampled χ² verdict against SIGNIFICANCE."""
     lines = [f"| rule | P(accept) | TVD(emitted, p) | χ² of {samples:,} samples against p | verdict (χ² p-value against "
-             f"{PASS_LEVEL:g}) |", "|---|---|---|---|---|"]
+             f"{SIGNIFICANCE:g}) |", "|---|---|---|---|---|"]
     for outcome in outcomes:
         statistic, dof, p_value = chi_square[outcome.rule]
-        verdict = _verdict(outcome.distance, p_value, samples)
+        verdict = rule_verdict(outcome.distance, p_value, samples)
         lines.append(f"| {outcome.rule} | {outcome.accept_prob:.3f} | {outcome.distance:.4f} | "
                      f"{statistic:.1f} on {dof} dof | {verdict} |")
-    return "\n".join(lines) + (f"\n\nA χ² p-value of at least {PASS_LEVEL:g} is read as consistent with p; below it, "
-                               "the emitted tokens do not follow p (an exact rule falls below it 1 time in 100 by chance).")
+    return "\n".join(lines) + (f"\n\nA χ² p-value of at least {SIGNIFICANCE:g} is read as following p; below it, the "
+                               "emitted tokens do not follow p (an exact rule falls below it 1 time in 1,000 by chance).")
 
 
-def _verdict(distance: float, p_value: float, samples: int) -> str:
-    """The χ² result read against PASS_LEVEL and the closed form: a small drift can pass a test of too few samples.
-    _verdict(0.0, 0.0173, 20_000) -> 'p = 0.0173 ≥ 0.01: **follows p**: lossless'."""
-    lossless = distance < 1e-9
-    if p_value >= PASS_LEVEL:
-        said = f"p = {p_value:.3g} ≥ {PASS_LEVEL:g}: "
-        return said + ("**follows p**: lossless" if lossless else
-                       f"consistent with p, yet drifts: {samples:,} samples are too few to see a TVD of {distance:.4f}")
-    said = f"p = {p_value:.3g} < {PASS_LEVEL:g}: "
-    return said + ("χ² rejects by chance (1 run in 100): the closed form emits p" if lossless else "**does not follow p**")
+def rule_verdict(distance: float, p_value: float, samples: int) -> str:
+    """The χ² verdict every lab gives (metrics.chi_square_verdict), then the closed form's reading of it: a small drift
+    can pass a test of too few samples, and an exact rule fails one test in 1,000 by chance.
+    rule_verdict(0.0, 0.0173, 20_000) -> '**p-value 0.0173 ≥ 0.001: follows p**: lossless'."""
+    said, lossless = f"**{chi_square_verdict(p_value)}**", distance < 1e-9
+    if p_value >= SIGNIFICANCE:
+        return said + (": lossless" if lossless else
+                       f", yet drifts: {samples:,} samples are too few to see a TVD of {distance:.4f}")
+    return said + (" by chance (1 run in 1,000): the closed form emits p" if lossless else "")
 
 
 def run_figure(totals: dict[str, dict[str, float]], positions: int) -> go.Figure:
