@@ -22,7 +22,8 @@ from specviz.config import (
     check_prompt,
     parse_field,
 )
-from specviz.decoding.pipeline import build_pipeline, calibrate, calibration_sizes
+from specviz.decoding.calibration import calibrate, calibration_sizes
+from specviz.decoding.pipeline import build_pipeline
 from specviz.drafters import kinds
 from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs

@@ -188,7 +188,7 @@ def test_the_stats_explain_what_identical_output_means_at_each_temperature(tempe
     from specviz.analysis.metrics import summarize
     from specviz.config import DecodeConfig
     from specviz.decoding import engine
-    from specviz.decoding.pipeline import calibrate
+    from specviz.decoding.calibration import calibrate
     from specviz.views.stats_text import stats_markdown
     from tests.fakes import fake_pipeline
 

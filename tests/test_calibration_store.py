@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from specviz.decoding import calibration_store
-from specviz.decoding.pipeline import calibrate
+from specviz.decoding.calibration import calibrate
 from tests.fakes import fake_pipeline
 
 

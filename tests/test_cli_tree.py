@@ -6,7 +6,7 @@ import pytest
 
 from specviz import cli
 from specviz.config import DecodeConfig
-from specviz.decoding.pipeline import calibration_sizes
+from specviz.decoding.calibration import calibration_sizes
 
 
 def _config(*extra):

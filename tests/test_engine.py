@@ -219,7 +219,7 @@ def test_warm_up_feeds_every_verification_width_then_runs_both_paths_once_per_pr
 
 
 def test_calibrating_times_the_target_once_per_target_and_again_for_a_larger_gamma():
-    from specviz.decoding.pipeline import calibrate
+    from specviz.decoding.calibration import calibrate
 
     pipeline = fake_pipeline(8)
     first = calibrate(pipeline, "fake-target", 3)
@@ -234,7 +234,7 @@ def test_calibrating_times_the_target_once_per_target_and_again_for_a_larger_gam
 @pytest.mark.parametrize("drafter", ["model", "ngram+model"])
 def test_calibrating_times_the_draft_step_beside_the_target_step_once_per_pair(drafter):
     """c's two steps come from the same alternating forwards, once: identical reruns then show the same c."""
-    from specviz.decoding.pipeline import STEP_SAMPLES, STEP_WARM_UP, calibrate
+    from specviz.decoding.calibration import STEP_SAMPLES, STEP_WARM_UP, calibrate
 
     pipeline = fake_pipeline(8, drafter=drafter)
     draft_model = pipeline.draft_model
@@ -254,7 +254,7 @@ def test_calibrating_times_the_draft_step_beside_the_target_step_once_per_pair(d
 
 
 def test_prompt_lookup_is_not_timed_as_a_draft_model():
-    from specviz.decoding.pipeline import calibrate
+    from specviz.decoding.calibration import calibrate
 
     pipeline = fake_pipeline(8, drafter="ngram")
     calibrate(pipeline, "fake-target", 3)

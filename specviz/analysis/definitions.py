@@ -53,7 +53,7 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
                                              "r − 1 before it were rejected (Sequoia's acceptance vector)"),
     "draft_step": Definition(
         "draft step", "the median time of one draft forward over one token",
-        "timed once per model pair and device, alternating with the target's one-token forwards (pipeline.calibrate; a "
+        "timed once per model pair and device, alternating with the target's one-token forwards (calibration.calibrate; a "
         "later start reads the ratio and times one target step to rescale it); without that, the median over this "
         "run's rounds of drafting time ÷ draft forwards, rounds 1–2 left out"),
     "target_step": Definition(

@@ -63,7 +63,7 @@ def step_costs(trace: Trace) -> tuple[float, float, str]:
     """(draft step ms, target step ms, basis) for c: DEFINITIONS["draft_step"] and ["target_step"]; basis is a
     key of C_BASES.
 
-    Steps timed once per model pair (pipeline.calibrate: Trace.draft_step_ms, Trace.target_forward_ms[0]) come
+    Steps timed once per model pair (calibration.calibrate: Trace.draft_step_ms, Trace.target_forward_ms[0]) come
     first: identical reruns then show the same c, whatever a busy machine or the views drawn meanwhile do to one
     run. Else the run's rounds give the draft step: the median draft time per forward, warm-up rounds left out
     (per drafted token for prompt lookup, which makes no forward); and the target step is the baseline's median

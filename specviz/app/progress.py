@@ -19,7 +19,7 @@ from specviz.app.views import LiveView
 from specviz.app.warmup import WARM_UP
 from specviz.config import DecodeConfig
 from specviz.decoding import engine
-from specviz.decoding.pipeline import calibrated_pipeline
+from specviz.decoding.calibration import calibrated_pipeline
 from specviz.job import Cancelled, Job
 from specviz.trace import USER_STOP, Trace
 from specviz.words import count

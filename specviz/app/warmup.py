@@ -6,7 +6,7 @@ SPECVIZ_WARM_UP=1, app.py starts `WARM_UP` before the page is even built: it bui
 a default Run asks for, on the model thread (worker.py), under a Job of its own whose stages the page shows.
 
 A Run pressed meanwhile queues on the same thread, behind the warm-up, so it finds the weights in the cache
-(models/cache.py) and the forward already timed (pipeline.calibrate times a target once): it watches the warm-up
+(models/cache.py) and the forward already timed (calibration.calibrate times a target once): it watches the warm-up
 finish instead of starting a second copy. Its status line says so (waiting_stage).
 """
 
@@ -20,7 +20,7 @@ import gradio as gr
 
 from specviz.app import worker
 from specviz.config import DecodeConfig
-from specviz.decoding.pipeline import calibrated_pipeline
+from specviz.decoding.calibration import calibrated_pipeline
 from specviz.job import Job
 
 

@@ -46,7 +46,8 @@ from specviz.config import (
     DrafterSpec,
 )
 from specviz.decoding import engine
-from specviz.decoding.pipeline import build_pipeline, calibrate, calibration_sizes, encode_prompt
+from specviz.decoding.calibration import calibrate, calibration_sizes
+from specviz.decoding.pipeline import build_pipeline, encode_prompt
 from specviz.drafters import kinds
 from specviz.drafters.weights import int4_copy
 from specviz.models import loading as models

@@ -78,7 +78,7 @@ def shape_for(gamma: int, budget: int, ends=(), stop: float = 0.0) -> TreeShape 
 def measured_budget(gamma: int, verify_ms: list[float]) -> int:
     """The node budget this machine's verify costs afford: the most nodes n (up to BRANCH·γ·2) whose forward over
     n + 1 tokens costs at most FLAT_SLACK more than the chain's over γ + 1, read from verify_ms[k - 1] = v(k) in ms
-    (pipeline.calibrate). γ (a chain) when v(k) was not measured that far.
+    (calibration.calibrate). γ (a chain) when v(k) was not measured that far.
 
     >>> measured_budget(4, [10, 10, 10, 10, 10.5, 10.6, 10.8, 11.5, 14, 20])  # v(8) = 11.5 ≤ 1.1 × v(5)
     7
@@ -98,7 +98,7 @@ TREE_MARGIN = 0.03  # a tree must promise this much more than the chain per ms: 
 @dataclass(frozen=True)
 class TreeCosts:
     """What a round costs here, in ms: verify_ms[k - 1] = v(k), the target's forward over k tokens after a context
-    (pipeline.calibrate), and draft_ms[w - 1] = one draft forward over w frontier rows (w = 1: the draft step)."""
+    (calibration.calibrate), and draft_ms[w - 1] = one draft forward over w frontier rows (w = 1: the draft step)."""
 
     verify_ms: list[float]
     draft_ms: list[float]

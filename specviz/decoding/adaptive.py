@@ -106,7 +106,7 @@ class RoundTiming:
 
 def gamma_policy(max_gamma: int, adaptive: bool, costless: bool, target_forward_ms=(), draft_step_ms: float = 0.0):
     """FixedGamma, or AdaptiveGamma with the cost model of this drafter (costless: prompt lookup), its costs seeded
-    with the pipeline's calibrated forwards where there are any (pipeline.calibrate: the target's forward over
+    with the pipeline's calibrated forwards where there are any (calibration.calibrate: the target's forward over
     k = 1, 2, .. tokens and one draft step), so that its first rounds already price drafts as this machine does."""
     if not adaptive:
         return FixedGamma()

@@ -1,6 +1,6 @@
 """The calibration's timings kept on disk between starts, so a restarted app's first row does not wait for them.
 
-pipeline.calibrate times the target's forward over k = 1..K tokens (v(k)) and c's two steps before a pair's first
+calibration.calibrate times the target's forward over k = 1..K tokens (v(k)) and c's two steps before a pair's first
 round: 18 s for the Qwen pair on llama.cpp on two cores, more than the rest of a start. Their ratios hold from
 one start to the next on the same machine (c_spread: ±4–8% between fresh calibrations); the machine's pace does
 not (it drifts up to 2× within an hour). So a later start reads the ratios from here and times one target step
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-VERSION = 1  # bump when what pipeline.calibrate times changes (its prompt, sizes or method)
+VERSION = 1  # bump when what calibration.calibrate times changes (its prompt, sizes or method)
 
 
 def store_path() -> Path | None:

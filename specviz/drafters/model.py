@@ -64,7 +64,7 @@ class DraftModelDrafter:
         self.frequent = frequent  # the lowest (most frequent) ids the head scores, with the prompt's and EOS; 0: all
         self.ends = list(ends)
         settings = [f"{name} {value}" for name, value in (("draft_window", self.window), ("draft_vocab", frequent)) if value]
-        # c's draft step is timed once per name (pipeline.step_times): a window or a head subset is a drafter of its own
+        # c's draft step is timed once per name (calibration.step_times): a window or a head subset is a drafter of its own
         self.name = model.name + (f" ({', '.join(settings)})" if settings else "")
         self.cached_ids: list[int] = []  # what the model's cache holds: a prefix of the view (_seen)
         self.tree_tokens: list[int] = []  # the token-tree entries the model read last round (tree.settle)
