@@ -50,16 +50,17 @@ def test_the_tabs_are_the_groups_in_a_lessons_order_each_with_its_labs():
     """The page's top tabs are the live tab then TAB_GROUPS' groups, in order; each group holds exactly its labs."""
     import gradio as gr
 
-    from specviz.app.tabs.groups import LAB_LEADS, LIVE_TAB, TAB_GROUPS
+    from specviz.app.tabs.groups import LAB_TABS, LIVE_TAB, TAB_GROUPS
     from specviz.app.ui import build_app
 
-    assert set(LAB_LEADS) == {lab for labs in TAB_GROUPS.values() for lab in labs}  # each lab opens with its sentence
     tabs = [block for block in build_app().blocks.values() if isinstance(block, gr.Tab)]
     top = [tab for tab in tabs if tab.label == LIVE_TAB or tab.label in TAB_GROUPS]
     assert [tab.label for tab in top] == [LIVE_TAB, *TAB_GROUPS]
     for group in top[1:]:
         inside = [tab.label for tab in tabs if tab.parent is not None and tab.parent.parent is group]
         assert inside == TAB_GROUPS[group.label], group.label
+    leads = {tab.label: tab.children[0].value for tab in tabs if tab.label in {lab.name for lab in LAB_TABS}}
+    assert leads == {lab.name: lab.lead for lab in LAB_TABS}  # each lab opens with its plain sentence
 
 
 @pytest.mark.slow

@@ -187,7 +187,7 @@ def test_no_nan_anywhere_in_the_grid_at_alpha_one():
 
 
 def test_the_theory_tab_shows_chens_points_and_the_live_runs_r_prime():
-    from specviz.app.tabs.groups import theory_views
+    from specviz.app.tabs.theory import theory_views
     from tests.test_metrics import hand_built_trace
 
     chen = theory_views(0.8, 4, 0.05, False, hand_built_trace())[3]  # 2 tokens per round at γ = 4: r′ = 0.4
@@ -220,7 +220,7 @@ def test_every_glossary_cell_is_whole():
 
 
 def test_the_theory_tab_draws_its_best_gamma_and_the_last_run_and_names_the_papers():
-    from specviz.app.tabs.groups import theory_views
+    from specviz.app.tabs.theory import theory_views
     from specviz.config import DecodeConfig
     from specviz.decoding import engine
     from tests.fakes import fake_pipeline

@@ -75,7 +75,7 @@ def test_figure_draws_draft_steps_blue_and_target_steps_purple_with_each_rows_ti
 
 
 def test_the_theory_tab_draws_the_trace_and_the_oracle_at_its_alpha_and_c():
-    from specviz.app.tabs.groups import EXECUTION_TRACE_CAPTION, theory_views
+    from specviz.app.tabs.theory import EXECUTION_TRACE_CAPTION, theory_views
 
     *_, trace_figure, oracle_sentence, oracle_figure = theory_views(0.6, 4, 0.1, False, None)
     assert trace_figure.layout.title.text == "Expected timeline of 40 tokens at α = 0.60, c = 0.100"

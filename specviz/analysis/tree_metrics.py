@@ -1,4 +1,4 @@
-"""Trace -> the numbers of token-tree rounds (issue 34): nodes drafted per round, acceptance by depth and by sibling
+"""Trace -> the numbers of token-tree rounds: nodes drafted per round, acceptance by depth and by sibling
 rank, and α over the depth levels tested. Each number is defined once, in metrics.DEFINITIONS.
 
 A round's walk (tree_verify.py) starts at the committed text. At each depth it tests the children of the node it

@@ -1,4 +1,4 @@
-"""Trace -> the numbers of a run whose draft tokenizes differently (issue 35): how much of the draft's belief fell on
+"""Trace -> the numbers of a run whose draft tokenizes differently: how much of the draft's belief fell on
 tokens the target's vocabulary also holds. Defined once, in metrics.DEFINITIONS["shared_mass"].
 
 A draft of another tokenizer proposes only the tokens both vocabularies spell alike (drafters/cross_vocab.py), from

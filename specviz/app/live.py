@@ -25,9 +25,10 @@ from specviz.decoding.pipeline import Pipeline
 from specviz.job import Cancelled
 from specviz.trace import USER_STOP, Trace
 
-# Send the newest rows at most this often (Step shows every round): streaming cost 10-13% at 0.2 s, 2-9% at 0.4 s.
+# Send the newest rows at most this often (Step shows every round): each update slows the run, more the more often
+# it comes (docs/results.md, "The default live run and the class page").
 ROWS_INTERVAL_S = 0.4
-PLOT_INTERVAL_S = 6.0  # and redraw the four plots at most this often (~25 ms here, and far more in the browser)
+PLOT_INTERVAL_S = 6.0  # and redraw the four plots at most this often (drawn here, and at far more cost in the browser)
 STOPPED = USER_STOP  # Trace.stop_reason of a run its user stopped
 
 

@@ -60,9 +60,10 @@ MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values
 # What the drafter help adds to the kinds table's line on a pair's built-in drafter (kinds.describe).
 APP_NOTES = {QUANTIZED_DRAFTER: f"its head scores the {8192:,} most frequent tokens: a few rejections, still faster",
              DISTILLED_DRAFTER: "more rejections to look at"}
-# The app's settings for a pair that is no preset. The 4-bit copy agrees with its target on ~98% of greedy drafts,
-# so the default run showed one rejection in 64 tokens; its head scoring only the 8,192 most frequent tokens
-# (draft_vocab, exact either way) leaves 6 to look at and the run still faster than plain decoding (docs/results.md).
+# The app's settings for a pair that is no preset. The 4-bit copy agrees with its target on nearly every greedy
+# draft, so the default run would show almost no rejection; its head scoring only the 8,192 most frequent tokens
+# (draft_vocab, exact either way) leaves a few to look at and the run still faster than plain decoding
+# (docs/results.md, "The default live run and the class page").
 PAIR_SETTINGS = {(QUANTIZED_PAIR, TRANSFORMERS): dict(draft_vocab=8192)}
 DEFAULT_GAMMA = 4  # γ for a pair without preset settings: short rows that read well
 

@@ -39,14 +39,14 @@ def queue_shown(status_line) -> dict:
     reads e.g. "queue: 5/28 | 3.1/40.2s": its place among the waiting, then the seconds waited and Gradio's estimate
     of when the run will be done (from the runs it has finished). The tracker hides once the callback's first
     update arrives, and this module's lines take over (QUEUE_LINE_CSS lays it out). On every output ("full") it would
-    cover the rows while they stream and mark each output "Error" on a refusal; hidden, a waiting visitor saw
-    nothing at all."""
+    cover the rows while they stream and mark each output "Error" on a refusal; hidden, a waiting visitor would
+    see nothing at all."""
     return {"show_progress": "minimal", "show_progress_on": status_line}
 
 
 # For the status line that queue_shown picks (app.py adds it to the page's CSS). On a Markdown, Gradio draws the status
-# tracker in a box 0 px tall ("center" variant, and no spinner in "minimal"), so "queue: 5/28 | 3.1/40.2s" was
-# clipped away: these rules give it a line of its own above the status text while the Run waits (the box is empty,
+# tracker in a box 0 px tall ("center" variant, and no spinner in "minimal"), which clips "queue: 5/28 | 3.1/40.2s"
+# away: these rules give it a line of its own above the status text while the Run waits (the box is empty,
 # and no taller, at any other time). They also hide the tracker's "Error" mark and Clear button after a refusal:
 # the refusal's toast already says it (callbacks.quiet_refusals).
 QUEUE_LINE_CSS = """

@@ -275,8 +275,8 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
                                preprocess=False, outputs=[*outputs, step_state], api_name="step", **queue)
     live.buttons["stop"].click(stop, [job_state], None, queue=False)
     # Reset clears at once (queue=False) and ends the session's job; that run's or step's own stream then ends with
-    # the cleared page too (live._cleared), after any update of its rows in flight. (A Gradio cancel here marked the
-    # outputs "Error" when the cancel overtook the cleared page.)
+    # the cleared page too (live._cleared), after any update of its rows in flight. (A Gradio cancel here would mark
+    # the outputs "Error" when the cancel overtook the cleared page.)
     live.buttons["reset"].click(reset, [job_state], [*outputs, step_state], queue=False)
     live.upload.upload(quiet_refusals(import_trace), live.upload, [*outputs, step_state])
     live.export.click(export_page, trace_state, live.exported, api_name="export_page")

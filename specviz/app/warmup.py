@@ -1,9 +1,10 @@
 """The default model, warmed in the background as the server starts, so the first visitor does not wait for it.
 
-A Space's disk is ephemeral: after every start the first Run downloaded, converted and timed the default model
-(32-35 s on a free CPU Space, plus the download) while its visitor watched. With SPACE_ID set (a Space) or
-SPECVIZ_WARM_UP=1, app.py starts `WARM_UP` before the page is even built: it builds and calibrates the pipeline
-a default Run asks for, on the model thread (worker.py), under a Job of its own whose stages the page shows.
+A Space's disk is ephemeral: without a warm-up, the first Run after every start would download, convert and time
+the default model while its visitor watched (docs/hosting.md, "A Space that is ready when the first visitor
+arrives"). With SPACE_ID set (a Space) or SPECVIZ_WARM_UP=1, app.py starts `WARM_UP` before the page is even built:
+it builds and calibrates the pipeline a default Run asks for, on the model thread (worker.py), under a Job of its
+own whose stages the page shows.
 
 A Run pressed meanwhile queues on the same thread, behind the warm-up, so it finds the weights in the cache
 (models/cache.py) and the forward already timed (calibration.calibrate times a target once): it watches the warm-up

@@ -1,8 +1,8 @@
 """One thread for all model work in the app.
 
 Gradio runs each step of a callback on whichever of its worker threads is free. PyTorch gives every thread that
-runs CPU ops its own OpenMP team, and once a second thread has used torch, decoding on a 2-core machine measured
-~20% slower (6.9-7.4 s against 8.1-8.6 s for the same 128-token run). So the app sends every model call through
+runs CPU ops its own OpenMP team, and once a second thread has used torch, decoding on a small CPU runs markedly
+slower (docs/results.md, "The default live run and the class page"). So the app sends every model call through
 this single thread: the cost disappears, and concurrent sessions interleave round by round instead of fighting
 over the cores. The CLI and the benchmarks run on their own main thread and do not need it.
 """

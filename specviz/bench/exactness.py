@@ -10,9 +10,9 @@ were. Two facts then hold token by token, given the history, so they pool over p
    (the benchmark's nll, bench/quality.py) has z > 0.
 
 Plain sampling is the target, so it must pass. A lenient rule (Leviathan et al.'s lenience below 1 accepts too
-often) leaves p; the test catches it once the drift is large against the noise of the tokens sampled (on the real
-pair, lenience 0.1 in about 700 tokens, not 0.5: docs/data/cross-exactness). One teacher-forced target forward per
-text gives every p_t; nothing here is timed.
+often) leaves p; the test catches it once the drift is large against the noise of the tokens sampled (how large,
+on the real pairs: docs/results.md, "Are the texts sampled across tokenizers the target's?"). One teacher-forced
+target forward per text gives every p_t; nothing here is timed.
 
     python -m specviz.bench.exactness --target offline:Qwen2.5-Coder-1.5B-Instruct \
         --draft offline:gemma-3-270m --prompts 4 --seeds 4 --tokens 48 --lenience 0.5 --out DIR

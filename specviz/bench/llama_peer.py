@@ -1,6 +1,6 @@
 """llama.cpp's own decoders as the benchmark's peer, built from a pinned, hash-checked source into the cache.
 
-    python -m specviz.bench.llama_peer build      # about 10 minutes on two cores, once; prints the tools' folder
+    python -m specviz.bench.llama_peer build      # once; prints the tools' folder
 
 The source is the sdist of the llama.cpp bindings that requirements-llama.txt pins: it vendors llama.cpp at the
 commit the bindings were built from, so the peer and specviz's llama.cpp backend run the same kernels. Three tools:

@@ -1,5 +1,5 @@
-"""What the load test reports: one JSON summary of the class's burst, and the goals of issue 36 with whether each
-is met (a goal that could not be measured, such as memory without the server's process id, is said so and does
+"""What the load test reports: one JSON summary of the class's burst, and its goals with whether each is
+met (a goal that could not be measured, such as memory without the server's process id, is said so and does
 not fail the run)."""
 
 from __future__ import annotations

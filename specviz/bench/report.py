@@ -108,7 +108,7 @@ def predicted_speedup(alpha: float, draft_lengths: list[int], verify_costs: dict
 
 
 def headline_figures(rows: list[dict], summaries: list[dict]) -> dict:
-    """The issue's figures, per temperature: each a median of per-prompt ratios unless said otherwise."""
+    """The headline figures, per temperature: each a median of per-prompt ratios unless said otherwise."""
     figures = {}
     for temperature in sorted({r["temperature"] for r in rows}):
         at_t = [r for r in rows if r["temperature"] == temperature]

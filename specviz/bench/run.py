@@ -1,6 +1,6 @@
 """The benchmark: specviz against plain decoding and transformers' own methods, on real prompts.
 
-    python -m specviz.bench --quick                       # under two minutes on a 2-core CPU
+    python -m specviz.bench --quick                       # one prompt per category, 32 tokens, greedy, one repeat
     python -m specviz.bench --questions ../shared/data/spec_bench/question.jsonl --limit 10 --out bench-out
 
 Every method decodes the same prompts with the same target, in one process. For each prompt the methods run

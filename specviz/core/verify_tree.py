@@ -157,8 +157,8 @@ def verify_tree(
 
 def verify_draft(draft_tokens, parents, draft_probs, target_probs, uniforms, next_uniform=None,
                  rule: AcceptanceRule = EXACT) -> TreeVerifyResult:
-    """The engine's step 3-4 for any draft: a chain (parents [-1, 0, 1, ..]) through verify.verify, exactly as before
-    trees (and with the losslessness lab's lenient rule), any other tree through verify_tree; one result type."""
+    """The engine's step 3-4 for any draft: a chain (parents [-1, 0, 1, ..]) through verify.verify, the chain's own test
+    (the losslessness lab's lenient rule included), any other tree through verify_tree; one result type."""
     if any(parent != index - 1 for index, parent in enumerate(parents)):
         if not rule.exact:
             raise ValueError(f"the {rule.name} rule applies to a chain of drafts; a token tree is verified exactly")

@@ -187,7 +187,7 @@ class AdaptiveGamma:
 
         A round of lookup-then-draft may send prompt lookup's copy (timing.source BY_LOOKUP) instead of the model's
         draft: the k chosen here is the model's, so it learns from the model's drafts only (lookup keeps its own
-        record in LookupThenModelDrafter). Learnt together, lookup's misses once drove k to 0 for good."""
+        record in LookupThenModelDrafter). Learnt together, lookup's misses would drive k to 0 for good."""
         if self.costless:
             self.score_proposals(sequence)
         elif timing is None or timing.source == BY_MODEL:
@@ -222,8 +222,8 @@ class AdaptiveGamma:
 
         A draft that first read more than CATCH_UP_STEADY tokens (a draft model's first call reads the whole prompt;
         after plain steps it reads every token decoded meanwhile) says nothing about one draft step: its time is
-        not learnt. Learnt, it once priced a 0.5B draft step above the 1.5B target's, and adaptive γ then never
-        drafted again (it learns draft costs only from drafts)."""
+        not learnt. Learnt, it can price a draft step above the target's step, and adaptive γ would then never
+        draft again (it learns draft costs only from drafts)."""
         self._add_verify_point(fed, verify_ms)
         if draft_forwards and caught_up <= CATCH_UP_STEADY:
             weight, mean = self.draft_step

@@ -39,8 +39,8 @@ def calibration_sizes(config: DecodeConfig) -> int:
 def calibrate(pipeline: Pipeline, target_id: str, max_k: int) -> list[float]:
     """Set (and return) pipeline.target_forward_ms: the median ms of one target forward over k = 1..max(max_k,
     MIN_CALIBRATED_K) new tokens, timed once per target, device and dtype, then read from the cache (a larger k
-    measures again). 4 × k timed forwards: about a second for SmolLM2-135M on two CPU cores. Every trace of the
-    pipeline then carries them, for a steady c and the v(k) curve. Leaves the target's cache empty.
+    measures again): 4 × k timed forwards. Every trace of the pipeline then carries them, for a steady c and the
+    v(k) curve. Leaves the target's cache empty.
 
     For a drafter that runs a model, c's two steps are then timed once per pair (step_times):
     pipeline.draft_step_ms, and target_forward_ms[0] from the same alternating forwards."""
@@ -139,8 +139,7 @@ def step_times(pipeline: Pipeline, target_id: str, kept: calibration_store.KeptT
             return None
         # c is the median of the per-sample ratios: a busy moment slows a draft step and the target step right
         # after it alike, so their ratio holds where either median alone would move (`python -m
-        # scripts.c_spread`, 5 fresh calibrations on a loaded 2-core machine: ±8-20% spread with the ratio of
-        # 12-sample medians, ±4-8% with this). The target step shown is the draft step over that c.
+        # scripts.c_spread` measures the spread; docs/usage.md). The target step shown is the draft step over that c.
         c = statistics.median(draft / target for draft, target in zip(draft_ms, target_ms))
         return statistics.median(draft_ms), statistics.median(draft_ms) / c
 

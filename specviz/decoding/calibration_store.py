@@ -1,14 +1,13 @@
 """The calibration's timings kept on disk between starts, so a restarted app's first row does not wait for them.
 
 calibration.calibrate times the target's forward over k = 1..K tokens (v(k)) and c's two steps before a pair's first
-round: 18 s for the Qwen pair on llama.cpp on two cores, more than the rest of a start. Their ratios hold from
-one start to the next on the same machine (c_spread: ±4–8% between fresh calibrations); the machine's pace does
-not (it drifts up to 2× within an hour). So a later start reads the ratios from here and times one target step
-afresh (about a second), and every kept time is scaled by that step's ratio to the kept one: v(k) and c stay as
-timed, the milliseconds are this start's.
+round, for a large pair more than the rest of a start (docs/results.md, "Against llama.cpp"). Their ratios hold
+from one start to the next on the same machine (scripts/c_spread.py measures their spread); the machine's pace does
+not. So a later start reads the ratios from here and times one target step afresh, and every kept time is scaled
+by that step's ratio to the kept one: v(k) and c stay as timed, the milliseconds are this start's.
 
 SPECVIZ_CALIBRATION names another file, or "off" to time everything at each start (the tests give each test its
-own file; bench/c_spread turns it off to measure fresh calibrations).
+own file; scripts/c_spread.py turns it off to measure fresh calibrations).
 
 An entry is keyed by what its timings depend on: the model backend's class, the target (and, for c, the drafter),
 the device and dtype, the threads, the CPU's name and the instruction set torch's kernels use. The file is

@@ -182,7 +182,7 @@ PLAIN_TOKENS_PER_STEP = 2  # baseline_steps pauses after this many tokens, so a 
 def baseline_steps(pipeline: Pipeline, prompt: str, config: DecodeConfig,
                    every: int = PLAIN_TOKENS_PER_STEP) -> Iterator[Baseline | None]:
     """baseline_decode a few tokens at a time: None after every `every` tokens, then the Baseline. The app runs it on
-    the model thread one step per task, so a comparison no longer holds every other session's rounds for seconds.
+    the model thread one step per task, so a comparison never holds every other session's rounds for seconds.
     Its wall time counts the decoding only, never the pauses between steps (as a speculative run's rounds do)."""
     target, device = pipeline.target, pipeline.device
     prompt_ids = checked_prompt_ids(pipeline, prompt, config)

@@ -60,9 +60,9 @@ def choose_budget(pipeline, config) -> int:
     verify_ms, step, gamma = pipeline.target_forward_ms, pipeline.draft_step_ms, config.gamma
     remembered = pipeline.cache.get(_acceptance_key(pipeline, config.to_dict()), dict).get("by_rank")
     # best_shape's model drafts every level to depth γ. A draft stop (DecodeConfig.draft_confidence) ends each
-    # round's draft where the draft is unsure, a depth the model cannot foresee: it then set a full γ-deep chain
-    # against γ-deep trees and chose the chain, while the flat-v(k) budget's trees gained 6-26% tokens/s on the
-    # Qwen pair's first three benchmark prompts (docs/results.md). With a stop, the flat-v(k) rule decides.
+    # round's draft where the draft is unsure, a depth the model cannot foresee: it would set a full γ-deep chain
+    # against γ-deep trees and choose the chain where the flat-v(k) budget's trees pay (docs/trees.md). With a
+    # stop, the flat-v(k) rule decides.
     if not remembered or len(verify_ms) <= gamma or not step or config.draft_confidence > 0:
         return measured_budget(gamma, verify_ms)
     # One draft forward over a few frontier rows is taken to cost one row's (memory-bound on a CPU); see docs.

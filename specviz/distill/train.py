@@ -1,6 +1,6 @@
 """Distil the shipped draft (distilled.py) from the offline target. Seeded and reproducible.
 
-    python -m specviz.distill                      # the shipped recipe: about 44 min of data, 22 min of training on 2 CPU cores
+    python -m specviz.distill                      # the shipped recipe (its time: docs/research.md)
     python -m specviz.distill --prompts 16 --requests 8 --passages 8 --max-new-tokens 24 --steps 3 --out /tmp/d.safetensors
 
 1. Data (data.py): the target answers the project's own prompts and requests it writes itself; we keep

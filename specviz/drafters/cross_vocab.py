@@ -1,4 +1,4 @@
-"""A draft model from another family: it reads and writes its own tokens, and proposes the target's (issue 35).
+"""A draft model from another family: it reads and writes its own tokens, and proposes the target's.
 
 Each round:
 1. **Align the context.** The committed target tokens are decoded to text and that text is tokenized the draft's

@@ -111,7 +111,7 @@ def _model(spec, target, config, eos_ids, cache) -> Built:
 
 
 def _across_tokenizers(draft, target, config, cache, mismatch) -> Built:
-    """A draft model of another tokenizer (issue 35): it drafts the tokens both vocabularies spell alike, through
+    """A draft model of another tokenizer: it drafts the tokens both vocabularies spell alike, through
     a VocabBridge built once per pair. IncompatibleModels, naming both, where they share no token."""
     from specviz.drafters.cross_vocab import CrossVocabDrafter
     from specviz.drafters.vocab_bridge import VocabBridge

@@ -58,7 +58,7 @@ class LookupThenModelDrafter:
     per draft position (acceptance.py), learnt from the tokens the sequence then holds: lookup's from every
     proposal (it is costless, so it proposes each round, sent or not), the model's from the drafts it sent. A
     round sends lookup's proposal when its expected accepted tokens are at least the model's for γ drafts (once the
-    model has drafted a round), else asks the model. One estimate for both used to let lookup's misses in prose cut
+    model has drafted a round), else asks the model. One estimate for both would let lookup's misses in prose cut
     the model's drafts short.
 
     The choice depends only on tokens already in the sequence, never on this round's target output, so the output

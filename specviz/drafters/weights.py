@@ -25,7 +25,7 @@ def distilled_draft(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
 
 
 def int4_copy(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
-    """The target's 4-bit copy, built once per loaded target (about a second) and shared: it holds no state."""
+    """The target's 4-bit copy, built once per loaded target and shared: it holds no state."""
     from specviz.models.int4 import quantized_copy
 
     _check_int4_kernels(target)

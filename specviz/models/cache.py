@@ -1,7 +1,7 @@
 """The one cache of expensive shared things in a process: loaded models, the distilled draft, the target's
 4-bit copy and its lean decode step, and which model pairs have been warmed up.
 
-Everything that used to hide in scattered `functools.lru_cache`s lives here, behind one object that can be
+They live here rather than in scattered `functools.lru_cache`s, behind one object that can be
 inspected and emptied (after an out-of-memory error, say). Entries hold no per-run state, so pipelines share them.
 """
 

@@ -21,8 +21,9 @@ def page_out(tensor: torch.Tensor) -> bool:
     """Ask Linux to reclaim the pages that lie wholly inside `tensor` (madvise MADV_PAGEOUT): content unchanged.
 
     A packed weight's float W is a page range of the mapped checkpoint, and read pages stay resident while the
-    mapping lives (until copy_out_of_checkpoint): without this, packing Qwen2.5-Coder-1.5B peaked at 6.9 GB of
-    its own memory plus 6.7 GB of checkpoint pages. Clean file pages are dropped (read again if ever touched);
+    mapping lives (until copy_out_of_checkpoint): without this, packing a model holds its checkpoint's pages
+    beside its own memory, nearly doubling the peak (docs/results.md, "The Qwen2.5-Coder pair: memory, start-up,
+    and whether it should be the default"). Clean file pages are dropped (read again if ever touched);
     elsewhere, and on kernels before 5.4, the call does nothing. Returns whether the kernel took the advice.
     """
     page = mmap.PAGESIZE
@@ -39,7 +40,7 @@ def copy_out_of_checkpoint(hf_model: torch.nn.Module) -> None:
 
     transformers maps a safetensors checkpoint into memory, and every weight read stays resident as part of the
     file mapping until no tensor points into it. Once the linear weights are dropped (packed, or quantized by a
-    4-bit draft), these copies release the mapping: for Qwen2.5-Coder-1.5B packed-only, RSS fell from 12.5 to 7.4 GB.
+    4-bit draft), these copies release the mapping, and with it the resident pages (docs/models.md).
     """
     with torch.no_grad():
         for module in hf_model.modules():

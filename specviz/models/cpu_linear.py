@@ -1,50 +1,29 @@
 """A faster linear layer for decoding on a CPU, where each forward multiplies a few rows by large weights.
 
 Decoding feeds 1 token (plain) or γ+1 tokens (verification), so every linear layer computes X Wᵀ with X of
-1..17 rows and W of thousands. Measured with MKL 2024.2 and torch 2.13 on a 2-core AVX-512 machine, for the
-30 layers of SmolLM2-135M in fp32 (about 425 MB of weights, streamed from memory on every forward):
-
-    rows                          1     2     3     4     5
-    F.linear(X, W)   (stock)     37    54    62    47    54  ms
-    (W Xᵀ)ᵀ                      43    14    23    21    30  ms
-
-One row runs as a GEMV that streams W at about 11 GB/s; two or three rows stream W once per row; W Xᵀ
-with two or more rows is a GEMM that streams W once at about 30 GB/s. So `FewRowLinear` computes W Xᵀ and
-pads a single row to two. The result is the same product, so the model is unchanged; only float rounding
-differs, as between any two kernels. A whole target forward dropped from about 61 to 34 ms for one token and
-from 74 to 57 ms for five.
+1..17 rows and W of thousands, streamed from memory on every forward. With MKL, one row runs as a GEMV that
+streams W slowly, and two or three rows stream W once per row; W Xᵀ with two or more rows is a GEMM that streams
+W once, far faster. So `FewRowLinear` computes W Xᵀ and pads a single row to two. The result is the same product,
+so the model is unchanged; only float rounding differs, as between any two kernels.
 
 A GEMM also repacks W into its blocked layout on every call, which costs as much as streaming W again.
 `PackedLinear` packs each W once, at load, into oneDNN's layout (`torch.ops.mkldnn._reorder_linear_weight`,
 what torch.compile's CPU backend uses for frozen weights) and multiplies 2..16 rows against the packed copy;
-one row still takes the padded W Xᵀ, and two rows are padded to three, since oneDNN's two-row path was slower
-than its three-row one (45 against 41 ms a forward; padded, 42). Whole SmolLM2-135M forwards, interleaved
-medians on the same machine:
-
-    tokens                        1     2     3     5     8
-    few-row                      31    49    57    65    74  ms
-    packed                       31    42    42    41    49  ms
-
-so verifying γ + 1 = 5 tokens costs 1.4 plain steps instead of 2.0. The packed copy doubles the memory of
-the linear weights, LM head included (about 540 MB more for SmolLM2-135M in float32).
+one row still takes the padded W Xᵀ, and two rows are padded to three, since oneDNN's two-row path is slower
+than its three-row one. Verifying γ + 1 tokens then costs fewer plain steps than with the few-row kernel. The
+packed copy doubles the memory of the linear weights, LM head included.
 
 Other CPUs and BLAS builds may differ, so `choose_kernel` times the kernels on the model itself and keeps the
 fastest. SPECVIZ_CPU_LINEAR=stock|few-row|packed skips the timing and forces one.
 
-Over PACKED_MAX_BYTES of linear weights (SPECVIZ_PACKED_MAX_GB, default 2) a second copy costs too much: for
-Qwen2.5-Coder-1.5B (5.7 GB of fp32 linear weights) it took the pair's peak RSS from 8.7 to 16.7 GB, over a
-free Space's 16 GB. Such a model gets `packed-only` without timing: each W is packed and the float copy is
-dropped (kept only where another module shares it, as a tied embedding does), and every forward, one row
-padded to three, runs on the packed copy. On the 2-core machine, medians of 7 interleaved forwards of that
-model after 300 cached tokens:
+Over PACKED_MAX_BYTES of linear weights (SPECVIZ_PACKED_MAX_GB, default 2) a second copy costs too much: it would
+take the Qwen2.5-Coder pair past a free Space's 16 GB. Such a model gets `packed-only` without timing: each W is
+packed and the float copy is dropped (kept only where another module shares it, as a tied embedding does), and
+every forward, one row padded to three, runs on the packed copy, so verification stays nearly as cheap as a plain
+step in about the float model's memory. Reading `weight` of a packed-only linear unpacks W exactly (a product with
+the identity, slow); only the 4-bit copies read it, once.
 
-    tokens                        1     5
-    few-row                     402   463  ms  (with the packed copy beside it; 352 and 692 without one)
-    packed-only                 385   427  ms
-
-so verifying five tokens costs 1.1 plain steps instead of 2.0, in about the float model's memory. Reading
-`weight` of a packed-only linear unpacks W exactly (a product with the identity: about 0.35 s for a
-1536 × 8960 weight); only the 4-bit copies read it, once.
+The timings behind each choice: docs/research.md, "What makes it fast on a CPU", and docs/models.md.
 """
 
 from __future__ import annotations

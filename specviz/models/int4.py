@@ -15,8 +15,8 @@ of the bytes:
   attention, norms and the KV cache stay in the target's dtype.
 
 The draft therefore differs from the target only by bfloat16 rounding (activations, scales and zeros): on the
-offline target it picks the target's top token at about 97% of greedy positions, with about 0.98 of the mass
-shared at T = 1, for about 0.45 of a float32 step (README). Speculative decoding then keeps the float32 target's
+offline target it picks the target's top token almost everywhere, for about half a float32 step (docs/research.md,
+"The target's own 4-bit copy"). Speculative decoding then keeps the float32 target's
 distribution exactly, which running the 4-bit copy alone would not.
 
 For any other float target the same recovery is an ordinary 4-bit quantization (lossy, still exact as a draft).

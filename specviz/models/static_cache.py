@@ -92,8 +92,8 @@ class StaticCacheModel(TransformersModel):
         if self.compiled is None or new_tokens > COMPILED_TOKENS or not self._allocated():
             return self.hf_model(**arguments).logits
         # One graph per size, whoever calls: dynamo guards on an input's dispatch keys, which differ between a tensor
-        # made inside inference mode and one made outside (verify-cost's), and on logits_to_keep; on an H200 each
-        # extra graph of the Qwen2.5 pair cost 20-35 s of compiling (docs/gpu.md). So the input is always an
+        # made inside inference mode and one made outside (verify-cost's), and on logits_to_keep; each extra graph
+        # is a long compile (docs/gpu.md, "What broke on CUDA, and the fixes"). So the input is always an
         # inference tensor (feed runs this in inference mode) and the graph keeps every position's logits (0: all;
         # at most COMPILED_TOKENS rows, where the head's weights are read once anyway), sliced outside it.
         if not input_ids.is_inference():

@@ -1,9 +1,10 @@
 """torch's CPU threads sized to the CPUs this process may really use.
 
 torch starts one OpenMP thread per core it sees, and a container sees the host's cores, not its CPU quota: a
-Space limited to 2 CPUs on an 8-core host runs 8 threads that take turns on 2 CPUs, and decoding measured 16%
-slower than with 2 (docs/hosting.md). The quota is in the cgroup: cgroup v2's cpu.max ("200000 100000" is 2 CPUs,
-"max 100000" none), or v1's cpu.cfs_quota_us over cpu.cfs_period_us (-1: none). An affinity mask narrows too.
+Space limited to 2 CPUs on an 8-core host runs 8 threads that take turns on 2 CPUs, and decoding runs slower than
+with 2 (docs/hosting.md, "A Space that is ready when the first visitor arrives"). The quota is in the cgroup:
+cgroup v2's cpu.max ("200000 100000" is 2 CPUs, "max 100000" none), or v1's cpu.cfs_quota_us over
+cpu.cfs_period_us (-1: none). An affinity mask narrows too.
 """
 
 from __future__ import annotations

@@ -40,7 +40,8 @@ TICK_CHARS = 10  # a token's label on a categorical axis is cut to this many cha
 @lru_cache(maxsize=1)
 def _template() -> go.layout.Template:
     """plotly_white's look, layout only. Naming "plotly_white" instead validates and copies its full template on every
-    figure (~13 ms each, the largest cost of a streamed update); this one costs ~1 ms."""
+    figure, the largest cost of a streamed update; this one does neither (docs/results.md, "The default live run
+    and the class page")."""
     axis = dict(gridcolor=GRID, linecolor=GRID, zerolinecolor=GRID, ticks="", automargin=True)
     return go.layout.Template(layout=dict(paper_bgcolor="white", plot_bgcolor="white", font=dict(color=INK),
                                           xaxis=axis, yaxis=axis, hoverlabel=dict(align="left"),

@@ -1,6 +1,6 @@
 """Recorded real runs that ship with the app (assets/gallery/*.json), opened with no model loaded.
 
-A free Space cannot hold the Qwen2.5-Coder pair (1.5 GB to install, 10 GB of memory), yet a real draft's real
+A free Space cannot hold the Qwen2.5-Coder pair (its install and memory: docs/models.md), yet a real draft's real
 rejections are the point of the demo. A trace holds everything the views draw, so a run recorded where the pair is
 installed opens anywhere. Each entry file is one JSON object:
 

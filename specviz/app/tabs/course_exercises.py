@@ -55,3 +55,7 @@ def course_project_section() -> None:
         run_button = gr.Button("Run the course's experiments 1-4 as written", elem_id="sv-course-project-run")
     result = gr.Markdown(elem_id="sv-course-project")
     run_button.click(project_view, seed, result)
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    course_tab()

@@ -1,4 +1,4 @@
-"""The Verification rules tab's cross-vocabulary case (issue 35): a draft with another tokenizer, verified with the
+"""The Verification rules tab's cross-vocabulary case: a draft with another tokenizer, verified with the
 renormalized q (exact) and with the draft's own q (the naïve mapping), on preset cases and any shared mass s."""
 
 from __future__ import annotations

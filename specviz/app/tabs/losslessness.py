@@ -18,7 +18,7 @@ from specviz.labs.losslessness import checks as lossless
 from specviz.labs.losslessness import figures
 
 LENIENCES = (1.0, 0.8, 0.5, 0.3)
-RUN_S = 0.21  # one run of the distribution check on a two-core CPU (200 runs: 43 s); progress then says how many are left
+RUN_S = 0.21  # s, one run of the distribution check on two cores (docs/results.md, "Lab actions"); progress says what is left
 LOSSLESS_PROMPT = "Monday, Tuesday, Wednesday, Thursday, Friday. Monday, Tuesday, Wednesday,"  # drafts pass 38% of the time
 
 
@@ -124,3 +124,7 @@ def lossless_tab() -> None:
     compare_button.click(quiet_refusals(lossless_run), [prompt, runs, tokens, temperature, lenience], [summary, histogram])
     greedy_button.click(quiet_refusals(greedy_run), prompt, greedy_text)
     sweep_button.click(quiet_refusals(lenience_sweep), [prompt, runs, temperature], [sweep_table, sweep_plot])
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    lossless_tab()

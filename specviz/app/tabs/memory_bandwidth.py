@@ -82,3 +82,9 @@ def bandwidth_tab() -> tuple:
         field.submit(bandwidth_view, fields, [readout, roofline])
     measure_button.click(measure_machine, None, [measured_text, measured_plot])
     return fields, [readout, roofline]
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    """The tab's contents; the A100 roofline draws on page load."""
+    inputs, outputs = bandwidth_tab()
+    demo.load(bandwidth_view, inputs, outputs)

@@ -41,3 +41,7 @@ def anatomy_tab(trace_state: gr.State) -> None:
     reconciled = gr.Plot(label="From the predicted to the measured speedup, in ms per token")
     summary = gr.Markdown(elem_id="sv-anatomy-summary")
     draw.click(anatomy_view, [trace_state, first], [timeline, totals, reconciled, summary], api_name="round_anatomy")
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    anatomy_tab(trace_state)

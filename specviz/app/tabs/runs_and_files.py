@@ -36,8 +36,8 @@ FIRST_SCREEN = "2-coder-prose-t0"  # the recorded run a first visitor sees: gree
 def first_screen() -> tuple:
     """What the live tab shows as the page opens, before any model loads: the real pair's recorded run, labelled as
     recorded, its rows red and blue where the 0.5B draft was wrong; the controls stay on this server's own pair, so
-    one click on Run decodes live. Nothing where that entry does not ship. Drawn once per server (about 0.6 s of
-    CPU on two cores, which every page load of a class would otherwise spend); each session gets its own trace."""
+    one click on Run decodes live. Nothing where that entry does not ship. Drawn once per server (CPU time that every
+    page load of a class would otherwise spend); each session gets its own trace."""
     view = _first_view()
     return dataclasses.replace(view, trace=copy.deepcopy(view.trace)).values()
 

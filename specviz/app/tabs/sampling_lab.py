@@ -97,3 +97,9 @@ def sampling_tab() -> tuple:
     step_button.click(step_view, [*fields, seed], [step_plot, seed])
     sample_button.click(sample_view, [*fields, sample_count, mistake, seed], [sample_text, histogram])
     return fields, [overlap_text, overlap_plot]
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    """The tab's contents (groups.LAB_TABS calls it inside its Tab); the first preset's overlap draws on page load."""
+    inputs, outputs = sampling_tab()
+    demo.load(overlap_view, inputs, outputs)

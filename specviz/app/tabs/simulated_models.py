@@ -121,3 +121,7 @@ def simulated_tab() -> None:
     theory_button.click(theory_view, c, experiment_table)
     speedup_button.click(speedup_view, [overlap, c, seed], [experiment_table, experiment_plot])
     viability_button.click(viability_view, seed, experiment_table)
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    simulated_tab()

@@ -167,3 +167,9 @@ def rules_tab(trace_state: gr.State) -> tuple:
     over_run.click(quiet_refusals(run_view), [trace_state, lenience, top_k], [figure, table], api_name="rules_over_run")
     cross_vocab_case()  # an accordion: a draft with another tokenizer, verified with the renormalized and the naïve q
     return round_number, position
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    """The tab's contents; on opening, round and position move to the live run's draft where the rules part most."""
+    where = rules_tab(trace_state)
+    tab.select(follow_run, [trace_state, *where], list(where), queue=False)

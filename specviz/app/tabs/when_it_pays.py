@@ -49,3 +49,9 @@ def when_it_pays_tab(trace_state: gr.State) -> tuple[list, list]:
     verdicts = gr.Markdown(elem_id="sv-pays-verdicts")
     rules = gr.Markdown(elem_id="sv-pays-rules")
     return [trace_state], [verify_cost, payoff, verdicts, rules]
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    """The tab's contents, redrawn on opening: the live run joins the recorded regimes."""
+    inputs, outputs = when_it_pays_tab(trace_state)
+    tab.select(pays_view, inputs, outputs)

@@ -113,3 +113,7 @@ def you_draft_tab() -> None:
     score = gr.Markdown(elem_id="sv-you-score")
     begin.click(quiet_refusals(start), [prompt, temperature], [game, picker, rows, score], api_name="you_draft_start")
     go.click(quiet_refusals(play), [game, picker, typed], [game, picker, rows, score, typed], api_name="you_draft_propose")
+
+
+def build(demo: gr.Blocks, trace_state: gr.State, tab: gr.Tab) -> None:
+    you_draft_tab()

@@ -1,4 +1,4 @@
-"""Why a draft of another tokenizer must renormalize q over the shared tokens, in closed form (issue 35).
+"""Why a draft of another tokenizer must renormalize q over the shared tokens, in closed form.
 
 A draft whose vocabulary differs from the target's can only propose the tokens both vocabularies hold. Say its own
 distribution q_D puts mass s < 1 on them. The exact way (drafters/cross_vocab.py) draws x from q = q_D restricted
