@@ -10,8 +10,8 @@ import pytest
 
 from tests.sources import checks
 from tests.sources.checks import NO_FIGURE, figures_agree, format_value, seed_summary, seed_table_markdown
-from tests.sources.table import SEED_ROWS
-from tests.sources.table_course import COURSE_ROWS
+from tests.sources.rows import SEED_ROWS
+from tests.sources.rows_course import COURSE_ROWS
 
 SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
 

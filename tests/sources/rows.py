@@ -2,9 +2,9 @@
 
 Seed 000's "The Japan" example goes through the Sampling lab's functions (rejection.py); seed 003's batched
 verification through the real engine on simulated models; seed 004's timings through metrics.summarize and the
-Theory tab's round-cost model (calculator.py). Seed 001 and seed 002's Lesson 1 are in seed_rows_bandwidth.py, the
-other seed 002 figures the app quotes outside the course tab in seed_rows_theory.py. SEED_ROWS joins them, in seed
-order; tests/sources/doc.py (docs/sources-checked.md) and tests/sources/table.py read it.
+Theory tab's round-cost model (calculator.py). Seed 001 and seed 002's Lesson 1 are in rows_bandwidth.py, the
+other seed 002 figures the app quotes outside the course tab in rows_theory.py. SEED_ROWS joins them, in seed
+order; tests/sources/doc.py (docs/sources-checked.md) and tests/test_seed_table.py read it.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from tests.sources.checks import SeedRow
 from tests.sources.rows_bandwidth import SEED_001_ROWS, SEED_002_BANDWIDTH_ROWS
 from tests.sources.rows_theory import SEED_002_THEORY_ROWS
 
-JAPAN_VOCAB = ["is", "stock", "girl", "cherry"]
+JAPAN_PRESET = "The Japan ... (textbook)"  # the Sampling lab's preset of seed 000's example, as its menu names it
 
 
 def japan() -> dict:
-    """The Sampling lab's preset that holds seed 000's example (found by its vocabulary, whatever its name)."""
-    return next(preset for preset in rejection.PRESETS.values() if preset["vocab"] == JAPAN_VOCAB)
+    """The Sampling lab's preset of seed 000's example: the rows below check its vocabulary and distributions."""
+    return rejection.PRESETS[JAPAN_PRESET]
 
 
 def _japan_overlap(key: str):
@@ -88,7 +88,7 @@ def chen_draft_parameters() -> float:
 SEED_000_ROWS = [
     SeedRow(seed="000", where='{"is", "stock", "girl", "cherry"}', what="the example's vocabulary",
             seed_value="is, stock, girl, cherry", specviz_value=lambda: tuple(japan()["vocab"]),
-            expected=tuple(JAPAN_VOCAB), agrees=True, settles=""),
+            expected=("is", "stock", "girl", "cherry"), agrees=True, settles=""),
     SeedRow(seed="000", where="Target Model Distribution ($p$):", what="target distribution p",
             seed_value="[0.4, 0.3, 0.2, 0.1]", specviz_value=lambda: tuple(japan()["target_probs"]),
             expected=(0.4, 0.3, 0.2, 0.1), agrees=True, settles=""),

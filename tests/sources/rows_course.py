@@ -1,11 +1,11 @@
 """The seed table's rows for seed 002's course items that the "Course exercises" tab and the Simulated models tab's
 project section show: Lesson 2's worked standardization example, Lesson 3's pairs (Sampling-lab presets), the seven
-"Apply" exercises, the worked examples of Lessons 5-7, and (from seed_rows_course_project.py) every printed figure of
+"Apply" exercises, the worked examples of Lessons 5-7, and (from rows_course_project.py) every printed figure of
 the hands-on project's Experiments 1-4. The course prints no answers to its exercises: their rows have the seed
 value "—". Each `expected` is the arithmetic done by hand here, not read back from specviz.
 
 Values that pass through the sampler's float32 Standardizer are compared to 6 decimals. docs/sources-checked.md shows
-COURSE_ROWS after the rows of seed_rows.py; tests/sources/table_course.py re-exports them for tests/test_seed_table.py.
+COURSE_ROWS after the rows of rows.py; tests/test_seed_table.py runs over both.
 """
 
 from __future__ import annotations
