@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import types
@@ -160,6 +161,12 @@ def _as_chain_trees(trace: Trace) -> None:
     trace.schema = SCHEMA_VERSION
 
 
+@functools.cache
+def _hints(cls) -> dict:
+    """A record class's field types, resolved once (typing.get_type_hints is slow, and every parsed object asks)."""
+    return typing.get_type_hints(cls)
+
+
 def _build(cls, data, where: str):
     """An instance of dataclass cls from a JSON object, each field checked against its annotation."""
     if not isinstance(data, dict):
@@ -168,7 +175,7 @@ def _build(cls, data, where: str):
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise ValueError(f"{where} has unknown fields: {', '.join(map(str, unknown[:5]))}")
-    hints = typing.get_type_hints(cls)
+    hints = _hints(cls)
     values = {}
     for name, item in fields.items():
         if name in data:

@@ -1,10 +1,22 @@
+import itertools
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
+# Keep compiled modules and pytest's assertion-rewritten tests in __pycache__ (git ignores it), even where the
+# environment says PYTHONDONTWRITEBYTECODE: rewriting 140 test modules and compiling the package anew took a quarter
+# of the fast tier's collection. Python and pytest check each cached file against its source before using it.
+sys.dont_write_bytecode = False
+
 # A test that uses one of these loads the real offline model (or starts the app): it belongs to the slow tier.
 SLOW_FIXTURES = {"offline_target", "tiny_draft_folder", "app_server", "app_url"}
+
+# The tests run tiny tensors and tiny models. With two OpenMP threads on a two-core machine, every matmul waits for
+# a second thread whenever another process holds a core: a test of tiny Qwen2 models took 50 s instead of 2. One
+# thread for the session (the app and `python -m specviz`, in their own processes, size theirs: models/threads.py).
+torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(items):
@@ -14,10 +26,18 @@ def pytest_collection_modifyitems(items):
             item.add_marker(pytest.mark.slow)
 
 
+@pytest.fixture(scope="session")
+def calibration_files(tmp_path_factory):
+    """A folder for the tests' calibration files, and a fresh name in it for each test."""
+    folder, numbers = tmp_path_factory.mktemp("calibration"), itertools.count()
+    return lambda: folder / f"{next(numbers)}.json"
+
+
 @pytest.fixture(autouse=True)
-def own_calibration_file(tmp_path, monkeypatch):
-    """Each test starts with no calibration kept by an earlier start (calibration_store), and keeps its own."""
-    monkeypatch.setenv("SPECVIZ_CALIBRATION", str(tmp_path / "calibration.json"))
+def own_calibration_file(calibration_files, monkeypatch):
+    """Each test starts with no calibration kept by an earlier start (calibration_store), and keeps its own: a file
+    of its own name that nothing wrote yet (not a tmp_path each: a folder per test is milliseconds, 1,800 times)."""
+    monkeypatch.setenv("SPECVIZ_CALIBRATION", str(calibration_files()))
 
 
 @pytest.fixture(scope="session")

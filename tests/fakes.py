@@ -102,3 +102,55 @@ def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft
         chosen = lookup if drafter == "ngram" else LookupThenModelDrafter(lookup, chosen, drafter)
     return Pipeline(target, chosen, FakeTokenizer(vocab_size), list(eos_ids), torch.device("cpu"), torch.float32, draft_model,
                     cache=WeightsCache())  # its own cache: warm-ups in one test do not leak into another
+
+
+def check_rounds_against_the_models(pipeline, prompt: str, config, draft_row=None):
+    """Run the engine and check every round's inputs to the accept/reject step against the scripted models, which
+    are pure functions of the prefix: p row 0 is the target's after the sequence so far and row j+1 its after node
+    j's path; where the draft model drafted, node j's q is the draft's after its parent's path, with its earlier
+    siblings zeroed and renormalised (drafters/tree.py; a chain has none); and the round emits the accepted path,
+    then verify's next token. With verify exact (tests/test_verify.py and test_tree_verify.py enumerate its law),
+    these make a sampled run exact: a cache rolled back wrongly, or a q other than the one drawn from, fails here
+    deterministically. draft_row(standardize, sequence, drafts): the q a drafter of another kind draws from after
+    the target ids `sequence` and its own earlier `drafts` (default: the scripted draft model's). Returns the trace."""
+    import pytest
+
+    from specviz.core.sampling import Standardizer
+    from specviz.core.verify_tree import path_to
+    from specviz.decoding import engine
+
+    calls, real = [], engine.verify_draft
+    standardize = Standardizer(config.temperature, config.top_k, config.top_p)
+
+    def row(model, prefix):
+        return standardize(model.logits_after(tuple(prefix)).view(1, -1))[0]
+
+    draft_row = draft_row or (lambda standardize, sequence, drafts: row(pipeline.draft_model, sequence + drafts))
+
+    def recording(*args):
+        calls.append((args, real(*args)))
+        return calls[-1][1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(engine, "verify_draft", recording)
+        prompt_ids = engine.checked_prompt_ids(pipeline, prompt, config)
+        before, prompt_length = prompt_ids, len(prompt_ids)
+        for round_, trace in engine.speculative_decode(pipeline, prompt, config):
+            (drafted, parents, draft_probs, target_probs, *_), result = calls[-1]
+            drafted = drafted.tolist()
+            paths = [[drafted[node] for node in path_to(parents, index)] for index in range(len(drafted))]
+            expected = torch.stack([row(pipeline.target, before + path) for path in [[], *paths]])
+            assert torch.allclose(target_probs, expected, atol=1e-6), f"round {round_.index}: p rows"
+            if round_.draft_forwards and config.temperature > 0:  # drafted by the scripted draft model, sampling
+                for index, path in enumerate(paths):
+                    q = draft_row(standardize, before, path[:-1])
+                    earlier = [drafted[node] for node in range(index) if parents[node] == parents[index]]
+                    if earlier:
+                        q[earlier] = 0
+                        q = q / q.sum()
+                    assert torch.allclose(draft_probs[index], q, atol=1e-6), f"round {round_.index}: q of node {index}"
+            accepted = [drafted[node] for node in result.path]
+            ended = accepted and accepted[-1] in pipeline.eos_ids  # an accepted EOS ends the text: nothing follows
+            assert trace.token_ids[len(before) - prompt_length:] == accepted + ([] if ended else [result.next_token])
+            before = prompt_ids + trace.token_ids
+    return trace

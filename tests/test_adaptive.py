@@ -7,7 +7,7 @@ from specviz.analysis.metrics import chi_square_test, total_variation
 from specviz.config import DecodeConfig
 from specviz.decoding import engine
 from specviz.decoding.adaptive import DRAFT_MARGIN, PRIOR_ALPHA, AdaptiveGamma
-from tests.fakes import fake_pipeline
+from tests.fakes import check_rounds_against_the_models, fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
 
 
@@ -101,6 +101,15 @@ def test_costless_proposals_are_scored_against_the_tokens_that_follow():
     assert controller.scores.watched == []  # fully scored, no longer watched
 
 
+@pytest.mark.parametrize("drafter", ["model", "ngram"])
+def test_adaptive_sampled_rounds_verify_the_models_own_rows_and_emit_what_verify_chose(drafter):
+    pipeline = fake_pipeline(4, drafter=drafter)
+    for seed in range(2):
+        config = DecodeConfig(gamma=3, max_new_tokens=24, chat=False, temperature=1.0, seed=seed, adaptive=True)
+        check_rounds_against_the_models(pipeline, PROMPT, config)
+
+
+@pytest.mark.slow  # 2,000 runs each; the fast tier checks the rounds' rows (above) and verify's exact law
 @pytest.mark.parametrize("drafter", ["model", "ngram"])
 def test_adaptive_sequences_follow_the_target_exactly(drafter):
     vocab, length, runs = 3, 3, 2000

@@ -8,6 +8,7 @@ bench, distill); nothing imports in a cycle.
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,14 @@ def _imports(path: Path) -> set[str]:
     """Absolute names of every module this file imports, at any depth of the file (lazy imports count)."""
     module = _module_name(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    return set(_imports_in(path.read_text(encoding="utf-8"), package))
+
+
+@functools.cache
+def _imports_in(source: str, package: str) -> frozenset[str]:
+    """_imports of a file's text, parsed once per text (the checks below read every module several times)."""
     names = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -40,7 +47,7 @@ def _imports(path: Path) -> set[str]:
                 base = ".".join(anchor + ([node.module] if node.module else []))
             names.add(base)
             names.update(f"{base}.{alias.name}" for alias in node.names)  # `from pkg import module`
-    return names
+    return frozenset(names)
 
 
 def _graph() -> dict[str, set[str]]:

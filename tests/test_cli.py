@@ -1,6 +1,7 @@
 """The command line: one JSON object, coloured rounds, one-line errors, the tools' subcommands.
 
-Every test but one calls `specviz.cli.main` in this process; the smoke test starts `python -m specviz` as a user does.
+Every test but two calls `specviz.cli.main` in this process; the smoke tests (slow tier) start `python -m specviz` as a
+user does.
 """
 
 import json
@@ -170,6 +171,17 @@ def test_distill_checks_its_output_paths_before_loading_the_target(no_model, tmp
     assert "--cache-dir" in capsys.readouterr().err
 
 
+def test_the_specviz_module_run_as_main_with_an_unwritable_trace_out_prints_one_line_and_exits_2(
+        no_model, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["specviz", "generate", "--prompt", "hi", "--trace-out", NO_FOLDER])
+    with pytest.raises(SystemExit) as exit_:
+        runpy.run_module("specviz", run_name="__main__")  # what `python -m specviz` runs
+    captured = capsys.readouterr()
+    assert exit_.value.code == 2 and captured.out == ""
+    assert captured.err == f"specviz: --trace-out {NO_FOLDER}: the folder /nonexistent-dir does not exist\n"
+
+
+@pytest.mark.slow  # a process of its own; the same in this process above
 def test_python_m_specviz_with_an_unwritable_trace_out_prints_no_traceback():
     result = run_cli("generate", "--prompt", "hi", "--trace-out", NO_FOLDER)
     assert result.returncode == 2 and result.stdout == ""

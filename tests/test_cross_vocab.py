@@ -1,6 +1,8 @@
 """Drafting across tokenizers (drafters/vocab_bridge.py, drafters/cross_vocab.py): the bridge joins tokens that spell
-the same bytes; whole sequences drafted by a model of another vocabulary follow the target exactly (χ²), greedy runs
-equal greedy decoding, and the naïve q (the draft's probabilities, not renormalized over the shared tokens) fails."""
+the same bytes; every sampled round verifies the target's own p and the q the draft drew from (renormalized over the
+shared tokens), greedy runs equal greedy decoding, and the naïve q (the draft's probabilities, not renormalized) fails.
+In the slow tier, whole sequences drafted by a model of another vocabulary follow the target exactly (χ²), and the
+naïve q's do not."""
 
 import itertools
 
@@ -14,7 +16,7 @@ from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.cross_vocab import CrossVocabDrafter, start_tokens
 from specviz.drafters.vocab_bridge import SPECIAL, VocabBridge, byte_level_bytes, sentencepiece_bytes, token_keys
 from specviz.models.cache import WeightsCache
-from tests.fakes import FakeLanguageModel, fake_pipeline
+from tests.fakes import FakeLanguageModel, check_rounds_against_the_models, fake_pipeline
 from tests.test_tree_engine import _fit
 
 TARGET_PIECES = ["a", "b", "c", "ab", "ca"]  # shared with the draft: a, b, c; the target's own: ab, ca
@@ -124,6 +126,35 @@ def test_special_tokens_match_only_each_other():
     assert bridge.target_ids.tolist() == [1]  # only "a"
 
 
+def _shared_q(pipeline):
+    """draft_row for check_rounds_against_the_models: the draft model's distribution after the text so far read in its
+    own tokens, then its earlier drafts, on the shared tokens only and renormalized there."""
+    drafter, draft = pipeline.drafter, pipeline.draft_model
+
+    def row(standardize, sequence, drafts):
+        context = drafter.draft_context(sequence) + [drafter.draft_of[token] for token in drafts]
+        return standardize(drafter.bridge.target_logits(draft.logits_after(tuple(context)).view(1, -1)))[0]
+
+    return row
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.6])
+def test_sampled_cross_vocabulary_rounds_verify_the_target_s_rows_and_the_q_drafted_from(temperature):
+    pipeline = _pipeline()
+    for seed in range(3):
+        config = DecodeConfig(gamma=2, max_new_tokens=12, chat=False, temperature=temperature, seed=seed)
+        trace = check_rounds_against_the_models(pipeline, PROMPT, config, _shared_q(pipeline))
+        assert any(round_.drafted for round_ in trace.rounds)
+
+
+def test_negative_control_the_unrenormalized_q_fails_the_row_check():
+    pipeline = _pipeline(NaiveDrafter)
+    config = DecodeConfig(gamma=2, max_new_tokens=12, chat=False, temperature=1.0)
+    with pytest.raises(AssertionError, match="q of node"):
+        check_rounds_against_the_models(pipeline, PROMPT, config, _shared_q(pipeline))
+
+
+@pytest.mark.slow  # 600 runs; the fast tier checks every round's rows (above) and verify's exact law
 def test_cross_vocabulary_drafts_follow_the_target_exactly():
     runs = 600  # 125 sequences of 3 tokens: 600 runs gave p = 0.25, TV 0.09 (the noise of so few runs per cell)
     config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0)
@@ -131,6 +162,7 @@ def test_cross_vocabulary_drafts_follow_the_target_exactly():
     assert p_value > 0.001 and distance < 0.15
 
 
+@pytest.mark.slow
 def test_the_unrenormalized_q_leaves_the_target_s_distribution():
     runs = 600  # p = 6e-16 and TV 0.23 in 600 runs
     config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0)

@@ -56,6 +56,29 @@ def test_the_textbook_round_gives_the_same_result_on_the_device(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_the_law_of_a_round_on_the_device_is_the_target_s(device):
+    """Enumerated: every draft x (weight q(x)), accepted (weight a) or rejected (1 − a, r = a) and then the
+    distribution verify draws from on the device; the textbook pair and a lenient rule as the negative control."""
+    from specviz.core.acceptance import EXACT, Lenient
+
+    def law(rule):
+        total = torch.zeros(4, dtype=torch.float64)
+        target_probs, draft_probs = torch.stack([TARGET, TARGET]).to(device), DRAFT.view(1, -1).to(device)
+        for x in range(4):
+            token = torch.tensor([x], device=device)
+            accept = verify(token, draft_probs, target_probs, torch.tensor([0.0]), 0.0, rule=rule).accept_probs[0]
+            rejected = verify(token, draft_probs, target_probs, torch.tensor([accept]), 0.0, rule=rule)
+            assert rejected.accepted_count == 0 or accept == 1
+            total[x] += float(DRAFT[x]) * accept
+            total += float(DRAFT[x]) * (1 - accept) * rejected.next_probs.double().cpu()
+        return total
+
+    assert torch.allclose(law(EXACT), TARGET.double(), atol=1e-6)
+    assert 0.5 * float((law(Lenient(lenience=0.5)) - TARGET.double()).abs().sum()) > 0.01
+
+
+@pytest.mark.slow  # 3,000 rounds; enumerated exactly above
+@pytest.mark.parametrize("device", DEVICES)
 def test_sampled_tokens_follow_the_target_on_the_device(device):
     from specviz.analysis.metrics import chi_square_test
 
@@ -107,10 +130,11 @@ def test_greedy_output_is_the_targets_own_except_at_a_tie(device, dtype):
     float32 they must not part at all."""
     pipeline = _pipeline(device, dtype)
     prompt = "The quick brown fox jumps over the lazy dog"
+    greedy = DecodeConfig(target="tiny", max_new_tokens=32, temperature=0).validate()
+    plain = engine.baseline_decode(pipeline, prompt, greedy).token_ids  # the same for every γ
     for gamma in (1, 5):
         config = DecodeConfig(target="tiny", gamma=gamma, max_new_tokens=32, temperature=0).validate()
         speculative = engine.run_speculative(pipeline, prompt, config).token_ids
-        plain = engine.baseline_decode(pipeline, prompt, config).token_ids
         if speculative == plain:
             continue
         assert dtype == torch.bfloat16, f"γ={gamma}: float32 greedy output differs from the target's"

@@ -10,7 +10,7 @@ from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
 from specviz.decoding import engine
 from specviz.drafters.model import DraftModelDrafter
-from tests.fakes import FakeLanguageModel, fake_pipeline
+from tests.fakes import FakeLanguageModel, check_rounds_against_the_models, fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
 from tests.test_verify import _chi_square_p_value
 
@@ -49,6 +49,15 @@ def test_with_the_stop_greedy_output_equals_the_target_greedy_output_and_drafts_
     assert mean(stopped_run) < mean(plain_run) - 1  # it really stops early
 
 
+def test_with_the_stop_sampled_rounds_verify_the_models_own_rows_and_drafts_vary_in_length():
+    pipeline, lengths = fake_pipeline(4, draft_confidence=0.45), set()
+    for seed in range(3):
+        config = DecodeConfig(gamma=3, max_new_tokens=16, chat=False, temperature=1.0, seed=seed)
+        lengths |= {round_.drafted for round_ in check_rounds_against_the_models(pipeline, PROMPT, config).rounds}
+    assert {1, 2} <= lengths  # drafts of several lengths: the stop fired, and not always
+
+
+@pytest.mark.slow  # 2,000 runs; the fast tier checks the rounds' rows (above) and verify's exact law
 def test_with_the_stop_sampled_sequences_still_follow_the_target_exactly():
     vocab, length, runs = 3, 3, 2000
     config = DecodeConfig(gamma=3, max_new_tokens=length, chat=False, temperature=1.0)

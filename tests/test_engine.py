@@ -10,7 +10,7 @@ from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
 from specviz.decoding import engine
 from specviz.trace import Trace
-from tests.fakes import FakeLanguageModel, fake_pipeline
+from tests.fakes import FakeLanguageModel, check_rounds_against_the_models, fake_pipeline
 from tests.test_verify import _chi_square_p_value
 
 PROMPT = "ab"
@@ -31,11 +31,12 @@ def _exact_sequence_probs(config: DecodeConfig, length: int, vocab: int) -> dict
     return probs
 
 
-@pytest.mark.parametrize("sampling", [
-    dict(temperature=1.0),
-    pytest.param(dict(temperature=0.7, top_k=2), marks=pytest.mark.slow),  # thousands of runs: the full tier
-    pytest.param(dict(temperature=1.3, top_p=0.8), marks=pytest.mark.slow),
-])
+SAMPLINGS = [dict(temperature=1.0), dict(temperature=0.7, top_k=2), dict(temperature=1.3, top_p=0.8)]
+SAMPLING_IDS = ["T=1", "T=0.7 top-k 2", "T=1.3 top-p 0.8"]
+
+
+@pytest.mark.slow  # thousands of runs; the fast tier checks every round's rows (below) and verify's exact law
+@pytest.mark.parametrize("sampling", SAMPLINGS, ids=SAMPLING_IDS)
 def test_speculative_sequences_follow_the_target_exactly(sampling):
     vocab, length, runs = 3, 3, 2000
     config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, **sampling)
@@ -77,6 +78,13 @@ def test_lookup_then_model_rounds_mix_and_the_output_follows_the_target_exactly(
     assert 0.5 * (observed / runs - expected).abs().sum() < 0.08  # total variation distance over 81 sequences
 
 
+def _keep_off_by_one(model, path):
+    """The kept entries read one place late: a rejected draft stays in the target's cache."""
+    late = [node + 1 for node in path] if len(model.tree_tokens) > len(path) else path
+    model.tokens.extend(model.tree_tokens[node] for node in late)
+    model.tree_tokens, model.tree_parents = [], []
+
+
 @pytest.mark.slow
 def test_negative_control_broken_rollback_is_caught(monkeypatch):
     """If the target cache kept the wrong entries after a rejection (off by one), the output would leave the target's
@@ -85,12 +93,7 @@ def test_negative_control_broken_rollback_is_caught(monkeypatch):
     config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, temperature=1.0)
     exact = _exact_sequence_probs(config, length, vocab)
     pipeline = fake_pipeline(vocab)
-    def keep_off_by_one(model, path):  # the kept entries are read one place late: a rejected draft stays in
-        late = [node + 1 for node in path] if len(model.tree_tokens) > len(path) else path
-        model.tokens.extend(model.tree_tokens[node] for node in late)
-        model.tree_tokens, model.tree_parents = [], []
-
-    monkeypatch.setattr(type(pipeline.target), "keep_path", keep_off_by_one)
+    monkeypatch.setattr(type(pipeline.target), "keep_path", _keep_off_by_one)
     counts = dict.fromkeys(exact, 0)
     for seed in range(runs):
         pipeline.target.reset()
@@ -99,6 +102,23 @@ def test_negative_control_broken_rollback_is_caught(monkeypatch):
     observed = torch.tensor([counts[seq] for seq in exact], dtype=torch.float)
     expected = torch.tensor(list(exact.values()))
     assert 0.5 * (observed / runs - expected).abs().sum() > 0.1
+
+
+@pytest.mark.parametrize("sampling,drafter", [*((sampling, "model") for sampling in SAMPLINGS), (SAMPLINGS[0], "ngram+model")],
+                         ids=[*(f"{name} model" for name in SAMPLING_IDS), "T=1 lookup then model"])
+def test_sampled_rounds_verify_the_models_own_rows_and_emit_what_verify_chose(sampling, drafter):
+    pipeline = fake_pipeline(4, drafter=drafter)
+    for seed in range(2):
+        config = DecodeConfig(gamma=3, max_new_tokens=16, chat=False, seed=seed, **sampling)
+        assert sum(round_.drafted for round_ in check_rounds_against_the_models(pipeline, PROMPT, config).rounds)
+
+
+def test_negative_control_a_rollback_that_keeps_a_rejected_draft_fails_the_row_check(monkeypatch):
+    pipeline = fake_pipeline(4)
+    monkeypatch.setattr(type(pipeline.target), "keep_path", _keep_off_by_one)
+    with pytest.raises(AssertionError, match="p rows"):
+        check_rounds_against_the_models(pipeline, PROMPT, DecodeConfig(gamma=3, max_new_tokens=24, chat=False,
+                                                                                temperature=1.0))
 
 
 @pytest.mark.parametrize("drafter", ["model", "ngram", "ngram+model"])

@@ -8,6 +8,7 @@ import torch
 
 from specviz.bench import exactness
 from specviz.config import DecodeConfig
+from specviz.decoding import engine
 from tests.fakes import fake_pipeline
 
 
@@ -45,6 +46,25 @@ CONFIG = DecodeConfig(target="fake-target", draft="fake-draft", gamma=3, tempera
                       max_new_tokens=12)
 
 
+def test_a_run_s_terms_score_each_of_its_tokens_against_the_target_s_own_p():
+    """What run_terms pools: every token the engine emitted, each at its own position's p_t (one teacher-forced
+    forward, as the scripted target gives it after that prefix)."""
+    from specviz.core.sampling import Standardizer
+
+    pipeline, prompt_ids = fake_pipeline(vocab_size=6, draft_salt=7), [ord(ch) % 6 for ch in "abcab"]
+    tokens = exactness.generate(pipeline, "abcab", CONFIG, "specviz")
+    assert tokens == engine.run_speculative(pipeline, "abcab", CONFIG).token_ids and len(tokens) == 12
+    expected = torch.stack([Standardizer(1.0)(pipeline.target.logits_after(tuple(prompt_ids + tokens[:index])).view(1, -1))[0]
+                            for index in range(len(tokens))])
+    assert torch.allclose(exactness.target_probs(pipeline, "abcab", CONFIG, tokens), expected, atol=1e-6)
+    terms = exactness.run_terms(pipeline, ["abcab"], CONFIG, 1, "specviz")
+    chosen = expected[torch.arange(len(tokens)), torch.tensor(tokens)].double()
+    assert terms.pit.numel() == len(tokens)
+    entropy = -(expected.double() * expected.double().log()).sum(dim=1)
+    assert torch.allclose(terms.surprise, -chosen.log() - entropy, atol=1e-5)
+
+
+@pytest.mark.slow  # 240 engine runs; the terms of one run are checked above, the verdict on draws of known law too
 def test_real_runs_of_the_engine_pass_and_a_lenient_rule_fails():
     pipeline = fake_pipeline(vocab_size=6, draft_salt=7)
     plain = exactness.verdict(exactness.run_terms(pipeline, ["abcab", "cab"], CONFIG, 40, "plain"))

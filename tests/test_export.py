@@ -17,8 +17,14 @@ def trace():
     return engine.run_speculative(fake_pipeline(vocab_size=6), "abcab </script> & <b>", config)
 
 
-def test_the_page_holds_rows_stats_plots_and_loads_back_as_the_same_trace(trace):
-    page = run_html(trace)
+@pytest.fixture(scope="module")
+def exported(trace):
+    """The run's page, built once for the module's checks of it (its plots take a while)."""
+    return run_html(trace)
+
+
+def test_the_page_holds_rows_stats_plots_and_loads_back_as_the_same_trace(trace, exported):
+    page = exported
     assert page.count('class="sv-row"') == len(trace.rounds)  # one row per round, with its hover titles
     assert page.count("Plotly.newPlot") == 4 and "window.Plotly" in page  # the plots, plotly.js inlined once
     assert "α = " in page and "tokens per round" in page and "num_drafts" in page
@@ -26,13 +32,13 @@ def test_the_page_holds_rows_stats_plots_and_loads_back_as_the_same_trace(trace)
     assert trace_from_text(trace.to_json()).to_json() == trace.to_json()  # trace JSON still loads
 
 
-def test_the_page_needs_no_network(trace):
-    page = run_html(trace)
+def test_the_page_needs_no_network(exported):
+    page = exported
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=[\"']?(https?:)?//", page)  # nothing fetched
 
 
-def test_the_prompt_cannot_break_out_of_the_page(trace):
-    page = run_html(trace)
+def test_the_prompt_cannot_break_out_of_the_page(exported):
+    page = exported
     assert "abcab &lt;/script&gt; &amp; &lt;b&gt;" in page  # shown as text
     json_part = page.split('id="specviz-trace">', 1)[1]
     assert json_part.index("</script>") > json_part.index("<\\/script>")  # the JSON's own '</' cannot end the element
@@ -56,11 +62,11 @@ def test_generate_writes_the_page(offline_target, tmp_path, capsys):
     assert "--html-out" in capsys.readouterr().err
 
 
-def test_the_toolbar_covers_no_title_in_the_page(trace):
+def test_the_toolbar_covers_no_title_in_the_page(exported):
     """Each plot's toolbar shows on hover, upright, in a right margin the plot keeps free for it."""
     import json
 
-    page = run_html(trace)
+    page = exported
     assert page.count('"displayModeBar": "hover"') == 4 and '"displaylogo": false' in page
     layouts = [json.loads(match) for match in re.findall(r'"modebar":(\{[^}]*\})', page)]
     assert layouts and all(layout.get("orientation") == "v" for layout in layouts)

@@ -1,6 +1,7 @@
 """One validation function per field (config.check_field), and the same sentence from the command line, the page's
 callback and DecodeConfig.validate: the field's name, its allowed values and what was sent, whatever its type."""
 
+import logging
 import re
 
 import gradio as gr
@@ -144,7 +145,30 @@ def test_parse_field_reads_command_line_text():
         parse_field("gamma", "four")
 
 
-def test_quiet_refusals_log_one_line_for_a_refusal_and_keep_a_failures_traceback(caplog):
+class _Kept(logging.Handler):
+    """Keeps the records it is handed (pytest's own log capture is off: pyproject.toml's addopts)."""
+
+    def __init__(self, level):
+        super().__init__(level)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+@pytest.fixture
+def app_warnings():
+    """The WARNING records specviz.app's loggers log during the test."""
+    logger, kept = logging.getLogger("specviz.app"), _Kept(logging.WARNING)
+    level = logger.level
+    logger.addHandler(kept)
+    logger.setLevel(logging.WARNING)
+    yield kept.records
+    logger.removeHandler(kept)
+    logger.setLevel(level)
+
+
+def test_quiet_refusals_log_one_line_for_a_refusal_and_keep_a_failures_traceback(app_warnings):
     from specviz.app.callbacks import Refusal, quiet_refusals, refused
 
     def stream(error):
@@ -159,18 +183,17 @@ def test_quiet_refusals_log_one_line_for_a_refusal_and_keep_a_failures_traceback
 
     refusal, failure = gr.Error("the prompt has 9031 tokens"), gr.Error("Decoding failed")
     refusal.__cause__, failure.__cause__ = ValueError("too long"), MemoryError("out of memory")  # as `raise ... from`
-    with caplog.at_level("WARNING", logger="specviz.app"):
-        with pytest.raises(Refusal, match="9031 tokens") as quiet:
-            list(quiet_refusals(stream)(refusal))
-        assert not quiet.value.print_exception
-        with pytest.raises(gr.Error) as loud:
-            list(quiet_refusals(stream)(failure))
-        assert loud.value is failure and loud.value.print_exception
-        with pytest.raises(Refusal) as unwrapped:
-            quiet_refusals(wrapped_refusal)()
-        assert unwrapped.value.message == "gamma must be a whole number"  # not its repr, and logged once
-    assert [record.getMessage() for record in caplog.records] == ["refused: the prompt has 9031 tokens",
-                                                                  "refused: gamma must be a whole number"]
+    with pytest.raises(Refusal, match="9031 tokens") as quiet:
+        list(quiet_refusals(stream)(refusal))
+    assert not quiet.value.print_exception
+    with pytest.raises(gr.Error) as loud:
+        list(quiet_refusals(stream)(failure))
+    assert loud.value is failure and loud.value.print_exception
+    with pytest.raises(Refusal) as unwrapped:
+        quiet_refusals(wrapped_refusal)()
+    assert unwrapped.value.message == "gamma must be a whole number"  # not its repr, and logged once
+    assert [record.getMessage() for record in app_warnings] == ["refused: the prompt has 9031 tokens",
+                                                                "refused: gamma must be a whole number"]
 
 
 @pytest.mark.parametrize("value,fragment", [(3, "the system prompt must be text, got 3"),

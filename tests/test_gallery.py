@@ -24,13 +24,18 @@ CONFIG = DecodeConfig(target="offline:Qwen2.5-Coder-1.5B-Instruct", draft="offli
 MAX_ENTRY_BYTES = 400_000  # an entry keeps the views' top-10, not whole distributions
 
 
+@pytest.fixture(scope="module")
+def sampled_run():
+    """A real engine run on the scripted models, once for the module."""
+    return engine.run_speculative(fake_pipeline(8, draft_salt=1), "abcabcab", CONFIG)
+
+
 @pytest.fixture
-def entry_file(tmp_path) -> Path:
-    """An entry written from a real engine run on the scripted models, named as if the pair had made it."""
-    trace = engine.run_speculative(fake_pipeline(8, draft_salt=1), "abcabcab", CONFIG)
+def entry_file(tmp_path, sampled_run) -> Path:
+    """An entry written from that run, named as if the pair had made it (a file of each test's own)."""
     path = tmp_path / "2-sampled.json"
-    gallery.write_entry(path, "Sampled", "look at the corrections", trace, ["python", "-m", "specviz", "generate",
-                                                                            "--prompt", "abc abc"])
+    gallery.write_entry(path, "Sampled", "look at the corrections", sampled_run, ["python", "-m", "specviz", "generate",
+                                                                                  "--prompt", "abc abc"])
     return path
 
 
@@ -132,21 +137,29 @@ def test_the_pair_menu_points_to_the_gallery_where_the_pair_is_missing(entry_fil
 SHIPPED = gallery.entries()
 
 
+@pytest.fixture(scope="module")
+def shipped_trace():
+    """Each shipped entry's trace, read once for the module (a long entry takes most of a second to load)."""
+    traces = {}
+    return lambda entry: traces[entry.name] if entry.name in traces else traces.setdefault(entry.name, entry.trace())
+
+
 @pytest.mark.parametrize("entry", SHIPPED, ids=[entry.name for entry in SHIPPED])
-def test_each_shipped_entry_is_a_small_real_run_with_its_provenance(entry):
+def test_each_shipped_entry_is_a_small_real_run_with_its_provenance(entry, shipped_trace):
     assert entry.path.stat().st_size < MAX_ENTRY_BYTES
     for model in entry.provenance["models"].values():
         assert model["sha256"] == gallery.model_hashes(model["id"]), model  # pinned offline weights only
     assert entry.provenance["machine"] and entry.provenance["date"] and entry.provenance["command"]
-    trace = entry.trace()
+    trace = shipped_trace(entry)
     # the settings as recorded, with any setting added since at its default (a run before `backend` was transformers')
     assert trace.config == DecodeConfig.from_dict(entry.provenance["settings"]).to_dict()
     kinds = {token.kind for round_ in trace.rounds for token in round_.tokens}
     assert REJECTED in kinds and (CORRECTED in kinds or BONUS in kinds), "a gallery run shows real rejections"
 
 
-def test_the_gallery_ships_the_pair_at_both_temperatures_on_code_and_prose():
-    settings = [(entry.provenance["models"]["target"]["id"], entry.trace().config["temperature"]) for entry in SHIPPED]
+def test_the_gallery_ships_the_pair_at_both_temperatures_on_code_and_prose(shipped_trace):
+    settings = [(entry.provenance["models"]["target"]["id"], shipped_trace(entry).config["temperature"])
+                for entry in SHIPPED]
     for temperature in (0.0, 1.0):
         assert sum(1 for target, t in settings if target == CONFIG.target and t == temperature) >= 2, settings
 

@@ -14,7 +14,7 @@ from specviz.models import int4, int4_decoder
 from specviz.models.cache import WeightsCache
 from specviz.models.head_subset import HeadSubset, subset_ids
 from specviz.models.language_model import TransformersModel
-from tests.fakes import FakeLanguageModel, FakeTokenizer
+from tests.fakes import FakeLanguageModel, FakeTokenizer, check_rounds_against_the_models
 from tests.test_int4_decoder import tiny_qwen2
 from tests.test_tree_engine import _fit
 
@@ -187,6 +187,26 @@ def _fit_of_sampled_runs(config: DecodeConfig, runs: int, drafter_class=DraftMod
 
 
 @pytest.mark.parametrize("tree", [False, True])
+def test_with_a_subset_that_leaves_out_a_token_the_target_likes_sampled_rounds_verify_the_models_own_rows(tree):
+    pipeline, corrected_to_3 = _subset_pipeline(4, frequent=1), 0
+    for seed in range(4):
+        config = DecodeConfig(draft="draft", gamma=2, max_new_tokens=12, chat=False, temperature=1.0, draft_vocab=1,
+                              seed=seed, **(dict(tree=True, tree_budget=6) if tree else {}))
+        trace = check_rounds_against_the_models(pipeline, "ab", config)
+        assert all(3 not in round_.draft_token_ids for round_ in trace.rounds)  # never drafted ...
+        corrected_to_3 += trace.token_ids.count(3)
+    assert corrected_to_3 > 0  # ... only corrected to
+
+
+def test_negative_control_a_drafter_that_reports_the_whole_head_s_q_fails_the_row_check():
+    pipeline = _subset_pipeline(4, 1, ClaimsTheWholeHead)
+    config = DecodeConfig(draft="draft", gamma=2, max_new_tokens=12, chat=False, temperature=1.0, draft_vocab=1)
+    with pytest.raises(AssertionError, match="q of node"):
+        check_rounds_against_the_models(pipeline, "ab", config)
+
+
+@pytest.mark.slow  # 800 runs; the fast tier checks the rounds' rows (above) and verify's exact law
+@pytest.mark.parametrize("tree", [False, True])
 def test_with_a_subset_that_leaves_out_a_token_the_target_likes_sampled_output_still_follows_the_target(tree):
     # The lowest id with the prompt's: the draft scores 0, 1 and 2, never 3, which the target (and the draft's whole
     # head) favour after "ab".
@@ -196,6 +216,7 @@ def test_with_a_subset_that_leaves_out_a_token_the_target_likes_sampled_output_s
     assert p_value > 0.001 and distance < 0.08
 
 
+@pytest.mark.slow
 def test_the_exactness_test_catches_a_q_that_is_not_what_the_draft_drew_from():
     config = DecodeConfig(draft="draft", gamma=2, max_new_tokens=2, chat=False, temperature=1.0, draft_vocab=1)
     p_value, distance = _fit_of_sampled_runs(config, 300, ClaimsTheWholeHead)

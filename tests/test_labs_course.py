@@ -1,11 +1,14 @@
 """The course's (seed 002's) exercises, Lesson 2's worked example, its Sampling-lab presets and its hands-on project:
 each answer against the arithmetic done by hand here, and the project's models against their exact law."""
 
+import itertools
 import math
 
 import numpy as np
 import pytest
+import torch
 
+from specviz.core import theory
 from specviz.labs.course_exercises import exercises as course
 from specviz.labs.course_exercises import project as course_project
 from specviz.labs.course_exercises import project_text
@@ -130,6 +133,66 @@ def test_experiment_3_models_have_beta_0_8_at_every_shift():
     assert course_project.tokens_sd(0.8, 3) == pytest.approx(math.sqrt(10.184 - 2.952**2))  # E[n²] = .2+.64+1.152+8.192
 
 
+class _ScriptedGenerator:
+    """Stands in for the course's np.random.Generator: hands out the given uniforms in the order they are asked for."""
+
+    def __init__(self, values):
+        self.values = list(values)
+
+    def random(self, size=None):
+        return self.values.pop(0) if size is None else np.array([self.values.pop(0) for _ in range(size)])
+
+
+def _round_law(prefix_length: int, gamma: int, monkeypatch) -> tuple[list[float], torch.Tensor]:
+    """(P(k drafts accepted) for k = 0..γ, the law of the round's first token [V]) of the course's
+    speculative_round as written, enumerated: every draft sequence (each x_i drawn at the middle of its inverse-CDF
+    interval, weight q_i(x_i)), every k (r_i = 0 for i < k, r_k = a_k, the a_i read from verify itself), and the
+    distribution verify draws the last token from."""
+    seen, verify = [], course_project.verify
+    monkeypatch.setattr(course_project, "verify", lambda *args, **kwargs: seen.append(verify(*args, **kwargs)) or seen[-1])
+    accepted_law, first_law = [0.0] * (gamma + 1), torch.zeros(course_project.VOCAB_SIZE, dtype=torch.float64)
+    drafts = [torch.from_numpy(course_project.rolled(course_project.EXPERIMENT_3_DRAFT_BASE, prefix_length + i))
+              for i in range(gamma)]
+    for tokens in itertools.product(range(course_project.VOCAB_SIZE), repeat=gamma):
+        weight = math.prod(float(drafts[i][token]) for i, token in enumerate(tokens))
+        if weight == 0:
+            continue
+        middles = [float(drafts[i][:token].sum() + drafts[i][token] / 2) for i, token in enumerate(tokens)]
+        course_project.speculative_round(prefix_length, gamma, _ScriptedGenerator(middles + [0.0] * gamma + [0.0]))
+        accept = seen[-1].accept_probs
+        for k in range(gamma + 1):
+            stops = weight * (1 - accept[k]) if k < gamma else weight
+            checks = [0.0] * k + ([accept[k]] if k < gamma else []) + [0.0] * (gamma - k - 1)
+            accepted, emitted = course_project.speculative_round(prefix_length, gamma,
+                                                                 _ScriptedGenerator(middles + checks + [0.0]))
+            assert accepted == k and emitted[:k] == list(tokens[:k])
+            accepted_law[k] += stops
+            first_law += stops * (seen[-1].next_probs.double() if k == 0 else torch.nn.functional.one_hot(
+                torch.tensor(tokens[0]), course_project.VOCAB_SIZE).double())
+            weight *= accept[k] if k < gamma else 1
+    return accepted_law, first_law
+
+
+@pytest.mark.parametrize("gamma,prefix_length", [(1, 1), (1, 6), (2, 3)])
+def test_experiment_3_s_round_as_written_has_the_exact_law(gamma, prefix_length, monkeypatch):
+    """The capped geometric law at α = β = 0.8 for the tokens per round, and the target's p for the first token."""
+    accepted_law, first_law = _round_law(prefix_length, gamma, monkeypatch)
+    beta = course_project.experiment_3_beta()
+    assert accepted_law == pytest.approx(theory.tokens_per_round_distribution(beta, gamma), abs=1e-9)
+    assert sum((k + 1) * p for k, p in enumerate(accepted_law)) == pytest.approx(theory.expected_tokens(beta, gamma))
+    target = torch.from_numpy(course_project.rolled(course_project.EXPERIMENT_3_TARGET_BASE, prefix_length))
+    assert torch.allclose(first_law, target.double(), atol=1e-9)
+
+
+def test_experiment_3_s_printed_tokens_per_round_lie_over_5_standard_errors_below_the_exact_law():
+    beta = course_project.experiment_3_beta()
+    for gamma in course_project.EXPERIMENT_3_GAMMAS:
+        se = course_project.tokens_sd(beta, gamma) / math.sqrt(course_project.EXPERIMENT_3_ROUNDS)
+        printed = course_project.PRINTED_EXPERIMENT_3[gamma]["tokens"]
+        assert (printed - theory.expected_tokens(beta, gamma)) / se < -5
+
+
+@pytest.mark.slow  # 2 × 3,000 rounds of the course's code; the fast tier enumerates its round's law (above)
 def test_experiment_3_run_as_written_follows_the_exact_law_and_not_the_printed_output():
     rows = course_project.experiment_3_rows()
     assert [row["exact_tokens"] for row in rows] == [2.952, 3.689, 4.161]
@@ -138,13 +201,15 @@ def test_experiment_3_run_as_written_follows_the_exact_law_and_not_the_printed_o
         assert row["printed_tokens_z"] < -5  # the printed tokens per round lie over 5 standard errors below it
         assert row["run_alpha_tested"] == pytest.approx(0.8, abs=0.03)
         assert row["exact_theoretical"] == pytest.approx(row["exact_tokens"] / (row["gamma"] * 0.02 + 1), abs=1e-3)
+    first = course_project.experiment_1(np.random.default_rng(course_project.PROJECT_SEED))
+    assert course_project.run_project()["experiment_1"] == first  # what the fast tests read in its place
     for run in course_project.run_project()["experiment_3"]:  # every round yields accepted + 1 tokens
         assert run["alpha_drafted"] * run["gamma"] == pytest.approx(run["tokens"] - 1)
     assert course_project.run_project(7) != course_project.run_project(42)
 
 
 def test_experiment_1_beta_and_the_error_bound_of_the_printed_frequencies():
-    first = course_project.run_project()["experiment_1"]
+    first = course_project.experiment_1(np.random.default_rng(course_project.PROJECT_SEED))  # run_project's first draws
     assert first["beta"] == pytest.approx(0.8) != course_project.PRINTED_EXPERIMENT_1["beta"]
     assert first["max_error"] < 0.01  # the course's PASS test
     assert sum(first["empirical"]) == pytest.approx(1.0)
@@ -159,13 +224,25 @@ def test_experiments_2_and_4_row_by_row():
     assert [row["min_speedup"] for row in fourth] == [1.08, 1.24, 1.47, 1.72, None]
 
 
-def test_project_markdown_shows_printed_and_recomputed_figures():
+@pytest.fixture
+def short_project_run(monkeypatch):
+    """run_project with 50 rounds per γ in place of the course's 1,000 (seconds), for tests of the page's printed and
+    exact figures, which do not depend on the run; its cache is emptied before and after, so no other test sees it.
+    The run as written is checked in the slow tier (test_experiment_3_run_as_written_...)."""
+    simulate = course_project.simulate
+    monkeypatch.setattr(course_project, "simulate", lambda gamma, rng: simulate(gamma, rng, rounds=50))
+    course_project.run_project.cache_clear()
+    yield
+    course_project.run_project.cache_clear()
+
+
+def test_project_markdown_shows_printed_and_recomputed_figures(short_project_run):
     text = project_text.project_markdown()
     for figure in ("0.780", "**0.800**", "2.941", "4.161", "2.952", "0.72", "**0.80**", "1.08          x"):
         assert figure in text, figure
 
 
-def test_course_tab_and_the_project_section_build():
+def test_course_tab_and_the_project_section_build(short_project_run):
     gradio = pytest.importorskip("gradio")
     from specviz.app.tabs.course_exercises import course_project_section, course_tab, exercise_view
 

@@ -17,6 +17,7 @@ def _final(pipeline, config, runs):
     return check
 
 
+@pytest.mark.slow  # 1,200 engine runs; the one-forward check and the greedy check below are the fast tier's
 def test_exact_speculative_sampling_matches_p_and_plain_sampling():
     check = _final(fake_pipeline(vocab_size=4), CONFIG, runs=600)
     first = lossless.first_token_counts(check.speculative)

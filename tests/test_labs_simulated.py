@@ -1,5 +1,6 @@
 """The simulated-models lab: exact overlap, the real engine on simulated models, theory within sampling error."""
 
+import functools
 import math
 
 import pytest
@@ -14,16 +15,6 @@ from specviz.labs.simulated_models.models import PROMPT, SimulatedModel, WordTok
 from specviz.views.render import rows_html
 
 PROMPT_IDS = WordTokenizer()(PROMPT)["input_ids"]  # [0, 1]
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """These tensors have 16 entries. On 2 threads, torch.softmax over [n, 16] enters an OpenMP region that stalls
-    for milliseconds whenever another process holds a core; one thread keeps the module fast on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def _random_prefixes(count: int, vocab: int, seed: int) -> list[list[int]]:
@@ -90,6 +81,7 @@ def test_greedy_output_is_the_targets_own_greedy_decoding(overlap):
     assert trace.token_ids == sequence[len(PROMPT_IDS):] == trace.baseline.token_ids
 
 
+@pytest.mark.slow  # runs of hundreds of tokens; the fast tier has β = α at every prefix (above) and verify's exact law
 @pytest.mark.parametrize("alpha,gamma", [(0.5, 3), (0.8, 5), (0.9, 2)])
 def test_tokens_per_round_follow_the_capped_geometric_law(alpha, gamma):
     """Mean within 4 standard errors, the SE taken from the law's own variance and the number of rounds."""
@@ -103,6 +95,7 @@ def test_tokens_per_round_follow_the_capped_geometric_law(alpha, gamma):
     assert abs(mean - wrong) > tolerance
 
 
+@pytest.mark.slow  # 1,500 tokens of runs
 def test_simulated_vs_theory_rows_agree():
     rows = experiments.simulated_vs_theory(alpha=0.8, c=0.1, gammas=(3, 5, 7), n_tokens=500, seed=2)
     assert [row["gamma"] for row in rows] == [3, 5, 7]
@@ -111,6 +104,7 @@ def test_simulated_vs_theory_rows_agree():
         assert row["speedup_theory"] == pytest.approx(theory.speedup(0.8, row["gamma"], 0.1), abs=1e-4)
 
 
+@pytest.mark.slow  # 800 engine runs; the fast tier has the greedy and replay checks and verify's exact law
 def test_speculative_output_follows_the_target_and_the_draft_does_not():
     rows = experiments.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=4)
     verdicts = {(row["event"], row["sampler"]): row for row in rows}
@@ -124,18 +118,57 @@ def test_speculative_output_follows_the_target_and_the_draft_does_not():
     assert list(figure.data[1].y) == [row["speculative"] for row in bars]
 
 
-def test_negative_control_a_target_that_rolls_back_wrongly_is_caught(monkeypatch):
-    def keep_off_by_one(model, path):  # the kept entries are read one place late: a rejected draft stays in
-        late = [node + 1 for node in path] if len(model.tree_hashes) > len(path) else path
-        model.hashes.extend(model.tree_hashes[node] for node in late)
-        model.tree_parents, model.tree_hashes = [], []
+@pytest.fixture
+def fresh_openings():
+    """The experiments' cached runs emptied before and after: a negative control's broken runs are cached by their
+    settings, and no other test may read them."""
+    experiments._openings.cache_clear()
+    yield
+    experiments._openings.cache_clear()
 
-    monkeypatch.setattr(SimulatedModel, "keep_path", keep_off_by_one)
+
+def _keep_off_by_one(model, path):
+    """The kept entries read one place late: a rejected draft stays in the target's cache."""
+    late = [node + 1 for node in path] if len(model.tree_hashes) > len(path) else path
+    model.hashes.extend(model.tree_hashes[node] for node in late)
+    model.tree_parents, model.tree_hashes = [], []
+
+
+def test_negative_control_a_target_that_rolls_back_wrongly_leaves_its_greedy_decoding(monkeypatch):
+    monkeypatch.setattr(SimulatedModel, "keep_path", _keep_off_by_one)
+    trace = experiments.run(overlap=0.5, gamma=3, c=0.1, max_new_tokens=30, seed=0, temperature=0.0)
+    assert any(round_.accepted < round_.drafted for round_ in trace.rounds)  # a rejection, so a rollback
+    assert trace.token_ids != trace.baseline.token_ids
+
+
+@pytest.mark.slow  # 800 engine runs; the fast tier catches the same bug greedily (above)
+def test_negative_control_a_target_that_rolls_back_wrongly_is_caught(monkeypatch, fresh_openings):
+    monkeypatch.setattr(SimulatedModel, "keep_path", _keep_off_by_one)
     rows = experiments.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=5)
     two_tokens = next(r for r in rows if r["event"] == "first two tokens" and r["sampler"] == "speculative (engine)")
     assert not two_tokens["follows_target"]
 
 
+def _the_law(overlap, gamma, n_tokens, seed):
+    """round_statistics' (mean, standard error, rounds) with the capped geometric law's own mean and no noise."""
+    return theory.expected_tokens(overlap, gamma), 0.0, n_tokens
+
+
+def test_the_viability_table_picks_gamma_1_at_alpha_c_and_confirms_with_the_law_s_speedups(monkeypatch):
+    """The table's logic, with each simulated mean replaced by the law's own E(α, γ) (the slow test simulates it)."""
+    monkeypatch.setattr(experiments, "round_statistics", _the_law)
+    rows = experiments.viability_table(cs=(0.1, 0.3), gammas=(1, 2, 4), margin=0.15, n_tokens=400, seed=1)
+    for row in rows:
+        c = row["c"]
+        assert row["min_alpha"] == pytest.approx(c, abs=1e-4) and row["best_gamma"] == 1  # corollary 3.9
+        assert row["alpha_at_gamma_2"] == pytest.approx((math.sqrt(1 + 8 * c) - 1) / 2, abs=1e-4)  # α + α² = 2c
+        assert row["alpha_at_gamma_1"] < row["alpha_at_gamma_2"] < row["alpha_at_gamma_4"]
+        assert row["speedup_below"] == pytest.approx((1 + row["alpha_below"]) / (c + 1), abs=1e-4)
+        assert row["confirmed"]
+    assert experiments.break_even_alpha(3, 1.0) is None  # a draft as slow as the target never pays
+
+
+@pytest.mark.slow  # 8 runs of 400 tokens
 def test_viability_threshold_is_c():
     rows = experiments.viability_table(cs=(0.1, 0.3), gammas=(1, 2, 4), margin=0.15, n_tokens=400, seed=1)
     for row in rows:
@@ -165,17 +198,22 @@ def test_runs_replay_exactly():
 
 
 @pytest.mark.slow
-def test_negative_control_corrections_drawn_from_the_target_are_caught(monkeypatch):
+def test_negative_control_corrections_drawn_from_the_target_are_caught(monkeypatch, fresh_openings):
     """The tilted draft makes norm(max(0, p − q)) differ from p, so skipping the residual changes the output."""
-    monkeypatch.setattr("specviz.core.verify.residual", lambda target_probs, draft_probs: target_probs)
+    monkeypatch.setattr("specviz.core.acceptance.residual", lambda target_probs, draft_probs: target_probs)  # rule's
     rows = experiments.distribution_check(overlap=0.6, gamma=4, n_runs=800, seed=6)
     first = next(r for r in rows if r["event"] == "first token" and r["sampler"] == "speculative (engine)")
     assert not first["follows_target"]
 
 
-def test_the_experiment_tables_head_their_columns_in_words():
-    """No code names on the page (tokens_per_round_se, agrees): every experiment's headers are words, each once."""
+def test_the_experiment_tables_head_their_columns_in_words(monkeypatch):
+    """No code names on the page (tokens_per_round_se, agrees): every experiment's headers are words, each once. The
+    experiments run shorter here (the headers are their rows' keys, whatever their size)."""
     from specviz.app.tabs import simulated_models
+
+    for name in ("distribution_check", "first_token_frequencies"):
+        monkeypatch.setattr(experiments, name, functools.partial(getattr(experiments, name), n_runs=10))
+    monkeypatch.setattr(experiments, "round_statistics", _the_law)
 
     for view, args in ((simulated_models.distribution_view, (0.8, 4, 0)), (simulated_models.theory_view, (0.05,)),
                        (simulated_models.viability_view, (0,))):

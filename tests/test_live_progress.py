@@ -1,5 +1,6 @@
 """The live tab's Run and Step in process, on a scripted pipeline that loads slowly: the page says what is
-happening within a second, and Stop (the session's JobSlot) ends the work at any moment, loading included."""
+happening within a second, and Stop (the session's JobSlot) ends the work at any moment, loading included.
+Tests that wait through a scripted load or round are in the slow tier; those that only need the models, fast."""
 
 import threading
 import time
@@ -21,15 +22,15 @@ STAGE = "Converting the offline GGUF to safetensors, once"
 REQUEST = RunRequest(drafter=PROMPT_LOOKUP, prompt="abcabcabcabc", max_new_tokens=200, temperature=1.0)
 
 
-@pytest.fixture
-def slow_loading(monkeypatch):
-    """build_pipeline replaced by one that names a stage, takes LOAD_S (checking for a cancel as the real
+def _scripted_loading(monkeypatch, load_s: float) -> list:
+    """build_pipeline replaced by one that names a stage, takes load_s (checking for a cancel as the real
     loading does between stages) and returns scripted models; `loads` records how each load ended."""
     loads = []
 
     def build(config):
         job.stage(STAGE)
-        deadline = time.perf_counter() + LOAD_S
+        job.check()
+        deadline = time.perf_counter() + load_s
         try:
             while time.perf_counter() < deadline:
                 job.check()
@@ -42,6 +43,17 @@ def slow_loading(monkeypatch):
 
     monkeypatch.setattr(pipeline, "build_pipeline", build)  # what progress's calibrated_pipeline builds with
     return loads
+
+
+@pytest.fixture
+def slow_loading(monkeypatch):
+    return _scripted_loading(monkeypatch, LOAD_S)
+
+
+@pytest.fixture
+def quick_loading(monkeypatch):
+    """The same scripted loading without the wait, for tests about what follows it."""
+    return _scripted_loading(monkeypatch, 0.0)
 
 
 def _named(output) -> dict:
@@ -60,6 +72,7 @@ def _trace(output):
     return trace if isinstance(trace, Trace) else None
 
 
+@pytest.mark.slow
 def test_a_first_run_says_what_it_is_doing_within_a_second(slow_loading):
     started, seen = time.perf_counter(), []
     for output in live.run(live.JobSlot(), **vars(REQUEST)):
@@ -71,6 +84,7 @@ def test_a_first_run_says_what_it_is_doing_within_a_second(slow_loading):
     assert seen[-1][1].startswith("**Done**") and slow_loading == ["loaded"]  # the run then went to its end
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("delay", [0.05, 0.1, 1.0])
 def test_stop_during_the_loading_frees_the_model_thread_at_once(slow_loading, delay):
     slot = live.JobSlot()
@@ -84,7 +98,7 @@ def test_stop_during_the_loading_frees_the_model_thread_at_once(slow_loading, de
     assert "before the first round" in _status(last) and _named(last)["rows"] == gr.skip()  # the page kept as it was
 
 
-def test_stop_during_the_decoding_ends_the_run_within_a_round(slow_loading):
+def test_stop_during_the_decoding_ends_the_run_within_a_round(quick_loading):
     slot, rounds_shown = live.JobSlot(), 0
     for output in live.run(slot, **vars(REQUEST)):
         if rounds_shown == 0 and _trace(output) is not None:
@@ -104,6 +118,7 @@ def test_stop_during_the_decoding_ends_the_run_within_a_round(slow_loading):
     assert shown["round_slider"]["maximum"] == max(len(trace.rounds), 2)
 
 
+@pytest.mark.slow
 def test_stop_before_the_first_round_keeps_the_previous_run(slow_loading):
     previous = next(_trace(output) for output in reversed(list(live.run(live.JobSlot(), **vars(REQUEST))))
                     if _trace(output) is not None)
@@ -116,6 +131,7 @@ def test_stop_before_the_first_round_keeps_the_previous_run(slow_loading):
                                    "shows the previous run")
 
 
+@pytest.mark.slow
 def test_step_reports_loading_then_shows_one_round(slow_loading):
     outputs = list(live.step(None, live.JobSlot(), **vars(REQUEST)))
     assert any(STAGE in _status(output) for output in outputs[:-1])
@@ -125,6 +141,7 @@ def test_step_reports_loading_then_shows_one_round(slow_loading):
     assert len(trace.rounds) == 2 and slow_loading == ["loaded"]  # the second click loads nothing
 
 
+@pytest.mark.slow
 def test_a_new_run_cancels_the_sessions_previous_one(slow_loading):
     slot = live.JobSlot()
     first = live.run(slot, **vars(REQUEST))
@@ -138,7 +155,7 @@ def test_a_new_run_cancels_the_sessions_previous_one(slow_loading):
     assert _trace(last).stop_reason and slow_loading == ["cancelled", "loaded"]
 
 
-def test_reset_during_the_decoding_leaves_the_page_cleared(slow_loading):
+def test_reset_during_the_decoding_leaves_the_page_cleared(quick_loading):
     """Reset clears the page at once (queue=False); the run it cancels must not then show its stopped rows."""
     slot = live.JobSlot()
     outputs = live.run(slot, **vars(REQUEST))
@@ -152,6 +169,7 @@ def test_reset_during_the_decoding_leaves_the_page_cleared(slow_loading):
                                                                                   "stats": "", "status": ""}
 
 
+@pytest.mark.slow
 def test_reset_during_a_step_brings_back_neither_its_round_nor_its_session(slow_loading):
     slot = live.JobSlot()
     *_, session = list(live.step(None, slot, **vars(REQUEST)))[-1]

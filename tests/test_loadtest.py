@@ -19,6 +19,7 @@ def _summary(capsys) -> tuple[dict, str]:
     return json.JSONDecoder().raw_decode(captured.out)[0], captured.err
 
 
+@pytest.mark.slow  # an in-process server and a minute of presses
 def test_a_burst_on_scripted_models_measures_every_student_and_the_teacher(capsys):
     """Mechanics, not speed (this machine may be busy): every press is served and its own, sees its place, gets a
     first row; a queue really forms; the teacher's two presses are timed; the goals table says each goal."""

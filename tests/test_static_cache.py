@@ -49,6 +49,7 @@ def test_rolling_back_moves_the_write_position_and_leaves_no_trace(architecture)
     assert torch.allclose(clean, dynamic.feed(RIGHT, logits_to_keep=4), atol=1e-4)  # and the dynamic cache's logits
 
 
+@pytest.mark.slow  # dynamo traces the forward: seconds
 def test_the_decoding_forward_is_captured_whole_and_gives_the_eager_logits():
     """fullgraph=True fails on any graph break, which would also break a CUDA graph's capture; the "eager" backend
     runs what dynamo captured, so the CPU checks the capture without compiling kernels."""
@@ -57,6 +58,7 @@ def test_the_decoding_forward_is_captured_whole_and_gives_the_eager_logits():
     assert torch.equal(fed_after_a_rollback(compiled), fed_after_a_rollback(eager))
 
 
+@pytest.mark.slow  # torch.compile imports dynamo: seconds
 def test_a_short_first_forward_allocates_the_cache_eagerly_so_its_addresses_are_static():
     """A cache allocated while dynamo traces is not marked static (transformers skips mark_static_address then), and
     a CUDA graph skips any forward that writes into such an input: a short first prompt (≤ 32 tokens, no chat
@@ -83,6 +85,7 @@ def test_a_cache_allocated_in_inference_mode_rolls_back_outside_it():
     assert static.cache.layers[0].cumulative_length.item() == 0
 
 
+@pytest.mark.slow  # dynamo traces the forward twice: seconds
 def test_one_graph_for_one_token_and_one_for_every_other_size_whoever_calls():
     """On an H200 the Qwen2.5 pair compiled 7 graphs (20-35 s each) before its first timed token: dynamo guards on
     an input's dispatch keys, which differ between a tensor made inside inference mode (the engine's) and outside it

@@ -1,6 +1,7 @@
-"""Token-tree rounds on the scripted models: whole sequences follow the target exactly (χ²), top-k children checked
-as if drawn from q do not (the negative control), greedy trees equal greedy decoding, the caches keep only the
-accepted path, and a T = 1 tree run replays exactly while a tampered one is caught."""
+"""Token-tree rounds on the scripted models: every sampled round verifies the models' own p and q rows (top-k
+children checked as if drawn from q do not: the negative control), greedy trees equal greedy decoding, the caches
+keep only the accepted path, and a T = 1 tree run replays exactly while a tampered one is caught. In the slow tier,
+whole sequences follow the target exactly (χ²) and the top-k children do not."""
 
 import pytest
 import torch
@@ -10,7 +11,7 @@ from specviz.decoding import engine
 from specviz.decoding.replay import first_difference
 from specviz.drafters import tree as tree_module
 from specviz.trace import REJECTED, Trace
-from tests.fakes import fake_pipeline
+from tests.fakes import check_rounds_against_the_models, fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
 from tests.test_verify import _chi_square_p_value
 
@@ -37,11 +38,12 @@ def _fit(exact: dict, counts: dict, runs: int) -> tuple[float, float]:
     return _chi_square_p_value(observed, expected / expected.sum()), 0.5 * float((observed / runs - expected).abs().sum())
 
 
-@pytest.mark.parametrize("sampling", [
-    dict(temperature=1.0),
-    pytest.param(dict(temperature=0.7, top_k=2), marks=pytest.mark.slow),
-    pytest.param(dict(temperature=1.3, top_p=0.8), marks=pytest.mark.slow),
-])
+SAMPLINGS = [dict(temperature=1.0), dict(temperature=0.7, top_k=2), dict(temperature=1.3, top_p=0.8)]
+SAMPLING_IDS = ["T=1", "T=0.7 top-k 2", "T=1.3 top-p 0.8"]
+
+
+@pytest.mark.slow  # hundreds of runs; the fast tier checks every round's rows (below) and verify_tree's exact law
+@pytest.mark.parametrize("sampling", SAMPLINGS, ids=SAMPLING_IDS)
 def test_tree_sequences_follow_the_target_exactly(sampling):
     runs = 800
     config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, **TREE, **sampling)
@@ -79,14 +81,32 @@ def test_prompt_lookup_s_copy_joins_the_tree_where_it_leaves_it():
     assert with_branch(tree, Draft(torch.tensor([5, 7]), one_hot(torch.tensor([5, 7]), 10), 0, source=BY_LOOKUP)) is tree
 
 
+def _top_k_as_if_sampled(logits, draft_probs, count, greedy, generator):
+    """The draft's top tokens as children, each said to be drawn from q itself (it was chosen, not drawn)."""
+    ids = draft_probs.topk(count).indices.tolist()
+    return ids, [draft_probs] * len(ids)
+
+
+@pytest.mark.parametrize("sampling", SAMPLINGS, ids=SAMPLING_IDS)
+def test_sampled_tree_rounds_verify_the_models_own_rows_and_emit_what_verify_chose(sampling):
+    pipeline = fake_pipeline(4)
+    for seed in range(2):
+        config = DecodeConfig(gamma=3, max_new_tokens=16, chat=False, seed=seed, tree=True, tree_budget=9, **sampling)
+        assert any(round_.is_tree for round_ in check_rounds_against_the_models(pipeline, PROMPT, config).rounds)
+
+
+def test_negative_control_top_k_children_checked_as_if_drawn_from_q_fail_the_row_check(monkeypatch):
+    monkeypatch.setattr(tree_module, "pick_children", _top_k_as_if_sampled)
+    config = DecodeConfig(gamma=3, max_new_tokens=16, chat=False, temperature=1.0, tree=True, tree_budget=9)
+    with pytest.raises(AssertionError, match="q of node"):
+        check_rounds_against_the_models(fake_pipeline(4), PROMPT, config)
+
+
+@pytest.mark.slow
 def test_top_k_children_checked_as_if_drawn_from_q_leave_the_target_law(monkeypatch):
     """The negative control: the draft's top-2 tokens as children, each tested with q itself (not the distribution
     it was really drawn from, which is one-hot: it was chosen, not drawn). The same test must fail."""
-    def top_k_as_if_sampled(logits, draft_probs, count, greedy, generator):
-        ids = draft_probs.topk(count).indices.tolist()
-        return ids, [draft_probs] * len(ids)
-
-    monkeypatch.setattr(tree_module, "pick_children", top_k_as_if_sampled)
+    monkeypatch.setattr(tree_module, "pick_children", _top_k_as_if_sampled)
     runs = 400
     config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0, **TREE)
     exact, counts, _ = _sequence_counts(config, runs)

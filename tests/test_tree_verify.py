@@ -1,5 +1,8 @@
 """Tier 1 and 2 for the token tree: forced cases by hand, a chain against verify(), greedy against the target's
-argmax, and seeded χ² tests over whole 2-token sequences in which the exact rule passes and a mislabelled q fails."""
+argmax, the exact law of whole 2-token sequences by enumeration (the exact rule gives p, a mislabelled q or a missing
+residual update does not), and the same as seeded χ² tests in the slow tier."""
+
+from collections import defaultdict
 
 import pytest
 import torch
@@ -134,10 +137,10 @@ def test_greedy_top_w_tree_follows_the_target_argmax(seed):
 VOCAB, SAMPLES, ALPHA = 5, 4_000, 1e-3
 
 
-def _toy_tables(standardizer: Standardizer):
+def _toy_tables(standardizer: Standardizer, vocab: int = VOCAB):
     generator = torch.Generator().manual_seed(7)
-    target_logits = 1.5 * torch.randn(VOCAB + 1, VOCAB, generator=generator)
-    draft_logits = target_logits + 1.5 * torch.randn(VOCAB + 1, VOCAB, generator=generator)
+    target_logits = 1.5 * torch.randn(vocab + 1, vocab, generator=generator)
+    draft_logits = target_logits + 1.5 * torch.randn(vocab + 1, vocab, generator=generator)
     return standardizer(target_logits), standardizer(draft_logits)  # [V+1, V] each
 
 
@@ -199,8 +202,8 @@ STANDARDIZERS = {"T=1": Standardizer(1.0), "top-k 3": Standardizer(1.0, top_k=3)
                  "top-p .9": Standardizer(1.0, top_p=0.9)}
 
 
-@pytest.mark.parametrize("name", ["T=1", pytest.param("top-k 3", marks=pytest.mark.slow),  # the full tier: 2.5 s each
-                                  pytest.param("top-p .9", marks=pytest.mark.slow)])
+@pytest.mark.slow  # seconds each; the fast tier enumerates the same rounds exactly (test_the_exact_law_of_...)
+@pytest.mark.parametrize("name", ["T=1", "top-k 3", "top-p .9"])
 def test_tree_rounds_without_replacement_follow_the_target(name):
     target, draft = _toy_tables(STANDARDIZERS[name])
     statistic, critical = _chi_square(target, _sequence_counts(target, draft, draw_siblings))
@@ -216,6 +219,7 @@ def test_tree_rounds_with_iid_children_follow_the_target():
     assert statistic < critical
 
 
+@pytest.mark.slow
 def test_negative_control_top_k_children_labelled_q_fails_the_same_test():
     target, draft = _toy_tables(STANDARDIZERS["T=1"])
     statistic, critical = _chi_square(target, _sequence_counts(target, draft, _top_k_labelled_q))
@@ -223,6 +227,7 @@ def test_negative_control_top_k_children_labelled_q_fails_the_same_test():
     assert statistic > 10 * critical
 
 
+@pytest.mark.slow
 def test_negative_control_siblings_tested_against_the_un_updated_target_fails(monkeypatch):
     """The tree-specific step: without P := norm(max(0, P - q_c)) after a rejection, later siblings are over-accepted."""
     monkeypatch.setattr(tree_verify, "residual", lambda target_probs, draft_probs: target_probs)
@@ -230,6 +235,129 @@ def test_negative_control_siblings_tested_against_the_un_updated_target_fails(mo
     statistic, critical = _chi_square(target, _sequence_counts(target, draft, draw_siblings, samples=SAMPLES // 2))
     print(f"no residual update: chi2 {statistic:.1f}, critical {critical:.1f}")
     assert statistic > 3 * critical
+
+
+# The same rounds enumerated exactly. Every sibling draw of a tested node (with the exact q row the scheme reports),
+# every accept or reject of a tested node (probability a or 1 − a, a read from verify_tree's accept_probs), and the
+# distribution verify_tree draws the last token from (next_probs). Nodes are drawn lazily, when the walk first tests
+# them: a node never tested does not change the walk, and its draws sum to 1. Float64 tables, so sums are exact to
+# ~1e-15; V = 4 keeps each law to a few hundred calls.
+EXACT_VOCAB = 4
+WIDTHS = {(): 3, (0,): 2, (1,): 2}  # children by the parent's ranks from the root, as _round: 3, then 2 under each of two
+
+
+def _options(scheme: str, parent_q: torch.Tensor, earlier: list[int]) -> list[tuple[int, float, torch.Tensor]]:
+    """[(token, probability it is drawn, the q row verify_tree is told)] for the sibling after `earlier`."""
+    if scheme == "without replacement":  # sampling.draw_siblings
+        left = parent_q.clone()
+        left[earlier] = 0
+        row = left / left.sum() if earlier else parent_q
+        return [(token, float(row[token]), row) for token in range(len(row)) if row[token] > 0]
+    if scheme == "i.i.d.":
+        return [(token, float(parent_q[token]), parent_q) for token in range(len(parent_q)) if parent_q[token] > 0]
+    order = parent_q.topk(int((parent_q > 0).sum())).indices.tolist()  # "top-k labelled q": the bug, drawn with certainty
+    return [(order[len(earlier)], 1.0, parent_q)]
+
+
+def _sibling_count(scheme: str, parent_q: torch.Tensor, width: int) -> int:
+    return width if scheme == "i.i.d." else min(width, int((parent_q > 0).sum()))  # no mass left: fewer siblings
+
+
+def _exact_round_law(target, draft, state: int, scheme: str, first_only: bool = False) -> dict[tuple, float]:
+    """{emitted tokens: probability} of one _round after a prefix whose target row is `state` (first_only: {(x1,): P})."""
+    law = defaultdict(float)
+
+    def build(drawn):  # the tree as drawn so far: undrawn nodes are placeholders (token 0, their parent's q)
+        tokens, parents, rows, keys = [], [], [], []
+
+        def add_children(parent_key, parent_index, parent_q):
+            for rank in range(_sibling_count(scheme, parent_q, WIDTHS.get(parent_key, 0))):
+                key = parent_key + (rank,)
+                token, row, _ = drawn.get(key, (0, parent_q, None))
+                tokens.append(token)
+                parents.append(parent_index)
+                rows.append(row)
+                keys.append(key)
+
+        add_children((), -1, draft[state])
+        for index, key in enumerate(list(keys)):
+            if key in drawn:
+                add_children(key, index, draft[1 + tokens[index]])
+        return tokens, parents, rows, keys
+
+    def explore(drawn, decided):
+        tokens, parents, rows, keys = build(drawn)
+        uniforms = torch.tensor([0.0 if decided.get(key) else 1.0 for key in keys], dtype=torch.float64)
+        draft_tokens = torch.tensor(tokens, dtype=torch.long)
+        target_probs = torch.cat([target[state:state + 1], target[1 + draft_tokens]])  # [n+1, V]
+        result = verify_tree(draft_tokens, parents, torch.stack(rows), target_probs, uniforms, next_uniform=0.0)
+        weight = 1.0
+        for node in result.tested:
+            key = keys[node]
+            if key not in drawn:  # the walk reached a node not drawn yet: branch on its draws
+                parent_q = draft[state] if len(key) == 1 else draft[1 + drawn[key[:-1]][0]]
+                earlier = [drawn[key[:-1] + (rank,)][0] for rank in range(key[-1])]
+                for option in _options(scheme, parent_q, earlier):
+                    explore({**drawn, key: (option[0], option[2], option[1])}, decided)
+                return
+            if key not in decided:  # r = 0 accepts (when a > 0); this run's r = 1 rejected it: carry on with that
+                explore(drawn, {**decided, key: True})
+                decided = {**decided, key: False}
+            accept = result.accept_probs[node]
+            weight *= drawn[key][2] * (accept if decided[key] else 1 - accept)
+            if weight == 0:
+                return
+            if first_only and decided[key] and len(key) == 1:
+                law[(tokens[node],)] += weight
+                return
+        emitted = tuple(tokens[node] for node in result.path)
+        for token, prob in enumerate(result.next_probs.tolist()):
+            law[emitted + (token,)] += weight * prob
+
+    explore({}, {})
+    return law
+
+
+def _exact_sequence_law(target, draft, scheme: str) -> torch.Tensor:
+    """[V, V]: P(x1, x2) of the first two tokens emitted, as _sequence_counts runs them (a round that emits one token
+    is followed by a round after it)."""
+    vocab = target.shape[1]
+    law = torch.zeros(vocab, vocab, dtype=torch.float64)
+    for emitted, weight in _exact_round_law(target, draft, 0, scheme).items():
+        if len(emitted) >= 2:
+            law[emitted[0], emitted[1]] += weight
+        else:
+            for after, more in _exact_round_law(target, draft, 1 + emitted[0], scheme, first_only=True).items():
+                law[emitted[0], after[0]] += weight * more
+    return law
+
+
+def _exact_tables(name: str):
+    target, draft = (table.double() / table.double().sum(-1, keepdim=True)
+                     for table in _toy_tables(STANDARDIZERS[name], EXACT_VOCAB))
+    return target, draft, target[0].unsqueeze(1) * target[1:]  # the last: p(x1) p(x2 | x1) [V, V]
+
+
+@pytest.mark.parametrize("name,scheme", [(name, "without replacement") for name in STANDARDIZERS] + [("T=1", "i.i.d.")])
+def test_the_exact_law_of_two_token_sequences_from_tree_rounds_is_the_target_s(name, scheme):
+    target, draft, exact = _exact_tables(name)
+    law = _exact_sequence_law(target, draft, scheme)
+    assert float(law.sum()) == pytest.approx(1.0, abs=1e-9)
+    assert torch.allclose(law, exact, atol=1e-6, rtol=0)
+
+
+def test_negative_control_top_k_children_labelled_q_leave_the_exact_law():
+    target, draft, exact = _exact_tables("T=1")
+    law = _exact_sequence_law(target, draft, "top-k labelled q")
+    assert float(law.sum()) == pytest.approx(1.0, abs=1e-9)  # a distribution, not p's
+    assert 0.5 * float((law - exact).abs().sum()) > 0.01
+
+
+def test_negative_control_siblings_tested_against_the_un_updated_target_leave_the_exact_law(monkeypatch):
+    monkeypatch.setattr(tree_verify, "residual", lambda target_probs, draft_probs: target_probs)
+    target, draft, exact = _exact_tables("T=1")
+    law = _exact_sequence_law(target, draft, "without replacement")
+    assert 0.5 * float((law - exact).abs().sum()) > 0.01
 
 
 def test_draw_siblings_rows_are_the_distributions_drawn_from():

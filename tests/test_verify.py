@@ -1,10 +1,14 @@
-"""Tier 1 and 2: the accept/reject step on hand-built distributions, exact identities and seeded statistics."""
+"""Tier 1 and 2: the accept/reject step on hand-built distributions, exact identities, the exact law of the emitted
+tokens by enumeration (fast), and seeded statistics (the slow tier)."""
+
+import itertools
+from collections import defaultdict
 
 import pytest
 import torch
 
 from specviz.analysis.metrics import chi_square_test
-from specviz.core.acceptance import Lenient
+from specviz.core.acceptance import EXACT, AcceptanceRule, Lenient
 from specviz.core.sampling import residual, sample, sample_with_uniform
 from specviz.core.verify import BONUS, CORRECTED, verify
 
@@ -117,10 +121,11 @@ def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
     return chi_square_test(counts, probs)[2]
 
 
+@pytest.mark.slow  # the exact law is enumerated in the fast tier (test_the_first_two_emitted_tokens_follow_...)
 @pytest.mark.parametrize("target,draft", [
     (TARGET, DRAFT),
-    pytest.param(torch.tensor([0.5, 0.3, 0.1, 0.1]), torch.tensor([0.3, 0.4, 0.2, 0.1]), marks=pytest.mark.slow),
-    pytest.param(torch.tensor([0.05, 0.05, 0.6, 0.3]), torch.tensor([0.7, 0.1, 0.1, 0.1]), marks=pytest.mark.slow),
+    (torch.tensor([0.5, 0.3, 0.1, 0.1]), torch.tensor([0.3, 0.4, 0.2, 0.1])),
+    (torch.tensor([0.05, 0.05, 0.6, 0.3]), torch.tensor([0.7, 0.1, 0.1, 0.1])),
 ])
 def test_sampled_tokens_follow_the_target(target, draft):
     generator = torch.Generator().manual_seed(1234)
@@ -138,10 +143,14 @@ def test_negative_control_always_accept_fails_the_same_test():
     assert _chi_square_p_value(counts, TARGET) < 1e-6  # it follows q, not p
 
 
-@pytest.mark.parametrize("really_sampled_from", [
+OTHER_QS = [
     torch.tensor([0.25, 0.25, 0.25, 0.25]),  # some other q′
     torch.tensor([1.0, 0.0, 0.0, 0.0]),  # a greedy draft (argmax of q) that reports its softmax q
-])
+]
+
+
+@pytest.mark.slow  # enumerated in the fast tier: test_negative_control_a_draft_that_reports_another_q_leaves_...
+@pytest.mark.parametrize("really_sampled_from", OTHER_QS)
 def test_negative_control_a_draft_that_reports_another_q_fails_the_test(really_sampled_from):
     generator = torch.Generator().manual_seed(1234)
     draws = _speculative_draws(TARGET, DRAFT, 2_000, generator, sampled_from=really_sampled_from)
@@ -149,6 +158,153 @@ def test_negative_control_a_draft_that_reports_another_q_fails_the_test(really_s
     assert _chi_square_p_value(counts, TARGET) < 1e-6  # the output no longer follows p
     honest = _speculative_draws(TARGET, really_sampled_from, 2_000, torch.Generator().manual_seed(1234))
     assert _chi_square_p_value(torch.bincount(honest, minlength=4).float(), TARGET) > 1e-3  # reporting q′ repairs it
+
+
+# The exact law by enumeration. A toy world on V = 4 tokens: after the tokens c emitted or drafted so far, the target's
+# row is the pair's p rolled by shift(c) and the draft's its q rolled by 2·shift(c), so p and q at the second position
+# depend on the first token. Rows are float64: verify() keeps float64, and the sums are exact to ~1e-15.
+PAIRS = {
+    "textbook": (TARGET, DRAFT),
+    "overlapping": (torch.tensor([0.5, 0.3, 0.1, 0.1]), torch.tensor([0.3, 0.4, 0.2, 0.1])),
+    "far apart": (torch.tensor([0.05, 0.05, 0.6, 0.3]), torch.tensor([0.7, 0.1, 0.1, 0.1])),
+    "disjoint supports": (torch.tensor([0.5, 0.5, 0.0, 0.0]), torch.tensor([0.0, 0.0, 0.5, 0.5])),
+    "p == q": (TARGET, TARGET),
+    "one-hot p": (torch.tensor([0.0, 1.0, 0.0, 0.0]), DRAFT),
+    "one-hot q": (TARGET, torch.tensor([0.0, 0.0, 1.0, 0.0])),
+}
+
+
+def _world(target: torch.Tensor, draft: torch.Tensor):
+    """(p, q): functions of the context c (a tuple of tokens) giving the target's and the draft's row [V]."""
+    def shift(context):
+        return sum((index + 1) * (token + 1) for index, token in enumerate(context))
+
+    target, draft = target.double() / target.double().sum(), draft.double() / draft.double().sum()
+    return lambda context: torch.roll(target, shift(context)), lambda context: torch.roll(draft, 2 * shift(context))
+
+
+def _round_law(context, gamma, target_row, draft_row, rule=EXACT, drawn_from=None, stale_bonus=False,
+               first_only=False) -> dict:
+    """{emitted tokens: probability} of one verify() round after `context`, enumerated exactly: every draft
+    sequence x (probability Π q_i(x_i) under `drawn_from`, by default the q verify is told), every number k of
+    accepted drafts (Π_{i<k} a_i · (1 − a_k), the a_i read from verify's accept_probs), and the distribution
+    verify itself draws the last token from (next_probs), driven there by r_i = 0 for i < k and r_k = a_k.
+
+    stale_bonus: verify is handed p_γ again in place of p_{γ+1} (a row off by one, on the bonus only).
+    first_only: {(x1,): probability}, the first token's law: the drafts after x1 are then fixed (at token 0), and
+    every round that accepts x1 is counted as x1."""
+    drawn_from = drawn_from or draft_row
+    law = defaultdict(float)
+    if first_only:
+        sequences = [(first,) + (0,) * (gamma - 1) for first in range(4)]
+    else:
+        sequences = itertools.product(range(4), repeat=gamma)
+    for drafts in sequences:
+        weight = 1.0
+        for index in range(1 if first_only else gamma):
+            weight *= float(drawn_from(context + drafts[:index])[drafts[index]])
+        if weight == 0:
+            continue
+        tokens = torch.tensor(drafts, dtype=torch.long)
+        draft_probs = torch.stack([draft_row(context + drafts[:index]) for index in range(gamma)])  # [γ, V]
+        target_probs = torch.stack([target_row(context + drafts[:index]) for index in range(gamma + 1)])  # [γ+1, V]
+        if stale_bonus:
+            target_probs[gamma] = target_probs[gamma - 1]
+        accept = verify(tokens, draft_probs, target_probs, torch.zeros(gamma), next_uniform=0.0, rule=rule).accept_probs
+        if first_only:
+            law[drafts[:1]] += weight * accept[0]
+        for accepted in range(1 if first_only else gamma + 1):
+            stops = weight * (1 - accept[accepted]) if accepted < gamma else weight
+            if stops > 0:
+                uniforms = torch.zeros(gamma, dtype=torch.float64)
+                if accepted < gamma:
+                    uniforms[accepted] = accept[accepted]  # r = a rejects: the test is r < a
+                result = verify(tokens, draft_probs, target_probs, uniforms, next_uniform=0.0, rule=rule)
+                assert result.accepted_count == accepted
+                for token, prob in enumerate(result.next_probs.tolist()):
+                    law[drafts[:accepted] + (token,)] += stops * prob
+            if accepted < gamma:
+                weight *= accept[accepted]
+    return law
+
+
+def _two_token_law(gamma, target_row, draft_row, **variant) -> torch.Tensor:
+    """[V, V]: P(x1, x2) of the first two tokens decoding emits, round after round (a round that emits one token is
+    followed by a round after it), enumerated with _round_law."""
+    law = torch.zeros(4, 4, dtype=torch.float64)
+    for emitted, weight in _round_law((), gamma, target_row, draft_row, **variant).items():
+        if len(emitted) >= 2:
+            law[emitted[0], emitted[1]] += weight
+        else:
+            for after, more in _round_law(emitted, gamma, target_row, draft_row, first_only=True, **variant).items():
+                law[emitted[0], after[0]] += weight * more
+    return law
+
+
+def _target_law(target_row) -> torch.Tensor:
+    """[V, V]: p(x1) p(x2 | x1), the law decoding from the target alone gives."""
+    return target_row(()).unsqueeze(1) * torch.stack([target_row((token,)) for token in range(4)])
+
+
+def _total_variation(law: torch.Tensor, exact: torch.Tensor) -> float:
+    return 0.5 * float((law - exact).abs().sum())
+
+
+@pytest.mark.parametrize("gamma", [1, 2])
+@pytest.mark.parametrize("pair", PAIRS)
+def test_the_first_two_emitted_tokens_follow_the_target_exactly(pair, gamma):
+    target_row, draft_row = _world(*PAIRS[pair])
+    law = _two_token_law(gamma, target_row, draft_row)
+    assert float(law.sum()) == pytest.approx(1.0, abs=1e-9)
+    assert torch.allclose(law, _target_law(target_row), atol=1e-6, rtol=0)
+
+
+def test_three_drafts_give_the_target_law_too():
+    target_row, draft_row = _world(TARGET, DRAFT)
+    assert torch.allclose(_two_token_law(3, target_row, draft_row), _target_law(target_row), atol=1e-6, rtol=0)
+
+
+class _CorrectsFromTheTarget(AcceptanceRule):
+    """The bug of a rejection that draws from p instead of norm(max(0, p − q))."""
+
+    def replacement(self, p, q):
+        return p
+
+
+class _AcceptsEverything(AcceptanceRule):
+    """Every draft accepted: the tokens follow q."""
+
+    def at(self, p_at, q_at):
+        return torch.ones_like(q_at)
+
+
+@pytest.mark.parametrize("rule", [Lenient(lenience=0.5), _CorrectsFromTheTarget(), _AcceptsEverything()],
+                         ids=["lenient 0.5", "residual replaced by p", "always accept"])
+@pytest.mark.parametrize("gamma", [1, 2])
+def test_negative_control_a_rule_that_is_not_exact_leaves_the_target_law(rule, gamma):
+    target_row, draft_row = _world(TARGET, DRAFT)
+    law, exact = _two_token_law(gamma, target_row, draft_row, rule=rule), _target_law(target_row)
+    assert float(law.sum()) == pytest.approx(1.0, abs=1e-9)  # still a distribution, just not p's
+    assert _total_variation(law, exact) > 0.01
+    assert _total_variation(law.sum(1), exact.sum(1)) > 0.01  # the first token alone shows it
+
+
+@pytest.mark.parametrize("really_sampled_from", OTHER_QS, ids=["uniform q'", "greedy one-hot q'"])
+def test_negative_control_a_draft_that_reports_another_q_leaves_the_target_law_and_reporting_it_repairs_it(
+        really_sampled_from):
+    target_row, draft_row = _world(TARGET, DRAFT)
+    drawn_from = _world(TARGET, really_sampled_from)[1]
+    exact = _target_law(target_row)
+    assert _total_variation(_two_token_law(2, target_row, draft_row, drawn_from=drawn_from), exact) > 0.01
+    assert torch.allclose(_two_token_law(2, target_row, drawn_from), exact, atol=1e-6, rtol=0)  # honest about q′
+
+
+def test_negative_control_a_bonus_from_the_wrong_row_is_seen_by_the_second_token_only():
+    """With γ = 1 the bonus is always a second token: p_1 in place of p_2 leaves x1's law and breaks x2's."""
+    target_row, draft_row = _world(TARGET, DRAFT)
+    law, exact = _two_token_law(1, target_row, draft_row, stale_bonus=True), _target_law(target_row)
+    assert torch.allclose(law.sum(1), exact.sum(1), atol=1e-6, rtol=0)
+    assert _total_variation(law, exact) > 0.01
 
 
 def test_lenience_accepts_what_the_exact_test_rejects_and_is_checked():
