@@ -53,6 +53,10 @@ class AcceptanceRule:
         positions = torch.arange(tokens.shape[0], device=tokens.device)
         return self.at(p_rows[positions, tokens], q_rows[positions, tokens])
 
+    def by_rows(self, p_rows: torch.Tensor, q_rows: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+        """[n]: accept_probs read row by row from acceptance(), for rules whose test needs the whole of p."""
+        return torch.stack([self.acceptance(p, q)[token] for p, q, token in zip(p_rows, q_rows, tokens)])
+
     def at(self, p_at: torch.Tensor, q_at: torch.Tensor) -> torch.Tensor:
         # min(1, p(x)/q(x)) on the drafted tokens only: q(x) > 0 because x ~ q.
         return torch.where(q_at > 0, (p_at / q_at.clamp(min=_tiny(q_at))).clamp(max=1.0), torch.zeros_like(q_at))
@@ -115,8 +119,8 @@ class Typical(AcceptanceRule):
         entropy = float(-(positive * positive.log()).sum())
         return (p > min(self.epsilon, self.delta * math.exp(-entropy))).to(p.dtype)
 
-    def accept_probs(self, p_rows, q_rows, tokens):
-        return torch.stack([self.acceptance(p, q)[token] for p, q, token in zip(p_rows, q_rows, tokens)])
+    accept_probs = AcceptanceRule.by_rows
+
 
     def replacement(self, p, q):
         return p
@@ -131,8 +135,8 @@ class TopK(AcceptanceRule):
     def acceptance(self, p, q):
         return torch.zeros_like(p).index_fill_(0, p.topk(min(self.k, p.numel())).indices, 1.0)
 
-    def accept_probs(self, p_rows, q_rows, tokens):
-        return torch.stack([self.acceptance(p, q)[token] for p, q, token in zip(p_rows, q_rows, tokens)])
+    accept_probs = AcceptanceRule.by_rows
+
 
     def replacement(self, p, q):
         return p
