@@ -65,24 +65,23 @@ def client(app_url):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("overrides,message", BAD_INPUT, ids=lambda value: repr(value)[:40])
-def test_bad_input_is_a_clear_error_and_the_server_keeps_serving(client, overrides, message):
-    with pytest.raises(Exception) as error:
-        _run(client, **overrides)
-    assert message in str(error.value)
-    assert _rows(client) >= 1  # the next run works
-
-
-@pytest.mark.slow
-def test_refused_input_is_one_log_line_and_no_traceback(client, app_log):
-    """The server's log after every refusal above: one `refused: ...` line each, not a traceback (Gradio prints one
-    for every error it is not told to keep quiet about)."""
+def test_bad_input_is_a_clear_error_in_one_log_line_and_the_server_keeps_serving(client, app_log):
+    """Every refusal above through /run: the error names its field as BAD_INPUT says; the server's log holds one
+    `refused: ...` line for each, not a traceback (Gradio prints one for every error it is not told to keep quiet
+    about); and the server still serves a run afterwards. One test, one run before and after: a run after each
+    refusal took 80 of the 95 seconds and proved nothing the run after all of them does not."""
     assert _rows(client) >= 1  # warm: loading the model may log on its own
     start = app_log.stat().st_size
+    wrong = []
     for overrides, message in BAD_INPUT:
-        with pytest.raises(Exception, match="."):
+        try:
             _run(client, **overrides)
-    assert _rows(client) >= 1
+            wrong.append(f"{overrides!r:.60}: accepted")
+        except Exception as error:  # gradio_client raises its AppError for a refusal
+            if message not in str(error):
+                wrong.append(f"{overrides!r:.60}: {str(error)[:200]!r}, expected {message!r}")
+    assert not wrong, "\n".join(wrong)
+    assert _rows(client) >= 1  # the next run works
     logged = app_log.read_bytes()[start:].decode("utf-8", "replace").splitlines()
     assert "Traceback" not in "\n".join(logged)
     assert len(logged) == len(BAD_INPUT) and all(line.startswith("refused: ") for line in logged), logged[:5]

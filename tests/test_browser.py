@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from specviz.words import count
 from tests.browser import (
     choose_pair,
     error_badges,
@@ -53,7 +54,7 @@ def _assert_the_page_tells_one_story(page) -> None:
     status = page.locator("#sv-status").inner_text()
     assert status.startswith("Stopped by you"), status
     if "before the first round" not in status:  # rows of this run: the stats say so too
-        assert f"after {rows} rounds" in status and "stopped by you" in page.locator("#sv-stats").inner_text()
+        assert f"after {count(rows, 'round')}" in status and "stopped by you" in page.locator("#sv-stats").inner_text()
 
 
 def test_stop_mid_run_keeps_the_run_and_reset_clears_it(page, tmp_path):

@@ -25,7 +25,7 @@ LAB_TABS = [  # tab, button to press (or None), text that must then appear in th
     ("When it pays", None, "It pays"),  # the recorded regimes' verdicts, drawn when the tab opens
     ("Sampling lab", "Sample N", "p-value"),
     ("Simulated models", "Run on the simulated models", "Simulated speedup"),
-    ("Memory bandwidth", "Measure this machine (the offline target, k = 1..32 tokens)", "bandwidth-bound"),
+    # Memory bandwidth's measurement (27 s) is pressed once, in the defaults test below
     ("Losslessness", "Compare distributions", "40 runs ·"),
     ("Glossary", None, "β (beta)"),
     ("Course exercises", None, "Worked answer"),  # the first exercise's answer, drawn when the app is built
@@ -206,6 +206,8 @@ def test_after_a_fresh_run_every_tabs_main_button_works_with_its_defaults(page, 
         page.locator(where).last.get_by_text(expected, exact=False).first.wait_for(timeout=240_000)
         wait_until_settled(page)
         assert page.evaluate(ERRORS_SHOWN) == 0, f"an error shows after {tab}: {buttons}"
+        if tab == "Memory bandwidth":  # its measurement is drawn (the lab test above leaves this tab to this one)
+            assert page.locator("[role=tabpanel]:visible .js-plotly-plot").count() > 0
         if shots:
             page.screenshot(path=str(Path(shots) / f"defaults-{tab.lower().replace(' ', '-')}"
                                      f"{'-run' if 'whole run' in ' '.join(buttons) else ''}.png"), full_page=True)

@@ -164,3 +164,37 @@ def test_switching_kernels_packs_each_weight_once():
     assert model.inner.packed_weight is first
     cpu_linear.use_kernel(model, cpu_linear.PACKED)  # no store given: the PackedLinear hands its copy on
     assert model.inner.packed_weight is first
+
+
+@pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
+def test_a_packed_only_weight_is_read_back_from_its_checkpoint_and_checked_against_the_packed_copy(tmp_path, monkeypatch):
+    """W of a model loaded from a safetensors folder comes back from the file (not a product with the identity);
+    a file whose tensor differs from the packed copy is not trusted, and W is unpacked instead: exact either way."""
+    from safetensors.torch import load_file, save_file
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)  # the throwaway model's weights only
+    config = LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=True)
+    LlamaForCausalLM(config).save_pretrained(tmp_path)
+    model = LlamaForCausalLM.from_pretrained(tmp_path, dtype=torch.float32)
+    expected = {name: module.weight.detach().clone() for name, module in model.named_modules()
+                if isinstance(module, torch.nn.Linear)}
+    assert cpu_linear.pack_only(model) == cpu_linear.PACKED_ONLY
+    unpacked = []
+    monkeypatch.setattr(cpu_linear.PackedOnlyLinear, "_unpack",
+                        lambda self, rows: unpacked.append(len(rows)) or ORIGINAL_UNPACK(self, rows))
+    down = model.model.layers[0].mlp.down_proj
+    assert type(down) is cpu_linear.PackedOnlyLinear and down._source is not None
+    assert torch.equal(down.weight, expected["model.layers.0.mlp.down_proj"])
+    assert unpacked == [3]  # three probe columns, not the identity's 128 rows
+
+    tensors = load_file(tmp_path / "model.safetensors")  # negative control: the file no longer holds this W
+    tensors["model.layers.0.mlp.down_proj.weight"][5, 127] += 1.0
+    save_file(tensors, tmp_path / "model.safetensors", metadata={"format": "pt"})
+    unpacked.clear()
+    assert torch.equal(down.weight, expected["model.layers.0.mlp.down_proj"])
+    assert unpacked == [3, 128]  # the probe found the difference; W was unpacked in full
+
+
+ORIGINAL_UNPACK = cpu_linear.PackedOnlyLinear._unpack

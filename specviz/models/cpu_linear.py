@@ -20,8 +20,9 @@ Over PACKED_MAX_BYTES of linear weights (SPECVIZ_PACKED_MAX_GB, default 2) a sec
 take the Qwen2.5-Coder pair past a free Space's 16 GB. Such a model gets `packed-only` without timing: each W is
 packed and the float copy is dropped (kept only where another module shares it, as a tied embedding does), and
 every forward, one row padded to three, runs on the packed copy, so verification stays nearly as cheap as a plain
-step in about the float model's memory. Reading `weight` of a packed-only linear unpacks W exactly (a product with
-the identity, slow); only the 4-bit copies read it, once.
+step in about the float model's memory. Reading `weight` of a packed-only linear reads W back from the checkpoint
+file (checked against the packed copy), else unpacks it exactly (a product with the identity, slow); only the 4-bit
+copies read it, once.
 
 The timings behind each choice: docs/research.md, "What makes it fast on a CPU", and docs/models.md.
 """
@@ -81,10 +82,12 @@ class PackedOnlyLinear(torch.nn.Linear):
     """y = x Wᵀ + b with W held only in oneDNN's packed layout (made by `use_kernel(model, PACKED_ONLY)`).
 
     `weight` is a property: the float W this module was built from where another module shares it (a tied
-    head), else W unpacked on each read (exact, and as slow as a forward over `in_features` rows).
+    head); else W read back from the safetensors checkpoint it was loaded from (`source`: file and key), once
+    three of its columns are checked bit for bit against the packed copy; else W unpacked (exact, and as slow as
+    a forward over `in_features` rows: 0.5 s for one of the Qwen2.5-Coder-1.5B's linears on two cores).
     """
 
-    def __init__(self, linear: torch.nn.Linear, keep_weight: bool):
+    def __init__(self, linear: torch.nn.Linear, keep_weight: bool, source: tuple[str, str] | None = None):
         torch.nn.Module.__init__(self)
         self.in_features, self.out_features = linear.in_features, linear.out_features
         self.bias = linear.bias
@@ -92,15 +95,41 @@ class PackedOnlyLinear(torch.nn.Linear):
             packed = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach(), MAX_ROWS)  # [out, in], blocked
         self.register_buffer("packed_weight", packed, persistent=False)
         self._float_weight = linear.weight if keep_weight else None
+        self._source = source  # (safetensors file, tensor key) holding this W, or None
 
     @property
     def weight(self) -> torch.Tensor:
         if self._float_weight is not None:
             return self._float_weight
-        eye = torch.eye(self.in_features)  # [in, in]
+        from_checkpoint = self._read_source()
+        if from_checkpoint is not None:
+            return from_checkpoint
+        return self._unpack(torch.eye(self.in_features))  # [out, in]
+
+    def _unpack(self, rows: torch.Tensor) -> torch.Tensor:
+        """Columns of W picked by one-hot `rows` [k, in]: I·Wᵀ is exact in float32. Returns [out, k]."""
         with torch.inference_mode():
-            transposed = torch.ops.mkldnn._linear_pointwise(eye, self.packed_weight, None, "none", [], "")  # [in, out]
-        return transposed.T.contiguous()  # [out, in]: I·Wᵀ is exact in float32
+            transposed = torch.ops.mkldnn._linear_pointwise(rows, self.packed_weight, None, "none", [], "")  # [k, out]
+        return transposed.T.contiguous()
+
+    def _read_source(self) -> torch.Tensor | None:
+        """W from the checkpoint, where it is there and its first, middle and last columns equal the packed copy's."""
+        if self._source is None:
+            return None
+        from safetensors import safe_open
+
+        path, key = self._source
+        try:
+            with safe_open(path, framework="pt") as checkpoint:
+                weight = checkpoint.get_tensor(key)  # [out, in], a copy of its own
+        except (OSError, KeyError, RuntimeError, ValueError):
+            return None
+        if weight.shape != (self.out_features, self.in_features) or weight.dtype != torch.float32:
+            return None
+        columns = [0, self.in_features // 2, self.in_features - 1]
+        probes = torch.zeros(len(columns), self.in_features)  # [3, in], one-hot
+        probes[range(len(columns)), columns] = 1.0
+        return weight if torch.equal(self._unpack(probes), weight[:, columns]) else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1])  # [m, in]
@@ -120,18 +149,45 @@ def pack_only(hf_model: torch.nn.Module) -> str:
         return use_kernel(hf_model, FEW_ROW)
     shared = {id(tensor) for module in hf_model.modules() if not isinstance(module, torch.nn.Linear)
               for tensor in module.parameters(recurse=False)}  # tied embeddings keep their float W
+    sources = checkpoint_keys(hf_model)
     replacements: dict[int, torch.nn.Module] = {}
-    for parent in list(hf_model.modules()):
+    for parent_name, parent in list(hf_model.named_modules()):
         for name, child in list(parent.named_children()):
             if type(child) in _CLASSES.values() and _packable(child.weight):
                 if id(child) not in replacements:
                     keep = id(child.weight) in shared
-                    replacements[id(child)] = PackedOnlyLinear(child, keep_weight=keep)
+                    key = f"{parent_name}.{name}.weight" if parent_name else f"{name}.weight"
+                    source = (sources[key], key) if key in sources else None
+                    replacements[id(child)] = PackedOnlyLinear(child, keep_weight=keep, source=source)
                     if not keep:
                         page_out(child.weight)
                 setattr(parent, name, replacements[id(child)])
     copy_out_of_checkpoint(hf_model)
     return PACKED_ONLY
+
+
+def checkpoint_keys(hf_model: torch.nn.Module) -> dict[str, str]:
+    """{tensor key: safetensors file} of the local checkpoint folder the model was loaded from; {} for any other."""
+    import json
+
+    config = getattr(hf_model, "config", None)
+    folder = getattr(hf_model, "name_or_path", "") or getattr(config, "_name_or_path", "")
+    if not folder or not os.path.isdir(folder):
+        return {}
+    single, index = os.path.join(folder, "model.safetensors"), os.path.join(folder, "model.safetensors.index.json")
+    try:
+        if os.path.isfile(index):
+            with open(index, encoding="utf-8") as file:
+                weight_map = json.load(file)["weight_map"]
+            return {key: os.path.join(folder, name) for key, name in weight_map.items()}
+        if os.path.isfile(single):
+            from safetensors import safe_open
+
+            with safe_open(single, framework="pt") as checkpoint:
+                return {key: single for key in checkpoint.keys()}
+    except (OSError, KeyError, ValueError):
+        pass
+    return {}
 
 
 def packing_available() -> bool:

@@ -41,11 +41,15 @@ def supports(hf_model: torch.nn.Module) -> bool:
 def _stacked(*linears: torch.nn.Linear, dense_prompt: bool = False) -> Int4Linear:
     """One 4-bit linear whose output is the outputs of `linears` side by side."""
     biased = any(linear.bias is not None for linear in linears)
-    stacked = torch.nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), bias=biased)
-    stacked.weight.data = torch.cat([linear.weight.detach() for linear in linears])  # [Σ out, in]
+    # built on the meta device: a fresh Linear's random initialisation of [Σ out, in] would be thrown away at once
+    stacked = torch.nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), bias=biased,
+                              device="meta")
+    stacked.weight = torch.nn.Parameter(torch.cat([linear.weight.detach() for linear in linears]),  # [Σ out, in]
+                                        requires_grad=False)
     if biased:  # [Σ out]: a linear without a bias adds zeros
-        stacked.bias.data = torch.cat([linear.bias.detach() if linear.bias is not None
-                                       else linear.weight.new_zeros(linear.out_features) for linear in linears])
+        stacked.bias = torch.nn.Parameter(torch.cat([linear.bias.detach() if linear.bias is not None
+                                       else linear.weight.new_zeros(linear.out_features) for linear in linears]),
+                                          requires_grad=False)
     return Int4Linear(stacked, dense_prompt)
 
 
