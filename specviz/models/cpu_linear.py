@@ -84,7 +84,7 @@ class PackedOnlyLinear(torch.nn.Linear):
     `weight` is a property: the float W this module was built from where another module shares it (a tied
     head); else W read back from the safetensors checkpoint it was loaded from (`source`: file and key), once
     three of its columns are checked bit for bit against the packed copy; else W unpacked (exact, and as slow as
-    a forward over `in_features` rows: 0.5 s for one of the Qwen2.5-Coder-1.5B's linears on two cores).
+    a forward over `in_features` rows; docs/results.md, "CI's time", has the timings).
     """
 
     def __init__(self, linear: torch.nn.Linear, keep_weight: bool, source: tuple[str, str] | None = None):
