@@ -19,8 +19,10 @@ from specviz.config import (
     OFFLINE_MODEL,
     TRANSFORMERS,
     DecodeConfig,
+    as_number,
     check_prompt,
     parse_field,
+    shown,
 )
 from specviz.decoding.calibration import calibrate, calibration_sizes
 from specviz.decoding.pipeline import build_pipeline
@@ -55,6 +57,14 @@ def field(name: str):
             raise argparse.ArgumentTypeError(str(error)) from None
     parse.__name__ = name  # argparse names the type in some messages
     return parse
+
+
+def whole_rounds(text: str) -> int:
+    """An argparse type for `replay --rounds`: a whole number of rounds, 1 or more."""
+    number = as_number(text, whole=True, from_text=True)
+    if number is None or number < 1:
+        raise argparse.ArgumentTypeError(f"rounds must be a whole number of 1 or more, got {shown(text)}")
+    return number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -110,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
                                 help="re-run its configuration and prompt and compare every round: drafts, accepted "
                                      "count, uniforms, final token, p(x) and q(x) within 1e-5; exit 1 naming the "
                                      "first that differs")
+    replay_command.add_argument("--rounds", type=whole_rounds, metavar="N",
+                                help="with --check: re-run and compare only the first N rounds (a quick check of a "
+                                     "long trace)")
     cost = commands.add_parser("verify-cost", help="measure v(k), the target's forward time over k tokens")
     cost.add_argument("--target", default=OFFLINE_MODEL)
     cost.add_argument("--backend", choices=list(BACKENDS), default=TRANSFORMERS, help="what runs the target's forwards")
@@ -205,6 +218,8 @@ def replay(args) -> int:
             trace = _trace_from_text(handle.read())  # trace JSON, or a page from --html-out
     except (OSError, ValueError) as error:  # ValueError: not JSON, not UTF-8, or not a trace
         raise UsageError(f"{args.trace}: {error}") from None
+    if args.rounds is not None and not args.check:
+        raise UsageError("--rounds goes with --check: it says how many rounds to re-run")
     if not args.check:
         colour = sys.stdout.isatty()
         if not colour:
@@ -219,9 +234,13 @@ def replay(args) -> int:
     changed = changed_models(args.trace)
     if changed:  # a gallery entry recorded on other weights than this code pins: a replay would compare other models
         raise ValueError(f"{args.trace}: " + "; ".join(changed))
-    mismatch = first_difference(trace)
-    if mismatch is None:
+    mismatch = first_difference(trace, rounds=args.rounds)
+    if mismatch is None and (args.rounds is None or args.rounds >= len(trace.rounds)):
         print(f"all {len(trace.rounds)} rounds reproduce")
+        return 0
+    if mismatch is None:
+        print(f"the first {args.rounds} of {len(trace.rounds)} rounds reproduce (the other "
+              f"{len(trace.rounds) - args.rounds} were not re-run)")
         return 0
     # numbered from 1, as the rounds are listed
     print(f"round {mismatch.round_index + 1} does not reproduce: {mismatch.reason}", file=sys.stderr)

@@ -183,6 +183,32 @@ def test_check_names_the_first_round_that_does_not_reproduce(recorded, trace_fil
     assert captured.err.startswith(f"round {TAMPERED + 1} does not reproduce: p_1(x)") and captured.err.count("\n") == 1
 
 
+def test_rounds_checks_the_first_rounds_and_says_how_many_of_the_trace_it_re_ran(recorded, trace_file, capsys):
+    total = len(recorded.rounds)
+    assert cli.main(["replay", str(trace_file), "--check", "--rounds", str(TAMPERED)]) == 0
+    assert capsys.readouterr().out == f"the first {TAMPERED} of {total} rounds reproduce (the other {total - TAMPERED} " \
+                                      "were not re-run)\n"
+    assert cli.main(["replay", str(trace_file), "--check", "--rounds", str(total + 5)]) == 0  # more than it has: all
+    assert capsys.readouterr().out == f"all {total} rounds reproduce\n"
+    data = json.loads(trace_file.read_text(encoding="utf-8"))
+    data["rounds"][TAMPERED]["tokens"][0]["target_prob"] += 1e-3  # round TAMPERED + 1, numbered from 1
+    trace_file.write_text(json.dumps(data), encoding="utf-8")
+    assert cli.main(["replay", str(trace_file), "--check", "--rounds", str(TAMPERED)]) == 0  # before the change
+    assert cli.main(["replay", str(trace_file), "--check", "--rounds", str(TAMPERED + 1)]) == 1  # reaches it
+    assert capsys.readouterr().err.startswith(f"round {TAMPERED + 1} does not reproduce")
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--check", "--rounds", "0"], "rounds must be a whole number of 1 or more, got '0'"),
+    (["--check", "--rounds", "2.5"], "got '2.5'"),
+    (["--rounds", "3"], "--rounds goes with --check"),
+])
+def test_a_bad_rounds_is_one_line_and_exit_2(trace_file, capsys, args, fragment):
+    assert cli.main(["replay", str(trace_file), *args]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1 and fragment in captured.err
+
+
 def test_without_check_the_rounds_are_listed(recorded, trace_file, capsys):
     assert cli.main(["replay", str(trace_file)]) == 0
     lines = capsys.readouterr().out.splitlines()

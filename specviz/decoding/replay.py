@@ -40,15 +40,16 @@ class Mismatch(NamedTuple):
     reason: str  # one line: what differs, the re-run's value first, then the trace's
 
 
-def first_difference(trace: Trace, pipeline: Pipeline | None = None) -> Mismatch | None:
+def first_difference(trace: Trace, pipeline: Pipeline | None = None, rounds: int | None = None) -> Mismatch | None:
     """Re-run trace.prompt with trace.config and compare every round; None when all of them reproduce.
 
     pipeline: the models to run on (tests pass a scripted one); by default built from trace.config.
+    rounds: compare only the first `rounds` rounds and stop the re-run there (None: every round).
     """
     config = DecodeConfig.from_dict(trace.config)
     if pipeline is None:
         pipeline = build_pipeline(config)
-    mismatch = _first_difference(trace, config, pipeline)
+    mismatch = _first_difference(trace, config, pipeline, rounds)
     if mismatch is None:
         return None
     here = cpu_kernels(pipeline.device)
@@ -59,7 +60,7 @@ def first_difference(trace: Trace, pipeline: Pipeline | None = None) -> Mismatch
     return mismatch
 
 
-def _first_difference(trace: Trace, config: DecodeConfig, pipeline: Pipeline) -> Mismatch | None:
+def _first_difference(trace: Trace, config: DecodeConfig, pipeline: Pipeline, rounds: int | None) -> Mismatch | None:
     recorded = trace.rounds
     # A fixed γ is replayed by the engine's own policy; adaptive lengths are read from the trace.
     policy = ScriptedGamma([r.drafted for r in recorded], [r.asked for r in recorded]) if config.adaptive else None
@@ -72,6 +73,8 @@ def _first_difference(trace: Trace, config: DecodeConfig, pipeline: Pipeline) ->
         reason = round_difference(replayed, recorded[index])
         if reason is not None:
             return Mismatch(index, reason)
+        if replayed_count == rounds:
+            return None  # the rounds asked for reproduce; the rest are not re-run
     if replayed_count < len(recorded):
         return Mismatch(replayed_count, f"the re-run stopped after {replayed_count} rounds; the trace has {len(recorded)}")
     return None
