@@ -54,9 +54,9 @@ class Int4Linear(torch.nn.Module):
         weight = linear.weight.detach().float()  # [out, in]
         out_features, in_features = weight.shape
         groups = weight.view(out_features, in_features // GROUP, GROUP)  # [out, in/G, G]
-        low, high = groups.amin(-1), groups.amax(-1)  # [out, in/G]: m, and m + 15·d
+        low, high = groups.aminmax(dim=-1)  # [out, in/G]: m, and m + 15·d
         scale = ((high - low) / 15).clamp(min=1e-12)  # d
-        codes = ((groups - low[..., None]) / scale[..., None]).round().clamp(0, 15).to(torch.int32)  # q ∈ [0, 15]
+        codes = (groups - low[..., None]).div_(scale[..., None]).round_().clamp_(0, 15).to(torch.int32)  # q ∈ [0, 15]
         self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes.view(out_features, in_features), 8)
         # The kernel computes (q − 8)·scale + zero, so zero = m + 8·d gives d·q + m.  # [in/G, out, 2]
         self.scales_and_zeros = torch.stack([scale, low + 8 * scale], -1).transpose(0, 1).contiguous().to(torch.bfloat16)
