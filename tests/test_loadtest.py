@@ -26,7 +26,7 @@ def test_a_burst_on_scripted_models_measures_every_student_and_the_teacher(capsy
     sessions = CLASS_LANE + 4
     with serving_fake_app(SPECVIZ_TEACHER_KEY=KEY) as url:
         code = loadtest.main(["--url", url, "--teacher-key", KEY, "--sessions", str(sessions), "--window", "0",
-                              "--drafter", PROMPT_LOOKUP, "--max-new-tokens", "24"])
+                              "--drafter", PROMPT_LOOKUP, "--max-new-tokens", "12"])
     summary, table = _summary(capsys)
     assert (summary["runs"], summary["errors"], summary["crosstalk"], summary["place_not_seen"]) == (sessions, 0, 0, 0), \
         summary["error_messages"]
