@@ -116,6 +116,33 @@ def test_offline_cache_is_written_atomically_and_a_partial_one_is_rebuilt(tmp_pa
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".partial-")]
 
 
+def test_two_processes_starting_at_once_convert_the_model_once(tmp_path, monkeypatch):
+    """Two starts at once (two app processes, or two test workers): the second waits on the first's lock and finds
+    the folder complete, instead of removing it from under the first and converting again."""
+    import threading
+
+    folder, entered, release, conversions = tmp_path / "model", threading.Event(), threading.Event(), []
+
+    def slow_convert(gguf, out_dir):
+        conversions.append(out_dir)
+        entered.set()
+        release.wait(10)
+        (out_dir / "config.json").write_text("{}")
+
+    monkeypatch.setattr(offline, "_convert_gguf", slow_convert)
+    results = []
+    first = threading.Thread(target=lambda: results.append(offline.convert_once(lambda: "a.gguf", folder, "a model")))
+    first.start()
+    assert entered.wait(10)  # the first holds the lock, mid-conversion
+    second = threading.Thread(target=lambda: results.append(offline.convert_once(lambda: "a.gguf", folder, "a model")))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive() and len(conversions) == 1  # the second waits; it has not started converting
+    release.set()
+    first.join(10), second.join(10)
+    assert results == [str(folder)] * 2 and len(conversions) == 1 and offline.is_complete(folder)
+
+
 def test_a_truncated_offline_cache_is_rebuilt_not_loaded(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path))
     conversions = []

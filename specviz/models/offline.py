@@ -21,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from specviz import job
@@ -145,20 +146,41 @@ def convert_once(gguf: Callable[[], Path], folder: Path, what: str) -> str:
     """
     if is_complete(folder):
         return str(folder)
-    source = gguf()
-    job.stage(f"Converting {what} to safetensors, once")
     folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
-    try:
-        _convert_gguf(source, staging)
-        sizes = {path.name: path.stat().st_size for path in staging.iterdir() if path.is_file()}
-        (staging / MANIFEST).write_text(json.dumps(sizes, sort_keys=True))
-        if folder.exists():  # incomplete, truncated or from an older layout: replace it
-            shutil.rmtree(folder)
-        os.replace(staging, folder)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    with exclusive(folder.with_name(f".{folder.name}.lock")):  # two processes starting at once convert it once
+        if is_complete(folder):  # converted by another process while this one waited
+            return str(folder)
+        source = gguf()
+        job.stage(f"Converting {what} to safetensors, once")
+        staging = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
+        try:
+            _convert_gguf(source, staging)
+            sizes = {path.name: path.stat().st_size for path in staging.iterdir() if path.is_file()}
+            (staging / MANIFEST).write_text(json.dumps(sizes, sort_keys=True))
+            if folder.exists():  # incomplete, truncated or from an older layout: replace it
+                shutil.rmtree(folder)
+            os.replace(staging, folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     return str(folder)
+
+
+@contextmanager
+def exclusive(lock_path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on `lock_path`, so two processes do not write the same file or folder at once (the
+    second waits, then finds it in place). Where there is no fcntl (Windows) there is no lock: each writer stages its own
+    temporary copy, and a stale one that is still open cannot be removed there."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(lock_path, "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def is_complete(folder: Path) -> bool:

