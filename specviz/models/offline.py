@@ -7,7 +7,8 @@
   checked against its own. Nothing unchecked is ever renamed into place.
 - The first load converts the GGUF to safetensors (its time: docs/models.md) under a temporary name; a manifest of file sizes
   is written last and checked on every use, so a cache left by a killed process (or truncated since) is rebuilt,
-  never loaded. `convert_once` does this for every offline GGUF (split_gguf.py's too).
+  never loaded; two processes starting at once convert it once, under a lock. `convert_once` does this for every
+  offline GGUF (split_gguf.py's too).
 """
 
 from __future__ import annotations
