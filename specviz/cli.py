@@ -235,12 +235,12 @@ def replay(args) -> int:
     if changed:  # a gallery entry recorded on other weights than this code pins: a replay would compare other models
         raise ValueError(f"{args.trace}: " + "; ".join(changed))
     mismatch = first_difference(trace, rounds=args.rounds)
-    if mismatch is None and (args.rounds is None or args.rounds >= len(trace.rounds)):
-        print(f"all {len(trace.rounds)} rounds reproduce")
-        return 0
+    total = len(trace.rounds)
     if mismatch is None:
-        print(f"the first {args.rounds} of {len(trace.rounds)} rounds reproduce (the other "
-              f"{len(trace.rounds) - args.rounds} were not re-run)")
+        if args.rounds is None or args.rounds >= total:
+            print(f"all {total} rounds reproduce")
+        else:
+            print(f"the first {args.rounds} of {total} rounds reproduce (the other {total - args.rounds} were not re-run)")
         return 0
     # numbered from 1, as the rounds are listed
     print(f"round {mismatch.round_index + 1} does not reproduce: {mismatch.reason}", file=sys.stderr)
