@@ -81,7 +81,7 @@ def set_long_run(page) -> None:
     max_tokens.press("Enter")
 
 
-def run_with_the_draft_model(page, pair: str) -> None:
+def run_with_the_draft_model(page, pair: str, max_new_tokens: int = 48) -> None:
     """Reset, pick the pair and the draft model alone, run "Explain what a rainbow is." (48 tokens at most: enough
     rounds for every kind of token, and half the time of 96 with its comparison) and wait for the end."""
     open_live(page)  # the lab tests leave another tab open
@@ -90,7 +90,7 @@ def run_with_the_draft_model(page, pair: str) -> None:
     page.locator("textarea").first.fill("Explain what a rainbow is.")
     open_settings(page)
     max_tokens = page.get_by_label("Max new tokens").first  # the Stop tests leave it at 512
-    max_tokens.fill("48")
+    max_tokens.fill(str(max_new_tokens))
     max_tokens.press("Enter")
     page.get_by_label("draft model", exact=True).check()
     page.get_by_role("button", name="Run", exact=True).click()

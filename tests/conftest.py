@@ -19,20 +19,68 @@ SLOW_FIXTURES = {"offline_target", "tiny_draft_folder", "app_server", "app_url"}
 torch.set_num_threads(1)
 
 
-def pytest_runtest_setup(item):
-    """The slow tier's tests run real models (a 1.5B forward: 0.72 s on one thread, 0.40 s on two): they get every
-    usable CPU, as the app does; the fast tier's tiny tensors keep one thread. Set before the test's fixtures load
-    anything, so a model is loaded and its kernels are timed with the threads it then runs on."""
+# Files whose tests share one pytest-xdist worker (.ci/run runs the suite in two: `-n 2`): one `python app.py` and one
+# Chromium serve every test of the launched app, and the Qwen2.5-Coder pair (10 GB) is loaded in one process only.
+# Every other file runs whole in one worker, its module fixtures built once.
+SHARED_WORKER = {
+    "app-server": ["tests/test_app.py", "tests/test_app_input.py", "tests/test_browser.py", "tests/test_browser_aligned.py",
+                   "tests/test_browser_class.py", "tests/test_browser_cross_vocab.py", "tests/test_browser_first_screen.py",
+                   "tests/test_browser_gallery.py", "tests/test_browser_labs.py", "tests/test_browser_queue.py",
+                   "tests/test_browser_tree.py", "tests/test_loadtest.py", "tests/test_queue_lanes.py"],
+    "qwen-pair": ["tests/test_gallery.py", "tests/test_offline_pair.py"],
+}
+SERVER_FIXTURES = {"app_server", "app_url", "page"}  # the fixtures that start `python app.py`
+
+
+def cpu_share() -> int:
+    """The CPUs this test process may keep busy: all it may use, divided among pytest-xdist's workers (each runs
+    its own models; two threads each on two cores would wait on one another)."""
+    import os
+
     from specviz.models.threads import usable_cpus
 
-    torch.set_num_threads(usable_cpus() if item.get_closest_marker("slow") else 1)
+    return max(1, usable_cpus() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
+
+
+def pytest_runtest_setup(item):
+    """The slow tier's tests run real models (a 1.5B forward: 0.72 s on one thread, 0.40 s on two): they get this
+    process's share of the CPUs, as the app gets all; the fast tier's tiny tensors keep one thread. Set before the
+    test's fixtures load anything, so a model is loaded and its kernels are timed with the threads it then runs on."""
+    torch.set_num_threads(cpu_share() if item.get_closest_marker("slow") else 1)
 
 
 def pytest_collection_modifyitems(items):
-    """Mark every test that needs the real model as slow, so `pytest -m "not slow"` is the one-minute loop."""
+    """Mark every test that needs the real model as slow, so `pytest -m "not slow"` is the one-minute loop; and
+    refuse a test of the launched app whose file SHARED_WORKER does not list (it would start a second server)."""
     for item in items:
-        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+        used = set(getattr(item, "fixturenames", ()))
+        if SLOW_FIXTURES & used:
             item.add_marker(pytest.mark.slow)
+        if SERVER_FIXTURES & used and item.nodeid.split("::")[0] not in SHARED_WORKER["app-server"]:
+            raise pytest.UsageError(f"{item.nodeid} uses the launched app: list its file in SHARED_WORKER['app-server'] "
+                                    "in tests/conftest.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: one worker per CPU this process may use, the cgroup's quota included (psutil counts the host's)."""
+    from specviz.models.threads import usable_cpus
+
+    return usable_cpus()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler by file, with SHARED_WORKER's groups of files each sent whole to one worker (its
+    `--dist loadgroup` reads groups from the test ids, which pytest 9 no longer lets a plugin change)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedWorkerScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return next((group for group, files in SHARED_WORKER.items() if path in files), path)
+
+    return SharedWorkerScheduling(config, log)
 
 
 @pytest.fixture(scope="session")
@@ -110,7 +158,7 @@ def app_server(offline_target, app_log, models_dir):
 
     log_path = app_log
     try:
-        url, process = start_server(log_path, env={"SPECVIZ_MODELS_DIR": str(models_dir)})
+        url, process = start_server(log_path, env={"SPECVIZ_MODELS_DIR": str(models_dir), **worker_threads()})
     except RuntimeError:
         pytest.fail(f"app.py did not start:\n{log_path.read_text()[-3000:]}")
     yield url, process
@@ -119,6 +167,14 @@ def app_server(offline_target, app_log, models_dir):
         process.wait(timeout=10)
     except subprocess.TimeoutExpired:
         process.kill()
+
+
+def worker_threads() -> dict:
+    """The environment that sizes a server's torch threads to this worker's share of the CPUs (nothing outside
+    pytest-xdist: the app sizes its own)."""
+    import os
+
+    return {"OMP_NUM_THREADS": str(cpu_share())} if "PYTEST_XDIST_WORKER_COUNT" in os.environ else {}
 
 
 @pytest.fixture(scope="session")
