@@ -80,6 +80,13 @@ def pytest_xdist_make_scheduler(config, log):
             path = nodeid.split("::", 1)[0]
             return next((group for group, files in SHARED_WORKER.items() if path in files), path)
 
+        def _assign_work_unit(self, node) -> None:
+            """The groups, the longest units, go out first; the files then fill in around them."""
+            waiting = [group for group in SHARED_WORKER if group in self.workqueue]
+            if waiting:
+                self.workqueue.move_to_end(waiting[0], last=False)
+            super()._assign_work_unit(node)
+
     return SharedWorkerScheduling(config, log)
 
 

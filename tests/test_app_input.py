@@ -9,7 +9,7 @@ import pytest
 from gradio_client import Client
 
 from specviz.app.request import DRAFT_MODEL, OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
-from tests.conftest import save_tiny_llama
+from tests.conftest import save_tiny_llama, worker_threads
 
 TEST_RUN = RunRequest(pair=OFFLINE_PAIR, drafter=PROMPT_LOOKUP, prompt="Repeat after me: the cat sat on the mat.",
                       max_new_tokens=4)
@@ -123,7 +123,7 @@ def test_python_app_py_with_no_settings_listens_on_127_0_0_1_only(tmp_path):
 
     from specviz.bench.loadtest import start_server
 
-    url, process = start_server(tmp_path / "app.log", env={"GRADIO_SERVER_NAME": None, "SPACE_ID": None})
+    url, process = start_server(tmp_path / "app.log", env={"GRADIO_SERVER_NAME": None, "SPACE_ID": None, **worker_threads()})
     try:
         port = int(url.rstrip("/").rsplit(":", 1)[1])
         listening = {(conn.laddr.ip, conn.laddr.port) for conn in psutil.Process(process.pid).net_connections("inet")

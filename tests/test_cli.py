@@ -16,10 +16,11 @@ from specviz.cli import build_parser, config_from_args, main
 from specviz.config import QUANTIZED_DRAFTER, DrafterSpec
 from specviz.trace import Round, Token
 from specviz.views.cli_output import format_round
+from tests.conftest import worker_threads
 
 
 def run_cli(*args, **env_vars):
-    env = {**os.environ, "PYTHONIOENCODING": "utf-8", **env_vars}
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8", **worker_threads(), **env_vars}
     return subprocess.run([sys.executable, "-m", "specviz", *args], capture_output=True, text=True, env=env, timeout=300)
 
 
