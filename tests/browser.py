@@ -63,10 +63,20 @@ def error_badges(page, toasts: bool = True) -> int:
         .filter(e => toasts || !e.closest('[class*=toast]')).length""", toasts)
 
 
-def plotted_rounds(page) -> int | None:
-    """The round count the tokens-per-round plot's title gives ("Tokens per round (13 rounds)"); None if no run."""
+def plotted_rounds(page, expect: int | None = None, timeout_ms: int = 20_000) -> int | None:
+    """The round count the tokens-per-round plot's title gives ("Tokens per round (13 rounds)"); None if no run.
+    With `expect`, first wait (up to timeout_ms) for the title to say that many: plotly draws after the update
+    lands, later on a busy machine. The count read is returned either way, for the caller to assert."""
     import re
 
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    if expect is not None:
+        try:
+            page.wait_for_function("n => [...document.querySelectorAll('.js-plotly-plot .gtitle')].some("
+                                   "e => e.textContent.includes(`(${n} round`))", arg=expect, timeout=timeout_ms)
+        except PlaywrightTimeout:
+            pass  # the caller's assertion says what the page shows instead
     titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent)")
     counts = [int(match.group(1)) for title in titles if (match := re.search(r"\((\d+) rounds?\)", title))]
     return counts[0] if counts else None

@@ -50,7 +50,7 @@ def _assert_the_page_tells_one_story(page) -> None:
     wait_until_settled(page)
     rows = row_count(page)
     assert error_badges(page) == 0
-    assert plotted_rounds(page) == (rows or None), (plotted_rounds(page), rows)
+    assert plotted_rounds(page, expect=rows or None) == (rows or None), (plotted_rounds(page), rows)
     status = page.locator("#sv-status").inner_text()
     assert status.startswith("Stopped by you"), status
     if "before the first round" not in status:  # rows of this run: the stats say so too

@@ -47,7 +47,8 @@ def test_a_first_visitor_sees_a_real_recorded_run_with_rejections_before_any_mod
         fresh.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded, not live')",
                                 timeout=30_000)
         wait_until_settled(fresh)
-        assert fresh.locator("#sv-rows .sv-row").count() == len(recorded.rounds) == plotted_rounds(fresh)
+        rounds = len(recorded.rounds)
+        assert fresh.locator("#sv-rows .sv-row").count() == rounds == plotted_rounds(fresh, expect=rounds)
         assert fresh.locator("#sv-rows .sv-row .sv-rejected").count() == kinds.count(REJECTED) >= 3
         assert fresh.locator("#sv-rows .sv-row .sv-corrected").count() == kinds.count(CORRECTED) >= 3
         assert fresh.locator("#sv-headline").inner_text().startswith("Recorded")  # labelled as recorded, twice

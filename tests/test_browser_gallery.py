@@ -41,7 +41,7 @@ def test_a_recorded_real_run_opens_in_one_click_with_its_provenance(page, tmp_pa
     if name not in ENTRIES:
         pytest.fail(f"assets/gallery/{name}.json is missing: python -m scripts.gallery_runs {name}")
     entry, rounds = _open(page, name)
-    assert row_count(page) == rounds and plotted_rounds(page) == rounds  # the plots agree with the rows
+    assert row_count(page) == rounds and plotted_rounds(page, expect=rounds) == rounds  # the plots agree with the rows
     status = page.locator("#sv-status").inner_text()
     assert entry.title in status and "Recorded on" in status and "with no model" in status
     rejected = sum(token.kind == REJECTED for round_ in entry.trace().rounds for token in round_.tokens)

@@ -50,7 +50,7 @@ def test_a_tree_run_draws_trees_with_plots_and_stats_of_the_same_rounds(page, tm
     tree_rows = page.locator("#sv-rows .sv-row:has(.sv-tree-label)").count()
     assert tree_rows >= 1 and page.locator("#sv-rows .sv-row .sv-depth").count() >= tree_rows
     assert page.locator("#sv-rows .sv-depth .sv-branches .sv-branch .sv-tok").count() >= tree_rows  # siblings hang
-    assert plotted_rounds(page) == rows and _rounds_said(page) == (rows, rows)
+    assert plotted_rounds(page, expect=rows) == rows and _rounds_said(page) == (rows, rows)
     stats = page.locator("#sv-stats").inner_text()
     assert "α (tree) = " in stats and re.search(r"tree: [0-9.]+ draft nodes per round \(.*budget 8.*acceptance by depth",
                                                   stats)
@@ -80,7 +80,7 @@ def test_a_tree_with_prompt_lookup_is_refused_and_the_rows_stay(page):
     page.get_by_text("copies one continuation: a token tree needs a draft model", exact=False).first.wait_for(
         timeout=30_000)
     page.wait_for_timeout(1000)
-    assert error_badges(page, toasts=False) == 0 and row_count(page) == rows and plotted_rounds(page) == rows
+    assert error_badges(page, toasts=False) == 0 and row_count(page) == rows and plotted_rounds(page, expect=rows) == rows
     # the same run's stats (the stats box also holds Gradio's hidden status tracker, whose text innerText reads)
     assert page.locator("#sv-stats").inner_text().replace("Error", "").strip() == stats.strip()
     status = page.locator("#sv-status").inner_text().replace("Error", "").strip()  # the refusal stays readable there
