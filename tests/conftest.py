@@ -1,4 +1,5 @@
 import itertools
+import os
 import sys
 from pathlib import Path
 
@@ -19,9 +20,9 @@ SLOW_FIXTURES = {"offline_target", "tiny_draft_folder", "app_server", "app_url"}
 torch.set_num_threads(1)
 
 
-# Files whose tests share one pytest-xdist worker (.ci/run runs the suite in two: `-n 2`): one `python app.py` and one
-# Chromium serve every test of the launched app, and the Qwen2.5-Coder pair (10 GB) is loaded in one process only.
-# Every other file runs whole in one worker, its module fixtures built once.
+# Files whose tests share one pytest-xdist worker (.ci/run runs the suite with `-n auto`, a worker per CPU): one
+# `python app.py` and one Chromium serve every test of the launched app, and the Qwen2.5-Coder pair (10 GB) is loaded
+# in one process only. Every other file runs whole in one worker, its module fixtures built once.
 SHARED_WORKER = {
     "app-server": ["tests/test_app.py", "tests/test_app_input.py", "tests/test_browser.py", "tests/test_browser_aligned.py",
                    "tests/test_browser_class.py", "tests/test_browser_cross_vocab.py", "tests/test_browser_first_screen.py",
@@ -35,8 +36,6 @@ SERVER_FIXTURES = {"app_server", "app_url", "page"}  # the fixtures that start `
 def cpu_share() -> int:
     """The CPUs this test process may keep busy: all it may use, divided among pytest-xdist's workers (each runs
     its own models; two threads each on two cores would wait on one another)."""
-    import os
-
     from specviz.models.threads import usable_cpus
 
     return max(1, usable_cpus() // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))
@@ -179,8 +178,6 @@ def app_server(offline_target, app_log, models_dir):
 def worker_threads() -> dict:
     """The environment that sizes a server's torch threads to this worker's share of the CPUs (nothing outside
     pytest-xdist: the app sizes its own)."""
-    import os
-
     return {"OMP_NUM_THREADS": str(cpu_share())} if "PYTEST_XDIST_WORKER_COUNT" in os.environ else {}
 
 
