@@ -42,6 +42,30 @@ def test_int4_linear_reads_every_q4_1_code_right():
     assert torch.allclose(quantized(x), linear(x), rtol=0.02, atol=0.02)
 
 
+def test_linears_side_by_side_quantize_in_chunks_as_their_stacked_weight_does_whole(monkeypatch):
+    """Int4Linear quantizes QUANT_ROWS rows at a time, across the parts' boundaries (q, k, v): the codes, packing,
+    scales and biases are those of the stacked [Σ out, in] weight quantized whole, and so are the outputs."""
+    parts = [q4_1_linear(rows, 128, seed=rows) for rows in (144, 48, 48)]  # boundaries at 144 and 192; a 16-row tail
+    parts[0].bias = torch.nn.Parameter(torch.randn(144))
+    stacked = torch.nn.Linear(128, 240)
+    with torch.no_grad():
+        stacked.weight.copy_(torch.cat([part.weight for part in parts]))
+        stacked.bias.copy_(torch.cat([parts[0].bias, torch.zeros(96)]))
+    monkeypatch.setattr(int4, "QUANT_ROWS", 10**6)
+    whole = int4.Int4Linear(stacked, dense_prompt=True)
+    monkeypatch.setattr(int4, "QUANT_ROWS", 64)
+    chunked = int4.Int4Linear(parts, dense_prompt=True)
+    for name in ("packed", "scales_and_zeros", "bias", "nibbles", "dense_scale", "dense_zero"):
+        assert torch.equal(getattr(chunked, name), getattr(whole, name)), name
+    x = torch.randn(3, 128, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(chunked(x), whole(x))
+    head = q4_1_linear(100, 64, seed=5)
+    monkeypatch.setattr(int4, "HEAD_ROWS", 32)
+    row_head = int4.Int8RowLinear(head)
+    monkeypatch.setattr(int4, "HEAD_ROWS", 10**6)
+    assert torch.equal(row_head.codes, int4.Int8RowLinear(head).codes)
+
+
 def _kernel(quantized: int4.Int4Linear, rows: torch.Tensor) -> torch.Tensor:
     """What the 4-bit kernel itself gives for rows [m, in]: [m, out] in float32."""
     return torch.ops.aten._weight_int4pack_mm_for_cpu(

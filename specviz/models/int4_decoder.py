@@ -38,21 +38,6 @@ def supports(hf_model: torch.nn.Module) -> bool:
     )
 
 
-def _stacked(*linears: torch.nn.Linear, dense_prompt: bool = False) -> Int4Linear:
-    """One 4-bit linear whose output is the outputs of `linears` side by side."""
-    biased = any(linear.bias is not None for linear in linears)
-    # built on the meta device: a fresh Linear's random initialisation of [Σ out, in] would be thrown away at once
-    stacked = torch.nn.Linear(linears[0].in_features, sum(linear.out_features for linear in linears), bias=biased,
-                              device="meta")
-    stacked.weight = torch.nn.Parameter(torch.cat([linear.weight.detach() for linear in linears]),  # [Σ out, in]
-                                        requires_grad=False)
-    if biased:  # [Σ out]: a linear without a bias adds zeros
-        stacked.bias = torch.nn.Parameter(torch.cat([linear.bias.detach() if linear.bias is not None
-                                       else linear.weight.new_zeros(linear.out_features) for linear in linears]),
-                                          requires_grad=False)
-    return Int4Linear(stacked, dense_prompt)
-
-
 class KVBuffer:
     """Keys and values of every layer in preallocated storage: [layers, 1, kv_heads, capacity, head_dim] each.
 
@@ -127,9 +112,9 @@ class Int4Decoder:
         for layer in decoder.layers:
             attention, mlp = layer.self_attn, layer.mlp
             self.layers.append((
-                layer.input_layernorm, _stacked(attention.q_proj, attention.k_proj, attention.v_proj, dense_prompt=dense_prompt),
+                layer.input_layernorm, Int4Linear([attention.q_proj, attention.k_proj, attention.v_proj], dense_prompt),
                 Int4Linear(attention.o_proj, dense_prompt), layer.post_attention_layernorm,
-                _stacked(mlp.gate_proj, mlp.up_proj, dense_prompt=dense_prompt), Int4Linear(mlp.down_proj, dense_prompt),
+                Int4Linear([mlp.gate_proj, mlp.up_proj], dense_prompt), Int4Linear(mlp.down_proj, dense_prompt),
             ))
             if release_float:
                 for linear in (attention.q_proj, attention.k_proj, attention.v_proj, attention.o_proj,
