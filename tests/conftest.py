@@ -30,7 +30,7 @@ SHARED_WORKER = {
                    "tests/test_browser_tree.py", "tests/test_loadtest.py", "tests/test_queue_lanes.py"],
     "qwen-pair": ["tests/test_gallery.py", "tests/test_offline_pair.py"],
 }
-SERVER_FIXTURES = {"app_server", "app_url", "page"}  # the fixtures that start `python app.py`
+SERVER_FIXTURES = {"app_server", "app_url", "page", "chromium"}  # those that start `python app.py` or Chromium
 
 
 def cpu_share() -> int:
@@ -56,8 +56,8 @@ def pytest_collection_modifyitems(items):
         if SLOW_FIXTURES & used:
             item.add_marker(pytest.mark.slow)
         if SERVER_FIXTURES & used and item.nodeid.split("::")[0] not in SHARED_WORKER["app-server"]:
-            raise pytest.UsageError(f"{item.nodeid} uses the launched app: list its file in SHARED_WORKER['app-server'] "
-                                    "in tests/conftest.py")
+            raise pytest.UsageError(f"{item.nodeid} uses the launched app or Chromium: list its file in "
+                                    "SHARED_WORKER['app-server'] in tests/conftest.py")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -186,25 +186,35 @@ def app_url(app_server):
     return app_server[0]
 
 
-@pytest.fixture(scope="module")
-def page(app_url):
-    """The app open in headless Chromium, one page per test module (tests/browser.py drives it)."""
-    from tests.browser import ARGS, CHROMIUM, open_settings
+@pytest.fixture(scope="session")
+def chromium():
+    """Headless Chromium, one for the whole session (a launch per module cost a cold page load each: its compiled
+    scripts are cached per browser). Every module opens its own page in it."""
+    from tests.browser import ARGS, CHROMIUM
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no Chromium at {CHROMIUM}: install Debian's package 'chromium' (.ci/run does)")
     playwright_api = pytest.importorskip("playwright.sync_api", reason="the Python package 'playwright' is not installed")
     with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1700})
-        page.goto(app_url)
-        page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
-        # The page opens on a recorded run (its stats say "stopped by", as a finished run's do): the tests start from
-        # a cleared page, so that a wait for a run's end waits for their own run (test_browser_class checks the
-        # recorded first screen on a page of its own).
-        page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded')", timeout=30_000)
-        page.get_by_role("button", name="Reset", exact=True).click()
-        page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 0", timeout=30_000)
-        open_settings(page)  # the tests set γ, tokens and the drafter: unfolded once for the module
-        yield page
+        yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(app_url, chromium):
+    """The app open in headless Chromium, one page per test module (tests/browser.py drives it)."""
+    from tests.browser import open_settings
+
+    page = chromium.new_page(viewport={"width": 1400, "height": 1700})
+    page.goto(app_url)
+    page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+    # The page opens on a recorded run (its stats say "stopped by", as a finished run's do): the tests start from
+    # a cleared page, so that a wait for a run's end waits for their own run (test_browser_class checks the
+    # recorded first screen on a page of its own).
+    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded')", timeout=30_000)
+    page.get_by_role("button", name="Reset", exact=True).click()
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 0", timeout=30_000)
+    open_settings(page)  # the tests set γ, tokens and the drafter: unfolded once for the module
+    yield page
+    page.close()

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import os
 import socket
+import threading
 import time
 
 from specviz.app import progress
@@ -66,6 +67,7 @@ def serving_fake_app(**environ):
         yield f"http://127.0.0.1:{port}/"
     finally:
         if demo is not None:
+            _stop_streams(demo)
             demo.close()
         for module, build in builders.items():
             module.build_pipeline = build
@@ -74,3 +76,15 @@ def serving_fake_app(**environ):
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def _stop_streams(demo) -> None:
+    """Set the server's stop event on its own event loop: Gradio's close() sets this asyncio.Event from the calling
+    thread, which raced the loop's open streams ("deque mutated during iteration", a failed test at teardown)."""
+    stop = demo.app.stop_event
+    loop = getattr(stop, "_loop", None)  # the loop its waiters wait on; None while nothing has waited on it
+    if loop is None or not loop.is_running():
+        return
+    done = threading.Event()
+    loop.call_soon_threadsafe(lambda: (stop.set(), done.set()))
+    done.wait(timeout=5)

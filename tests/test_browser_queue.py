@@ -11,7 +11,7 @@ import pytest
 
 from specviz.app import teacher
 from specviz.bench.loadtest import session
-from tests.browser import ARGS, CHROMIUM, error_badges
+from tests.browser import error_badges
 from tests.fake_app import CLASS_LANE, fake_request, serving_fake_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -21,19 +21,15 @@ PROMPT_S = 3.0  # the place drawn within this of the click, on a loaded CI machi
 
 
 @pytest.fixture(scope="module")
-def served():
+def served(chromium):
     """(url, page): the app on scripted models with a teacher key, open in headless Chromium."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM}")
-    playwright_api = pytest.importorskip("playwright.sync_api")
-    with serving_fake_app(SPECVIZ_TEACHER_KEY=KEY) as url, playwright_api.sync_playwright() as playwright:
+    with serving_fake_app(SPECVIZ_TEACHER_KEY=KEY) as url:
         session(url).predict(*fake_request("warm up, warm up").api_args(), api_name="/run")  # Gradio learns a run's time
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        page = chromium.new_page(viewport={"width": 1400, "height": 1000})
         page.goto(url)
         page.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
         yield url, page
-        browser.close()
+        page.close()
 
 
 def _fill_the_class_lane(url: str, waiting: int):

@@ -164,16 +164,25 @@ def test_the_gallery_ships_the_pair_at_both_temperatures_on_code_and_prose(shipp
         assert sum(1 for target, t in settings if target == CONFIG.target and t == temperature) >= 2, settings
 
 
-# Rounds of each shipped entry that CI re-runs on the pair: every path an entry takes (chain and tree, T = 0 and 1, the
-# 4-bit and the other-tokenizer draft) in its first rounds, at about 0.5 s a round on two cores. Every round of every
+# Rounds of each shipped entry that CI re-runs on the pair, at about 1.5 s a round on one core: every entry shows
+# every kind of token it has in these first rounds (the test below checks it), so its paths (chain and tree, T = 0
+# and 1, the 4-bit and the other-tokenizer draft, rejection, correction and bonus) all run. Every round of every
 # entry: `python -m specviz replay assets/gallery/NAME.json --check` (docs/results.md, "CI's time").
-CI_ROUNDS = 12
+CI_ROUNDS = 6
+
+
+@pytest.mark.parametrize("entry", SHIPPED, ids=[entry.name for entry in SHIPPED])
+def test_the_rounds_ci_replays_show_every_kind_of_token_the_entry_has(entry, shipped_trace):
+    rounds = shipped_trace(entry).rounds
+    kinds = {token.kind for round_ in rounds for token in round_.tokens}
+    replayed = {token.kind for round_ in rounds[:CI_ROUNDS] for token in round_.tokens}
+    assert replayed == kinds, f"{entry.name}: its first {CI_ROUNDS} rounds lack {kinds - replayed}"
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", SHIPPED, ids=[entry.name for entry in SHIPPED])
 def test_each_shipped_entry_reproduces_on_the_pair(entry, capsys):
-    """`replay --check --rounds 12` on this machine's pair: the shipped run's rounds come out the same, where this
+    """`replay --check --rounds CI_ROUNDS` on this machine's pair: the shipped run's rounds come out the same, where this
     CPU's kernels are the ones it ran on (an entry that does not name them ran on float32 forwards that agree anyway)."""
     models = [model["id"] for model in entry.provenance["models"].values()]
     if split_gguf.first_missing(models) is not None:
