@@ -67,14 +67,6 @@ def test_lookup_first_drafters_are_labelled_by_folder_name_and_never_run_as_assi
     assert [m.label for m in plan] == ["hf_assisted[draft]", "hf_assisted[int4]"]  # the int4 copy is a plain model
 
 
-def test_the_int4_copy_runs_as_specviz_drafter_and_as_the_assistant(tmp_path, offline_target):
-    _, results = _run(tmp_path, "--categories", "qa", "--methods", "plain", "specviz", "hf_assisted", "--draft", "int4")
-    assert [r["method"] for r in results["rows"]] == ["plain", "specviz[ngram]", "specviz[int4]", "hf_assisted[int4]"]
-    assert all(r["identical"] for r in results["rows"])
-    int4 = next(r for r in results["rows"] if r["method"] == "specviz[int4]")
-    assert int4["alpha"] > 0.5  # 8 tokens: a few drafts; a random draft is accepted ~never
-
-
 def test_identity_flags_compare_with_plain_and_only_when_greedy():
     method = {kind: bench.Method(kind) for kind in ("plain", "hf_generate", "hf_prompt_lookup")}
     runs = {method["plain"]: [{"token_ids": [1, 2, 3], "wall_ms": 30.0, "step_ms": 10.0}],
@@ -118,13 +110,18 @@ def test_the_default_prompt_set_covers_chat_code_summarization_and_qa():
     assert len(bench.load_prompts(bench.DEFAULT_PROMPTS, ["qa"], 1)) == 1
 
 
-def test_the_tree_runs_beside_the_chain_with_its_nodes_depths_and_acceptance_by_depth(tmp_path, offline_target):
-    out, results = _run(tmp_path, "--categories", "code", "--methods", "plain", "specviz", "specviz_tree",
+def test_the_int4_copy_runs_as_drafter_chain_and_tree_and_as_the_assistant(tmp_path, offline_target):
+    """The int4 copy as specviz's drafter (a chain, and a tree beside it, with its nodes, depths and acceptance by
+    depth) and as transformers' assistant, all reproducing plain decoding: one run of the benchmark."""
+    out, results = _run(tmp_path, "--categories", "code", "--methods", "plain", "specviz", "specviz_tree", "hf_assisted",
                         "--draft", "int4", "--tree-budget", "8", "--max-new-tokens", "16")
     rows = {r["method"]: r for r in results["rows"]}
-    assert list(rows) == ["plain", "specviz[ngram]", "specviz[int4]", "specviz_tree[int4]"]  # prompt lookup: chains only
+    assert list(rows) == ["plain", "specviz[ngram]", "specviz[int4]", "specviz_tree[int4]",  # prompt lookup: chains only
+                          "hf_assisted[int4]"]
+    assert all(row["identical"] for row in rows.values())
     tree, chain = rows["specviz_tree[int4]"], rows["specviz[int4]"]
-    assert tree["identical"] and chain["identical"] and tree["tree_budget"] == 8 and chain["tree_budget"] is None
+    assert chain["alpha"] > 0.5  # the copy agrees with its target: a random draft is accepted ~never
+    assert tree["tree_budget"] == 8 and chain["tree_budget"] is None
     assert len(tree["draft_depths"]) == tree["rounds"] and max(tree["draft_lengths"]) <= 8
     assert any(n > d for n, d in zip(tree["draft_lengths"], tree["draft_depths"]))  # some round drafted siblings
     assert chain["draft_depths"] == chain["draft_lengths"]  # a chain's depth is its length
