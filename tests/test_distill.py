@@ -190,14 +190,14 @@ def test_lookup_then_draft_copies_where_the_context_matches_and_drafts_elsewhere
 
 def test_a_few_training_steps_run_end_to_end(tmp_path, offline_target):
     out = tmp_path / "draft.safetensors"
-    args = ["--prompts", "4", "--requests", "2", "--passages", "2", "--max-new-tokens", "32", "--gen-batch", "4", "--steps", "2",
+    args = ["--prompts", "4", "--requests", "2", "--passages", "2", "--max-new-tokens", "16", "--gen-batch", "4", "--steps", "2",
             "--batch", "2", "--head-size", "256", "--cache-dir", str(tmp_path / "data"), "--out", str(out)]
     assert distill.main(args) == 0
     draft = distilled.load(out, offline_target.hf_model)
     assert draft.head_ids.numel() == 256
     meta = distilled.metadata(out)
     assert meta["steps"] == 2 and meta["sequences"] == 4 + 2  # the prompts' answers and the passages'
-    assert meta["generated_tokens"] > 6 * 16  # written by the target, up to 32 a sequence
+    assert meta["generated_tokens"] > 6 * 8  # written by the target, up to 16 a sequence
     assert list((tmp_path / "data").glob("corpus-*.pt"))  # the data is cached for the next run
     assert distill.main(args + ["--train-every", "2"]) == 0  # and reused, here for a data-scaling run on half of it
     assert distilled.metadata(out)["args"]["train_every"] == 2
