@@ -23,7 +23,7 @@ def _summary(capsys) -> tuple[dict, str]:
 def test_a_burst_on_scripted_models_measures_every_student_and_the_teacher(capsys):
     """Mechanics, not speed (this machine may be busy): every press is served and its own, sees its place, gets a
     first row; a queue really forms; the teacher's two presses are timed; the goals table says each goal."""
-    sessions = CLASS_LANE + 4
+    sessions = CLASS_LANE + 2  # two wait: a queue forms
     with serving_fake_app(SPECVIZ_TEACHER_KEY=KEY) as url:
         code = loadtest.main(["--url", url, "--teacher-key", KEY, "--sessions", str(sessions), "--window", "0",
                               "--drafter", PROMPT_LOOKUP, "--max-new-tokens", "12"])
