@@ -21,9 +21,9 @@ import os
 from specviz.app import warmup
 from specviz.app.pair_menu import default_pair
 from specviz.app.policy import current_policy, listen_host
-from specviz.app.progress import QUEUE_LINE_CSS
 from specviz.app.request import RunRequest
-from specviz.app.ui import build_app, css
+from specviz.app.serving import launch_options
+from specviz.app.ui import build_app
 from specviz.models.threads import size_torch_threads
 
 QUEUE_POLL_S = 0.02  # see below
@@ -62,6 +62,6 @@ if __name__ == "__main__":
     demo.launch(
         server_name=listen_host(args.host),
         server_port=args.port,
-        css=css() + QUEUE_LINE_CSS,  # the queue place on the status line
+        **launch_options(),  # our CSS, and a script that must run before Gradio's (specviz/app/serving.py)
         max_file_size=MAX_UPLOAD,
     )

@@ -46,7 +46,8 @@ def _slowed(forward):
 def serving_fake_app(**environ):
     """Build and launch the app (with `environ` set while it is built, e.g. SPECVIZ_TEACHER_KEY) on a free port of
     127.0.0.1, with app.py's queue settings; yields its URL. Runs load the scripted pipeline."""
-    from specviz.app.ui import build_app, css
+    from specviz.app.serving import launch_options
+    from specviz.app.ui import build_app
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -63,7 +64,7 @@ def serving_fake_app(**environ):
         demo = build_app()
         demo.queue(default_concurrency_limit=CLASS_LANE, max_size=64)
         demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                    css=css() + progress.QUEUE_LINE_CSS)  # as app.py serves it
+                    **launch_options())  # as app.py serves it
         yield f"http://127.0.0.1:{port}/"
     finally:
         if demo is not None:

@@ -16,14 +16,29 @@ from tests.browser import error_badges, plotted_rounds, wait_for_done, wait_unti
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 PROJECTOR, PHONE = {"width": 1366, "height": 768}, {"width": 390, "height": 844}
+# Counts the frames the page asks for; it runs before any script of the page's own.
+FRAME_COUNTER = """window.__frames = 0; const request = window.requestAnimationFrame.bind(window);
+window.requestAnimationFrame = (callback) => { window.__frames += 1; return request(callback); };"""
 
 
 def _open(page, app_url, viewport, mobile=False):
     context = page.context.browser.new_context(viewport=viewport, is_mobile=mobile, has_touch=mobile)
+    context.add_init_script(FRAME_COUNTER)
     fresh = context.new_page()
     fresh.goto(app_url)
     fresh.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
     return context, fresh
+
+
+def _comes_to_rest(page, within_s: int = 10) -> bool:
+    """Whether the page, its animations done, stops asking for frames within `within_s` seconds: a second with at most
+    one frame. (Gradio 6.31's orphaned loading timer asked for 60 a second for good; assets/orphan-timer.js.)"""
+    for _ in range(within_s):
+        before = page.evaluate("window.__frames")
+        page.wait_for_timeout(1_000)
+        if page.evaluate("window.__frames") - before <= 1:
+            return True
+    return False
 
 
 def _shot(page, tmp_path, name: str, full_page: bool = False) -> None:
@@ -58,6 +73,7 @@ def test_a_first_visitor_sees_a_real_recorded_run_with_rejections_before_any_mod
         assert fresh.locator("#sv-rows .sv-row .sv-rejected >> nth=0").bounding_box()["y"] < PROJECTOR["height"]
         assert error_badges(fresh) == 0
         _shot(fresh, tmp_path, "first-screen.png")
+        assert _comes_to_rest(fresh)
     finally:
         context.close()
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 
 import gradio as gr
 
-from specviz import paths
 from specviz.app.callbacks import quiet_refusals
 from specviz.app.live import JobSlot, reset, run, step, stop
 from specviz.app.pair_menu import (
@@ -35,8 +34,6 @@ from specviz.app.warmup import warm_up_note
 from specviz.config import BACKENDS, NUMBER_FIELDS, OFFLINE_MODEL
 from specviz.models.llama_cpp import available as llama_cpp_available
 from specviz.views import render
-
-ASSETS = paths.ASSETS
 
 
 @dataclass
@@ -72,10 +69,6 @@ def build_app() -> gr.Blocks:
                      tabs, LIVE_TAB)
         demo.load(first_screen, None, list(live.outputs.values()), queue=False)  # a recorded run, before any model
     return demo
-
-
-def css() -> str:
-    return (ASSETS / "specviz.css").read_text(encoding="utf-8")
 
 
 def _header(policy: Policy) -> str:
