@@ -9,6 +9,10 @@ from pathlib import Path
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-dev-shm-usage",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+# How often a wait_for_function checks the page, in ms. Playwright's default checks at every animation frame, and so
+# keeps Chromium drawing 60 frames a second for as long as a run is waited for (0.2-0.3 of a core): a tenth of a
+# second is as prompt for a person and draws a sixth as often.
+POLL_MS = 100
 ACCEPTED_CHIP = (217, 242, 225)  # .sv-accepted's background in assets/specviz.css
 PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and tokens-per-round plots
 
@@ -74,7 +78,7 @@ def plotted_rounds(page, expect: int | None = None, timeout_ms: int = 20_000) ->
     if expect is not None:
         try:
             page.wait_for_function("n => [...document.querySelectorAll('.js-plotly-plot .gtitle')].some("
-                                   "e => e.textContent.includes(`(${n} round`))", arg=expect, timeout=timeout_ms)
+                                   "e => e.textContent.includes(`(${n} round`))", arg=expect, timeout=timeout_ms, polling=POLL_MS)
         except PlaywrightTimeout:
             pass  # the caller's assertion says what the page shows instead
     titles = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .gtitle')].map(e => e.textContent)")
@@ -110,7 +114,8 @@ def run_with_the_draft_model(page, pair: str, max_new_tokens: int = 48) -> None:
 def wait_for_done(page, timeout_ms: int = 240_000) -> None:
     """Wait for the status line's "Done" (a run to its end, its comparison with plain decoding included): the stats
     panel already says "stopped by" for the recorded run a fresh page opens on."""
-    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Done')", timeout=timeout_ms)
+    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Done')",
+                           timeout=timeout_ms, polling=POLL_MS)
 
 
 def words_broken(page, selector: str) -> list[str]:
@@ -142,7 +147,7 @@ def wait_until_settled(page, timeout_ms: int = 240_000) -> None:
     """Gradio marks a component .generating or .pending (an orange frame, faded) while an update is on its way. A lab
     button's work takes up to about 135 s on a fast 2-core machine and more on a slower one (an AVX2-only VM timed out
     at 60 s), so the wait is as long as the lab tests' other waits."""
-    page.wait_for_function("document.querySelectorAll('.generating, .pending').length == 0", timeout=timeout_ms)
+    page.wait_for_function("document.querySelectorAll('.generating, .pending').length == 0", timeout=timeout_ms, polling=POLL_MS)
     page.wait_for_timeout(500)  # plotly redraws after the update lands
 
 

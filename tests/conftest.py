@@ -204,7 +204,7 @@ def chromium():
 @pytest.fixture(scope="module")
 def page(app_url, chromium):
     """The app open in headless Chromium, one page per test module (tests/browser.py drives it)."""
-    from tests.browser import open_settings
+    from tests.browser import POLL_MS, open_settings
 
     page = chromium.new_page(viewport={"width": 1400, "height": 1700})
     page.goto(app_url)
@@ -212,9 +212,9 @@ def page(app_url, chromium):
     # The page opens on a recorded run (its stats say "stopped by", as a finished run's do): the tests start from
     # a cleared page, so that a wait for a run's end waits for their own run (test_browser_class checks the
     # recorded first screen on a page of its own).
-    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded')", timeout=30_000)
+    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded')", timeout=30_000, polling=POLL_MS)
     page.get_by_role("button", name="Reset", exact=True).click()
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 0", timeout=30_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 0", timeout=30_000, polling=POLL_MS)
     open_settings(page)  # the tests set γ, tokens and the drafter: unfolded once for the module
     yield page
     page.close()

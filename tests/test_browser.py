@@ -9,6 +9,7 @@ import pytest
 
 from specviz.words import count
 from tests.browser import (
+    POLL_MS,
     choose_pair,
     error_badges,
     open_live,
@@ -30,10 +31,11 @@ def test_example_then_run_shows_coloured_rows_and_four_plots(page, tmp_path):
     # the distilled pair: on this example the 4-bit copy and lookup agree with the target almost everywhere (no red)
     choose_pair(page, "Offline: SmolLM2-135M-Instruct (embedded)")
     page.get_by_text("Repeat this sentence three times", exact=False).first.click()
-    page.wait_for_function("document.querySelector('textarea').value.startsWith('Repeat this sentence')", timeout=10_000)
+    page.wait_for_function("document.querySelector('textarea').value.startsWith('Repeat this sentence')",
+                           timeout=10_000, polling=POLL_MS)
     page.get_by_role("button", name="Run", exact=True).click()
     page.wait_for_selector("#sv-rows .sv-row", timeout=120_000)
-    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=120_000, polling=POLL_MS)
     wait_for_done(page, timeout_ms=120_000)  # the run and its comparison with plain decoding
     for kind in ("accepted", "rejected"):
         assert page.locator(f"#sv-rows .sv-row .sv-{kind}").count() > 0, kind
@@ -63,9 +65,10 @@ def test_stop_mid_run_keeps_the_run_and_reset_clears_it(page, tmp_path):
     page.get_by_role("button", name="Reset", exact=True).click()
     set_long_run(page)
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 8", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 8", timeout=120_000, polling=POLL_MS)
     page.get_by_role("button", name="Stop", exact=True).click()
-    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Stopped by you')", timeout=10_000)
+    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Stopped by you')",
+                           timeout=10_000, polling=POLL_MS)
     stopped_at = row_count(page)
     _assert_the_page_tells_one_story(page)
     assert page.get_by_text("Stopped by you after", exact=False).count() >= 2  # the status line and a toast
@@ -74,13 +77,13 @@ def test_stop_mid_run_keeps_the_run_and_reset_clears_it(page, tmp_path):
     time.sleep(2)
     assert row_count(page) == stopped_at < 300  # nothing more streams in
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000, polling=POLL_MS)
     page.get_by_role("button", name="Reset", exact=True).click()
     time.sleep(3)
     assert row_count(page) == 0 and plotted_rounds(page) is None and error_badges(page) == 0
     assert page.locator("#sv-stats").inner_text().strip() == ""
     page.get_by_role("button", name="Step", exact=True).click()  # the worker is free again
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=120_000, polling=POLL_MS)
 
 
 @pytest.mark.parametrize("delay_ms", [50, 100, 1000])
@@ -95,9 +98,10 @@ def test_stop_right_after_run_leaves_the_server_idle_and_the_page_whole(page, ap
     server = psutil.Process(app_server[1].pid)
     set_long_run(page)
     page.get_by_role("button", name="Run", exact=True).click()  # a previous run on the page, then stopped
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 2", timeout=120_000, polling=POLL_MS)
     page.get_by_role("button", name="Stop", exact=True).click()
-    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Stopped by you')", timeout=10_000)
+    page.wait_for_function("document.querySelector('#sv-status').innerText.startsWith('Stopped by you')",
+                           timeout=10_000, polling=POLL_MS)
     page.evaluate("""delay => {  // in the page itself, so the time between the clicks is exact
         const button = name => [...document.querySelectorAll('button')].find(b => b.innerText.trim() === name);
         button('Run').click();
@@ -108,7 +112,7 @@ def test_stop_right_after_run_leaves_the_server_idle_and_the_page_whole(page, ap
     _assert_the_page_tells_one_story(page)
     assert row_count(page) >= 1  # this run's rounds, or the previous run's: never an emptied page
     page.get_by_role("button", name="Step", exact=True).click()  # and the next run starts at once
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=30_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=30_000, polling=POLL_MS)
 
 
 def test_the_offline_pair_runs_with_the_distilled_draft(page, tmp_path):
@@ -142,7 +146,8 @@ def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tm
     offline.route("**/*", lambda route: (fetched.append(route.request.url), route.abort()) if not route.request.url.startswith(
         "file:") else route.continue_())
     offline.goto(exported.as_uri())
-    offline.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4", timeout=60_000)
+    offline.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 4",
+                              timeout=60_000, polling=POLL_MS)
     assert offline.locator("#sv-rows .sv-row").count() == rows and fetched == []
     alpha = re.search(r"α = [0-9.]+", stats).group()
     assert alpha in offline.locator("#sv-stats").inner_text()
@@ -188,7 +193,7 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
             if unreachable(key) is not None:
                 continue  # offline, a hub pair is refused on choosing (test_browser_class.py)
             choose_pair(small, key)
-            small.wait_for_function(f"document.querySelector('#sv-pair input').value == {shown[key]!r}")
+            small.wait_for_function(f"document.querySelector('#sv-pair input').value == {shown[key]!r}", polling=POLL_MS)
             scroll, client = small.evaluate("() => { const box = document.querySelector('#sv-pair input');"
                                             " return [box.scrollWidth, box.clientWidth]; }")
             assert scroll <= client, (key, scroll, client)
@@ -197,21 +202,23 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
             if key in (CODER_PAIR, OFFLINE_PAIR):
                 expected = ("12", "0.6") if key == CODER_PAIR else ("4", "0")
                 small.wait_for_function("([a, b]) => [...document.querySelectorAll('input[type=number]')]"
-                                        ".some(i => i.value == a)", arg=list(expected))
+                                        ".some(i => i.value == a)", arg=list(expected), polling=POLL_MS)
                 assert (gamma.input_value(), stop.input_value()) == expected, key
         choose_pair(small, CODER_PAIR)
         small.wait_for_function("document.querySelector('#sv-pair').innerText.includes("
-                                "'Preset: γ 12 with a draft stop of 0.6')", timeout=10_000)  # the reason, under the menu
+                                "'Preset: γ 12 with a draft stop of 0.6')",  # the reason, under the menu
+                                timeout=10_000, polling=POLL_MS)
         backend = small.locator("#sv-backend")
         if backend.is_visible():  # the llama.cpp bindings are installed: the pair's preset there is another
             adaptive = small.get_by_label("Adaptive γ", exact=False).first
             backend.get_by_label("llama.cpp").check()
             small.wait_for_function("document.querySelector('#sv-pair').innerText.includes("
-                                    "'Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6')", timeout=10_000)
+                                    "'Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6')",
+                                    timeout=10_000, polling=POLL_MS)
             assert (gamma.input_value(), stop.input_value(), adaptive.is_checked()) == ("4", "0.6", True)
             backend.get_by_label("transformers").check()
             small.wait_for_function("document.querySelector('#sv-pair').innerText.includes('Preset: γ 12')",
-                                    timeout=10_000)
+                                    timeout=10_000, polling=POLL_MS)
             assert (gamma.input_value(), adaptive.is_checked()) == ("12", False)
     finally:
         small.close()
@@ -228,7 +235,7 @@ def test_a_refused_run_says_why_in_a_toast_and_leaves_the_page_as_it_was(page):
     page.get_by_role("button", name="Run", exact=True).click()
     try:  # the refusal's sentence stays on the status line once its toast has faded
         page.wait_for_function("document.querySelector('#sv-status').innerText.includes("
-                               "'is neither a hub id nor a folder inside the models directory')", timeout=30_000)
+                               "'is neither a hub id nor a folder inside the models directory')", timeout=30_000, polling=POLL_MS)
     except Exception as error:
         raise AssertionError(f"status: {page.locator('#sv-status').inner_text()!r}") from error
     page.wait_for_timeout(1000)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser import (
+    POLL_MS,
     choose_pair,
     error_badges,
     open_gallery_entry,
@@ -40,7 +41,8 @@ def test_an_out_of_range_number_is_refused_on_the_status_line_and_nothing_runs(p
     box.press("Tab")
     page.get_by_role("button", name="Run", exact=True).click()
     sentence = "max_new_tokens must be a whole number from 1 to 512, got 100000."
-    page.wait_for_function(f"document.querySelector('#sv-status').innerText.includes({sentence!r})", timeout=30_000)
+    page.wait_for_function(f"document.querySelector('#sv-status').innerText.includes({sentence!r})",
+                           timeout=30_000, polling=POLL_MS)
     page.wait_for_timeout(6000)  # the toast fades; the status line keeps the sentence
     assert _status(page).startswith("Not run:") and sentence in _status(page)
     assert box.input_value() == "100000" and row_count(page) == rows and error_badges(page, toasts=False) == 0
@@ -84,9 +86,10 @@ def test_an_offline_hub_pair_is_refused_at_once_and_the_menu_goes_back(page):
         pytest.skip("this machine reaches the Hugging Face hub (or has gpt2-xl cached): nothing to refuse")
     choose_pair(page, OFFLINE_COPY)
     choose_pair(page, hub)
-    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('needs internet')", timeout=30_000)
+    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('needs internet')",
+                           timeout=30_000, polling=POLL_MS)
     assert _status(page).startswith("Not available:") and "Starting" not in _status(page)
-    page.wait_for_function("!document.querySelector('#sv-pair input').value.includes('gpt2')", timeout=10_000)
+    page.wait_for_function("!document.querySelector('#sv-pair input').value.includes('gpt2')", timeout=10_000, polling=POLL_MS)
     assert "SmolLM2-135M ← its 4-bit copy" in page.locator("#sv-pair input").input_value()
     assert error_badges(page, toasts=False) == 0
 
@@ -101,7 +104,8 @@ def test_opening_a_gallery_run_sets_the_controls_to_its_settings(page):
     expected = RunRequest.from_config(recorded.config, recorded.prompt)
     open_live(page)
     open_gallery_entry(page, entry.name)
-    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded on')", timeout=30_000)
+    page.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded on')",
+                           timeout=30_000, polling=POLL_MS)
     wait_until_settled(page)
     shown = {key: label for label, key in pair_choices()}
     assert expected.pair in PAIRS and page.locator("#sv-pair input").input_value() == shown[expected.pair]
@@ -133,7 +137,7 @@ def test_no_term_breaks_mid_word_on_a_phone(page, app_url):
     try:
         small.goto(app_url)
         small.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
-        small.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length > 0", timeout=30_000)
+        small.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length > 0", timeout=30_000, polling=POLL_MS)
         assert words_broken(small, "#sv-stats, #sv-headline, #sv-status") == []  # the recorded run's stats
         open_tab(small, "Glossary")
         small.locator("#sv-glossary table tbody tr").first.wait_for(timeout=30_000)

@@ -12,7 +12,7 @@ from specviz.app.tabs.runs_and_files import FIRST_SCREEN
 from specviz.labs import lesson
 from specviz.trace import CORRECTED, REJECTED
 from specviz.views import gallery
-from tests.browser import error_badges, plotted_rounds, wait_for_done, wait_until_settled
+from tests.browser import POLL_MS, error_badges, plotted_rounds, wait_for_done, wait_until_settled
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 PROJECTOR, PHONE = {"width": 1366, "height": 768}, {"width": 390, "height": 844}
@@ -63,7 +63,7 @@ def test_a_first_visitor_sees_a_real_recorded_run_with_rejections_before_any_mod
     context, fresh = _open(page, app_url, PROJECTOR)
     try:
         fresh.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded, not live')",
-                                timeout=30_000)
+                                timeout=30_000, polling=POLL_MS)
         wait_until_settled(fresh)
         rounds = len(recorded.rounds)
         assert fresh.locator("#sv-rows .sv-row").count() == rounds == plotted_rounds(fresh, expect=rounds)
@@ -118,7 +118,7 @@ def _apart(a: dict, b: dict) -> bool:
 def test_on_a_phone_every_tab_shows_the_rows_follow_the_buttons_and_the_plots_are_whole(page, app_url, tmp_path):
     context, fresh = _open(page, app_url, PHONE, mobile=True)
     try:
-        fresh.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length > 0", timeout=30_000)
+        fresh.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length > 0", timeout=30_000, polling=POLL_MS)
         wait_until_settled(fresh)
         for tab in (LIVE_TAB, *TAB_GROUPS):  # the bar wraps: no tab folded into a "⋯" menu
             assert fresh.get_by_role("tab", name=tab, exact=True).is_visible(), tab
@@ -150,13 +150,14 @@ def test_on_a_phone_every_tab_shows_the_rows_follow_the_buttons_and_the_plots_ar
 def test_the_lesson_walks_its_steps_forward_and_back(page, app_url, tmp_path):
     context, fresh = _open(page, app_url, PROJECTOR)
     try:
-        fresh.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded')", timeout=30_000)
+        fresh.wait_for_function("document.querySelector('#sv-status').innerText.includes('Recorded')",
+                                timeout=30_000, polling=POLL_MS)
         fresh.get_by_role("tab", name="Lesson", exact=True).click()
         heading = fresh.locator("#sv-lesson-heading")
         for number, make in enumerate(lesson.STEPS, start=1):
             title = make(None).title
             fresh.wait_for_function(f"document.querySelector('#sv-lesson-heading').innerText.includes("
-                                    f"'Step {number} of {len(lesson.STEPS)}')", timeout=30_000)
+                                    f"'Step {number} of {len(lesson.STEPS)}')", timeout=30_000, polling=POLL_MS)
             wait_until_settled(fresh)
             assert title in heading.inner_text()
             shown = fresh.locator("#sv-lesson-plot .js-plotly-plot, #sv-lesson-rows .sv-row")
@@ -169,7 +170,7 @@ def test_the_lesson_walks_its_steps_forward_and_back(page, app_url, tmp_path):
         assert not fresh.get_by_role("button", name="Next", exact=True).is_enabled()
         fresh.get_by_role("button", name="Back", exact=True).click()
         fresh.wait_for_function("document.querySelector('#sv-lesson-heading').innerText.includes("
-                                f"'Step {len(lesson.STEPS) - 1} of')", timeout=30_000)
+                                f"'Step {len(lesson.STEPS) - 1} of')", timeout=30_000, polling=POLL_MS)
         assert error_badges(fresh) == 0
     finally:
         context.close()

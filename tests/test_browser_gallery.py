@@ -8,6 +8,7 @@ from playwright.sync_api import expect
 from specviz.trace import REJECTED
 from specviz.views import gallery
 from tests.browser import (
+    POLL_MS,
     error_badges,
     open_gallery_entry,
     open_live,
@@ -29,9 +30,9 @@ def _open(page, name: str):
     rounds = len(entry.trace().rounds)
     open_live(page)
     open_gallery_entry(page, name)
-    page.wait_for_function(f"document.querySelectorAll('#sv-rows .sv-row').length == {rounds}", timeout=30_000)
+    page.wait_for_function(f"document.querySelectorAll('#sv-rows .sv-row').length == {rounds}", timeout=30_000, polling=POLL_MS)
     page.wait_for_function(f"[...document.querySelectorAll('.js-plotly-plot .gtitle')]"
-                           f".some(e => e.textContent.includes('({rounds} rounds)'))", timeout=30_000)
+                           f".some(e => e.textContent.includes('({rounds} rounds)'))", timeout=30_000, polling=POLL_MS)
     wait_until_settled(page)
     return entry, rounds
 

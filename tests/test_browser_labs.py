@@ -7,6 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.browser import (
+    POLL_MS,
     choose_pair,
     error_badges,
     open_live,
@@ -46,7 +47,7 @@ def test_every_lab_tab_works_in_the_browser(page, tab, button, expected):
     panel.get_by_text(expected, exact=False).first.wait_for(timeout=180_000)
     if tab not in NO_PLOT_TABS:
         page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
-                               " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=120_000)
+                               " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=120_000, polling=POLL_MS)
     if tab == "Simulated models":
         assert page.locator("#sv-sim-rows .sv-row").count() > 0
     shots = os.environ.get("SPECVIZ_SCREENSHOT_DIR")
@@ -81,7 +82,7 @@ def test_the_verification_rules_lab_on_a_real_t1_run(page, tmp_path):
     assert "follows p" in rows["exact"] and "does not" not in rows["exact"]
     assert any("does NOT follow p" in text for rule, text in rows.items() if rule != "exact"), rows
     page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
-                           " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=60_000)
+                           " && p.querySelectorAll('.js-plotly-plot').length > 0)", timeout=60_000, polling=POLL_MS)
     screenshot_tab(page, tmp_path, "lab-verification-rules.png")
 
 
@@ -92,7 +93,7 @@ def test_round_anatomy_draws_the_live_run(page, tmp_path):
     compare.check()
     run_with_the_draft_model(page, "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy")
     page.wait_for_function("document.querySelector('#sv-stats').innerText.includes('measured speedup ')",
-                           timeout=120_000)  # the plain run follows the rows
+                           timeout=120_000, polling=POLL_MS)  # the plain run follows the rows
     live = next(line for line in page.locator("#sv-stats").inner_text().splitlines() if "measured speedup" in line)
     compare.uncheck()
     open_tab(page, "Round anatomy")
@@ -102,7 +103,7 @@ def test_round_anatomy_draws_the_live_run(page, tmp_path):
     text = summary.inner_text()
     assert "A plain step costs" in text and "From predicted to measured" in text and "against plain steps" not in text
     page.wait_for_function("[...document.querySelectorAll('[role=tabpanel]')].some(p => p.offsetParent !== null"
-                           " && p.querySelectorAll('.js-plotly-plot').length >= 2)", timeout=60_000)
+                           " && p.querySelectorAll('.js-plotly-plot').length >= 2)", timeout=60_000, polling=POLL_MS)
     screenshot_tab(page, tmp_path, "lab-round-anatomy.png")
 
 
@@ -118,7 +119,7 @@ def test_you_are_the_drafter(page, tmp_path):
     score.get_by_text("Your α =", exact=False).wait_for(timeout=60_000)
     page.get_by_label("…or type your own proposal (up to 8 tokens)").fill(" Paris, and it is")
     page.get_by_role("button", name="Propose", exact=True).click()
-    page.wait_for_function("document.querySelectorAll('#sv-you-rows .sv-row').length == 2", timeout=60_000)
+    page.wait_for_function("document.querySelectorAll('#sv-you-rows .sv-row').length == 2", timeout=60_000, polling=POLL_MS)
     text = score.inner_text()
     assert "the real draft's α =" in text and "Last proposal:" in text
     assert page.locator("#sv-you-rows .sv-accepted, #sv-you-rows .sv-rejected").count() >= 2

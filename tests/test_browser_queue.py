@@ -11,7 +11,7 @@ import pytest
 
 from specviz.app import teacher
 from specviz.bench.loadtest import session
-from tests.browser import error_badges
+from tests.browser import POLL_MS, error_badges
 from tests.fake_app import CLASS_LANE, fake_request, serving_fake_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -73,7 +73,7 @@ def test_a_waiting_run_shows_its_place_within_a_second_and_a_refusal_no_error_ma
     for job in jobs:
         job.cancel()
     page.get_by_role("button", name="Stop", exact=True).click()
-    page.wait_for_function(f"!document.querySelector('{STATUS}').innerText.includes('queue:')", timeout=120_000)
+    page.wait_for_function(f"!document.querySelector('{STATUS}').innerText.includes('queue:')", timeout=120_000, polling=POLL_MS)
 
 
 def test_the_teacher_unlocks_the_lane_and_runs_ahead_of_the_class(served, tmp_path):
@@ -89,12 +89,13 @@ def test_the_teacher_unlocks_the_lane_and_runs_ahead_of_the_class(served, tmp_pa
     page.get_by_text("Teacher's lane unlocked", exact=False).wait_for(timeout=10_000)
     assert key_box.input_value() == ""  # the key does not stay in the page
     page.get_by_role("button", name="Reset", exact=True).click()  # no rows left from the test before
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 0", timeout=30_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 0", timeout=30_000, polling=POLL_MS)
     jobs = _fill_the_class_lane(url, waiting=2)
     time.sleep(1.0)
     page.locator("textarea").first.fill("The teacher's example, on the projector.")
     page.get_by_role("button", name="Run (teacher)").click()
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 1", timeout=30_000)  # its own
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length >= 1",
+                           timeout=30_000, polling=POLL_MS)  # its own
     waiting = [job.status().code.name for job in jobs].count("IN_QUEUE")
     _screenshot(page, tmp_path, "teacher-lane.png")
     for job in jobs:

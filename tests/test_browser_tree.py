@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import choose_pair, error_badges, open_live, plotted_rounds, row_count, wait_until_settled
+from tests.browser import POLL_MS, choose_pair, error_badges, open_live, plotted_rounds, row_count, wait_until_settled
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -42,7 +42,7 @@ def test_a_tree_run_draws_trees_with_plots_and_stats_of_the_same_rounds(page, tm
     _settings(page, OWN_COPY, "1", "24", tree_budget="8")
     page.locator("#sv-tree input").check()
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function(FINISHED, timeout=120_000)
+    page.wait_for_function(FINISHED, timeout=120_000, polling=POLL_MS)
     wait_until_settled(page)
     rows = row_count(page)
     assert rows >= 2 and error_badges(page) == 0
@@ -72,7 +72,7 @@ def test_a_tree_with_prompt_lookup_is_refused_and_the_rows_stay(page):
     page.get_by_label("prompt lookup (n-gram)").check()
     page.locator("#sv-tree input").uncheck()
     page.get_by_role("button", name="Run", exact=True).click()
-    page.wait_for_function(FINISHED, timeout=120_000)
+    page.wait_for_function(FINISHED, timeout=120_000, polling=POLL_MS)
     wait_until_settled(page)
     rows, stats = row_count(page), page.locator("#sv-stats").inner_text()
     page.locator("#sv-tree input").check()
@@ -87,5 +87,5 @@ def test_a_tree_with_prompt_lookup_is_refused_and_the_rows_stay(page):
     assert status.startswith("Not run:") and "a token tree needs a draft model" in status
     page.locator("#sv-tree input").uncheck()  # the page still works: one Step decodes a round of a new run
     page.get_by_role("button", name="Step", exact=True).click()
-    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=60_000)
+    page.wait_for_function("document.querySelectorAll('#sv-rows .sv-row').length == 1", timeout=60_000, polling=POLL_MS)
     page.get_by_label("lookup, else draft model").check()  # as the next module expects the pair's default
