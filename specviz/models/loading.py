@@ -146,10 +146,21 @@ def load_fresh(model_id: str, device: torch.device, dtype: torch.dtype, choose_k
         from specviz.models import cpu_linear
 
         packs_only = cpu_linear.linear_weight_bytes(hf_model) > cpu_linear.packed_budget()  # no timing then
-        job.stage(f"Packing {model_id}'s weights for this CPU" if packs_only
-                  else f"Timing this CPU's matrix kernels on {model_id}")
-        kernel = cpu_linear.choose_kernel(hf_model)  # times the kernels on this model (a second or two)
+        timed = (model_id, dtype, torch.get_num_threads(), os.environ.get("SPECVIZ_CPU_LINEAR", "auto"))
+        if not packs_only and timed in _TIMED_KERNELS:  # loaded again in this process: the kernel timed then
+            kernel = cpu_linear.use_kernel(hf_model, _TIMED_KERNELS[timed])
+        else:
+            job.stage(f"Packing {model_id}'s weights for this CPU" if packs_only
+                      else f"Timing this CPU's matrix kernels on {model_id}")
+            kernel = cpu_linear.choose_kernel(hf_model)  # times the kernels on this model (a second or two)
+            _TIMED_KERNELS[timed] = kernel
     return LoadedModel(hf_model, tokenizer, model_id, device, dtype, kernel)
+
+
+# The kernel choose_kernel picked for a model in this process, by (model id, dtype, torch's threads, SPECVIZ_CPU_LINEAR):
+# a model loaded again (evicted from its cache and asked for again, or loaded by a second cache) takes the same kernel
+# without timing the kernels again (5-30 s on this machine's CPU).
+_TIMED_KERNELS: dict[tuple, str] = {}
 
 
 def _from_pretrained(auto_class: str, model_id: str, source: str, **kwargs):
