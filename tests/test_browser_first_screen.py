@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from scripts.idle_page import FRAME_COUNTER  # counts the frames the page asks for
 from specviz.app.tabs.groups import LIVE_TAB, TAB_GROUPS
 from specviz.app.tabs.runs_and_files import FIRST_SCREEN
 from specviz.labs import lesson
@@ -16,9 +17,6 @@ from tests.browser import POLL_MS, error_badges, plotted_rounds, wait_for_done, 
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 PROJECTOR, PHONE = {"width": 1366, "height": 768}, {"width": 390, "height": 844}
-# Counts the frames the page asks for; it runs before any script of the page's own.
-FRAME_COUNTER = """window.__frames = 0; const request = window.requestAnimationFrame.bind(window);
-window.requestAnimationFrame = (callback) => { window.__frames += 1; return request(callback); };"""
 
 
 def _open(page, app_url, viewport, mobile=False):
