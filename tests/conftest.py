@@ -20,17 +20,20 @@ SLOW_FIXTURES = {"offline_target", "tiny_draft_folder", "app_server", "app_url"}
 torch.set_num_threads(1)
 
 
-# Files whose tests share one pytest-xdist worker (.ci/run runs the suite with `-n auto`, a worker per CPU): one
-# `python app.py` and one Chromium serve every test of the launched app, and the Qwen2.5-Coder pair (10 GB) is loaded
-# in one process only. Every other file runs whole in one worker, its module fixtures built once.
+# Files whose tests share one pytest-xdist worker (.ci/run runs the suite with `-n auto`). A worker that runs a group
+# with the launched app starts one `python app.py` for all of it (and one Chromium for the browser's group): two
+# groups, so that neither is one long line of tests the other worker cannot share. The Qwen2.5-Coder pair (10 GB) is
+# loaded in one process only. Every other file runs whole in one worker, its module fixtures built once.
 SHARED_WORKER = {
-    "app-server": ["tests/test_app.py", "tests/test_app_input.py", "tests/test_browser.py", "tests/test_browser_aligned.py",
-                   "tests/test_browser_class.py", "tests/test_browser_cross_vocab.py", "tests/test_browser_first_screen.py",
-                   "tests/test_browser_gallery.py", "tests/test_browser_labs.py", "tests/test_browser_queue.py",
-                   "tests/test_browser_tree.py", "tests/test_loadtest.py", "tests/test_queue_lanes.py"],
+    "browser": ["tests/test_browser.py", "tests/test_browser_aligned.py", "tests/test_browser_class.py",
+                "tests/test_browser_cross_vocab.py", "tests/test_browser_first_screen.py", "tests/test_browser_gallery.py",
+                "tests/test_browser_labs.py", "tests/test_browser_queue.py", "tests/test_browser_tree.py"],
+    "app-clients": ["tests/test_app.py", "tests/test_app_input.py", "tests/test_loadtest.py", "tests/test_queue_lanes.py"],
     "qwen-pair": ["tests/test_gallery.py", "tests/test_offline_pair.py"],
 }
-SERVER_FIXTURES = {"app_server", "app_url", "page", "chromium"}  # those that start `python app.py` or Chromium
+SERVER_GROUPS = {"browser", "app-clients"}  # the groups whose worker starts the app
+SERVER_FIXTURES = {"app_server", "app_url"}  # those that start `python app.py`
+BROWSER_FIXTURES = {"page", "chromium"}  # those that start Chromium too
 
 
 def cpu_share() -> int:
@@ -50,14 +53,17 @@ def pytest_runtest_setup(item):
 
 def pytest_collection_modifyitems(items):
     """Mark every test that needs the real model as slow, so `pytest -m "not slow"` is the one-minute loop; and
-    refuse a test of the launched app whose file SHARED_WORKER does not list (it would start a second server)."""
+    refuse a test of the launched app (or of Chromium) whose file its group in SHARED_WORKER does not list: its
+    worker would start another server (or browser)."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if SLOW_FIXTURES & used:
             item.add_marker(pytest.mark.slow)
-        if SERVER_FIXTURES & used and item.nodeid.split("::")[0] not in SHARED_WORKER["app-server"]:
+        path = item.nodeid.split("::")[0]
+        groups = ["browser"] if BROWSER_FIXTURES & used else sorted(SERVER_GROUPS) if SERVER_FIXTURES & used else []
+        if groups and not any(path in SHARED_WORKER[group] for group in groups):
             raise pytest.UsageError(f"{item.nodeid} uses the launched app or Chromium: list its file in "
-                                    "SHARED_WORKER['app-server'] in tests/conftest.py")
+                                    f"SHARED_WORKER[{groups[0]!r}] in tests/conftest.py")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -120,6 +126,18 @@ def cpu_seconds(process, over: float) -> float:
     time.sleep(over)
     after = process.cpu_times()
     return after.user + after.system - before.user - before.system
+
+
+AT_REST = 0.15  # CPU seconds in one second of a server at rest (a decoding one uses one to two)
+
+
+def comes_to_rest(process, within: float = 5.0) -> list[float]:
+    """The CPU seconds a psutil.Process used in each second that follows, up to the first one at rest (AT_REST) or
+    `within` seconds: a stopped run's forward in flight may end late on a busy machine, a run that goes on never does."""
+    seconds = [cpu_seconds(process, over=1.0)]
+    while seconds[-1] >= AT_REST and len(seconds) < within:
+        seconds.append(cpu_seconds(process, over=1.0))
+    return seconds
 
 
 def save_tiny_llama(folder, tokenizer, vocab_size, seed=0, layers=2):

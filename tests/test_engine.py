@@ -35,11 +35,11 @@ SAMPLINGS = [dict(temperature=1.0), dict(temperature=0.7, top_k=2), dict(tempera
 SAMPLING_IDS = ["T=1", "T=0.7 top-k 2", "T=1.3 top-p 0.8"]
 
 
-@pytest.mark.slow  # thousands of runs; the fast tier checks every round's rows (below) and verify's exact law
-@pytest.mark.parametrize("sampling", SAMPLINGS, ids=SAMPLING_IDS)
-def test_speculative_sequences_follow_the_target_exactly(sampling):
+@pytest.mark.slow  # thousands of runs; the fast tier checks every sampling's rounds' rows (below) and verify's exact law
+def test_speculative_sequences_follow_the_target_exactly():
+    """One sampled χ² test of the engine, at T = 1 as its negative control below."""
     vocab, length, runs = 3, 3, 2000
-    config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, **sampling)
+    config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, **SAMPLINGS[0])
     exact = _exact_sequence_probs(config, length, vocab)
     pipeline = fake_pipeline(vocab)
     counts = dict.fromkeys(exact, 0)

@@ -121,18 +121,14 @@ def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
     return chi_square_test(counts, probs)[2]
 
 
-@pytest.mark.slow  # the exact law is enumerated in the fast tier (test_the_first_two_emitted_tokens_follow_...)
-@pytest.mark.parametrize("target,draft", [
-    (TARGET, DRAFT),
-    (torch.tensor([0.5, 0.3, 0.1, 0.1]), torch.tensor([0.3, 0.4, 0.2, 0.1])),
-    (torch.tensor([0.05, 0.05, 0.6, 0.3]), torch.tensor([0.7, 0.1, 0.1, 0.1])),
-])
-def test_sampled_tokens_follow_the_target(target, draft):
+@pytest.mark.slow  # the exact law of every pair is enumerated in the fast tier (test_the_first_two_emitted_tokens_...)
+def test_sampled_tokens_follow_the_target():
+    """One sampled χ² test of the chain, on the pair its negative controls below fail."""
     generator = torch.Generator().manual_seed(1234)
-    draws = _speculative_draws(target, draft, 20_000, generator)
+    draws = _speculative_draws(TARGET, DRAFT, 20_000, generator)
     counts = torch.bincount(draws, minlength=4).float()
-    assert _chi_square_p_value(counts, target) > 0.001
-    assert (counts / counts.sum() - target).abs().max() < 0.015
+    assert _chi_square_p_value(counts, TARGET) > 0.001
+    assert (counts / counts.sum() - TARGET).abs().max() < 0.015
 
 
 @pytest.mark.slow
