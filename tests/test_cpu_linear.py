@@ -228,3 +228,23 @@ def test_a_model_loaded_again_in_the_process_takes_the_kernel_timed_the_first_ti
     monkeypatch.setenv("SPECVIZ_CPU_LINEAR", cpu_linear.STOCK)
     loading.load_fresh("tests/a-model-loaded-twice", cpu, torch.float32)
     assert len(timed) == 3  # another model, then another setting: chosen anew each time
+
+
+@pytest.mark.parametrize("seconds,passes", [
+    ({cpu_linear.STOCK: [1.0, 1.1], cpu_linear.FEW_ROW: [2.0, 2.1], cpu_linear.PACKED: [1.5, 1.6]}, cpu_linear.RACE_FROM),
+    ({cpu_linear.STOCK: [1.0, 1.3], cpu_linear.FEW_ROW: [2.0, 2.1], cpu_linear.PACKED: [1.2, 1.4]}, 5),
+])
+def test_the_timing_is_a_race_that_stops_once_one_kernel_is_clearly_fastest(monkeypatch, seconds, passes):
+    """Kernels whose times overlap the leader's are timed all `repeats` passes; one clearly faster stops the race."""
+    monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
+    timed, current = [], {}
+    real_use = cpu_linear.use_kernel
+    monkeypatch.setattr(cpu_linear, "use_kernel", lambda m, kernel, *a: current.update(kernel=real_use(m, kernel, *a)))
+
+    def forward_seconds(model, rows):  # each kernel's passes take its two times in turn (half for each forward)
+        timed.append(current["kernel"])
+        return seconds[current["kernel"]][(timed.count(current["kernel"]) - 1) // 2 % 2] / 2
+
+    monkeypatch.setattr(cpu_linear, "_forward_seconds", forward_seconds)
+    assert cpu_linear.choose_kernel(_Tiny(), repeats=5) == cpu_linear.STOCK
+    assert timed.count(cpu_linear.STOCK) == 2 * (passes + 1)  # two forwards a pass, the warm-up pass included

@@ -39,6 +39,7 @@ from specviz.models.checkpoint_memory import copy_out_of_checkpoint, page_out
 
 MAX_ROWS = 16  # above this (prompt encoding) the stock GEMM is already efficient
 PACKED_MAX_BYTES = 2 * 2**30  # no packed copy of more linear weights than this (see the module docstring)
+RACE_FROM = 2  # choose_kernel drops a clearly slower kernel after this many timed passes, not before
 STOCK, FEW_ROW, PACKED, PACKED_ONLY = "stock", "few-row", "packed", "packed-only"
 
 
@@ -247,7 +248,9 @@ def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
     """Pick and apply the fastest kernel for this model on this CPU; return its name.
 
     Times a forward over 1 token plus one over 5 (a plain step and a γ = 4 verification) with each kernel,
-    alternating the kernels so that a busy or noisy machine slows both alike, and compares the medians.
+    alternating the kernels so that a busy or noisy machine slows both alike, and compares the medians. A race:
+    from the RACE_FROM-th timed pass on, a kernel whose fastest time is slower than the leader's slowest is dropped,
+    and the timing stops when one is left (on a quiet machine, after RACE_FROM passes of `repeats`).
     """
     forced = os.environ.get("SPECVIZ_CPU_LINEAR", "auto")
     if forced == PACKED_ONLY or (forced == "auto" and linear_weight_bytes(hf_model) > packed_budget()):
@@ -258,13 +261,19 @@ def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
     if packing_available():
         samples[PACKED] = []
     packed_copies: dict[int, torch.Tensor] = {}  # made once for the timing; dropped below unless chosen
+    racing = list(samples)
     for attempt in range(repeats + 1):  # the first pass warms up
-        for kernel, timings in samples.items():
+        for kernel in racing:
             use_kernel(hf_model, kernel, packed_copies)
             seconds = sum(_forward_seconds(hf_model, rows) for rows in (1, 5))
             if attempt:
-                timings.append(seconds)
-    chosen = min(samples, key=lambda kernel: statistics.median(samples[kernel]))
+                samples[kernel].append(seconds)
+        if attempt >= RACE_FROM:
+            leader = min(racing, key=lambda kernel: statistics.median(samples[kernel]))
+            racing = [kernel for kernel in racing if kernel == leader or min(samples[kernel]) <= max(samples[leader])]
+            if len(racing) == 1:
+                break
+    chosen = min(racing, key=lambda kernel: statistics.median(samples[kernel]))
     use_kernel(hf_model, chosen, packed_copies)  # a module other than PackedLinear keeps no packed copy
     return chosen
 
