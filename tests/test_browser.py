@@ -157,21 +157,6 @@ def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tm
     open_live(page)  # as the next test expects
 
 
-@pytest.mark.parametrize("width,height", [(1366, 768), (390, 844)])
-def test_run_and_its_status_line_are_in_view_without_scrolling(page, app_url, width, height):
-    """A laptop at 1366×768 and a phone: Run, Stop and the line that says what a run is doing are on the first screen."""
-    small = page.context.browser.new_page(viewport={"width": width, "height": height})
-    try:
-        small.goto(app_url)
-        small.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
-        for element in (small.get_by_role("button", name="Run", exact=True),
-                        small.get_by_role("button", name="Stop", exact=True), small.locator("#sv-status")):
-            box = element.bounding_box()
-            assert box is not None and 0 <= box["y"] and box["y"] + box["height"] <= height, box
-    finally:
-        small.close()
-
-
 def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
     """Every pair's label fits the menu at 1366×768 (none cut off); choosing the Qwen2.5-Coder pair sets γ 12 and the
     draft stop 0.6 on the page, with the reason under the menu; going back sets γ 4 and no stop. Where llama.cpp is

@@ -106,26 +106,32 @@ def test_bad_inputs_raise_value_error(call):
     ({k: 10.0 for k in range(1, 9)}, 8),  # flat all the way
     ({1: 10, 2: 20, 3: 11}, 1),
     ({1: 10, 2: 12.5}, 2),  # exactly at the tolerance still counts
-    ({1: 10, 2: 11, 4: 11}, 2),  # a missing k ends the flat region
+    ({1: 10, 2: 11, 4: 11, 8: 13}, 4),  # the timed sizes in order: k = 3 was not timed, 8 is over the line
+    ({1: 10, 4: 13, 2: 11}, 2),  # in order of k, whatever the dict's order
 ])
 def test_bandwidth_bound_until(timings, expected):
     assert bandwidth.bandwidth_bound_until(timings, tolerance=1.25) == expected
 
 
-def test_measure_forward_ms_times_every_k_on_a_fake_model():
+def test_measure_forward_ms_times_each_size_on_a_fake_model():
     model = FakeLanguageModel(vocab_size=5, salt=3)
     context = [1, 2, 3, 4]
-    timings = bandwidth.measure_forward_ms(model, context, max_tokens=12, repeats=2)
-    assert sorted(timings) == list(range(1, 13))
+    sizes = (1, 2, 3, 5, 8, 12)
+    timings = bandwidth.measure_forward_ms(model, context, sizes, repeats=2)
+    assert list(timings) == list(sizes)
     assert all(ms > 0 for ms in timings.values())
     assert model.cached_length == len(context)  # every timed forward was cropped back off
     bound, limit = bandwidth.bandwidth_bound_until(timings), 1.25 * timings[1]
-    assert all(timings[k] <= limit for k in range(1, bound + 1))  # flat up to the bound ...
-    assert bound == 12 or timings[bound + 1] > limit  # ... and the next k is over the line
+    assert all(timings[k] <= limit for k in sizes if k <= bound)  # flat up to the bound ...
+    assert bound == 12 or timings[sizes[sizes.index(bound) + 1]] > limit  # ... and the next size timed is over the line
+    assert bandwidth.MEASURED_SIZES[0] == 1 and max(bandwidth.MEASURED_SIZES) == 32  # the tab's k = 1 to 32
     with pytest.raises(ValueError):
-        bandwidth.measure_forward_ms(model, [], max_tokens=4)
+        bandwidth.measure_forward_ms(model, [], (1, 2))  # no context to time after
+    for bad_sizes in ((), (2, 3), (1, 3, 2), (1, 1, 2), (1, 2.5)):  # from 1, whole, increasing
+        with pytest.raises(ValueError):
+            bandwidth.measure_forward_ms(model, context, bad_sizes)
     with pytest.raises(ValueError):
-        bandwidth.measure_forward_ms(model, context, max_tokens=0)
+        bandwidth.measure_forward_ms(model, context, (1, 2), repeats=0)
 
 
 # ---------------------------------------------------------------- figures
@@ -159,6 +165,14 @@ def test_memory_hierarchy_figure_shows_each_tier_and_the_read_times():
     assert list(corrected.x) == pytest.approx([22.0, 22e9 / 1935e9 * 1e3])  # 1 TB/s and 1,935 GB/s
     assert sum(annotation.text == "too small for 22 GB" for annotation in figure.layout.annotations) == 2
     assert all(axis.type == "log" for axis in (figure.layout.xaxis, figure.layout.xaxis2, figure.layout.xaxis3))
+
+
+def test_the_measured_figure_of_sparse_sizes_ticks_each_size_timed():
+    timings = {1: 20.0, 2: 20.1, 4: 21.0, 8: 24.0, 16: 33.0, 32: 60.0}
+    figure = bandwidth_figures.measured_forward_figure(timings, tolerance=1.25)
+    assert list(figure.layout.xaxis.tickvals) == [1, 2, 4, 8, 16, 32]
+    region = next(shape for shape in figure.layout.shapes if shape.type == "rect")
+    assert region.x1 == 8.5 and "k = 8" in figure.layout.title.text  # 24 ms ≤ 25 ms; 16 is over
 
 
 def test_measured_forward_figure_marks_the_flat_region():

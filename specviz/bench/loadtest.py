@@ -156,8 +156,8 @@ def burst(url: str, process, request_for, sessions: int, window_s: float, runs: 
     result = class_burst(clients, request_for, window_s, runs, is_own, teacher)
     result["teacher_alone"] = alone
     done.set()
-    time.sleep(SETTLE_S)
     if process is not None:  # read while every page is still open, as a class keeps its tabs
+        time.sleep(SETTLE_S)
         result["rss_after"], result["rss_peak"] = _tree_rss(process), max(peak[0], _tree_rss(process))
     for client in clients:
         client.close()

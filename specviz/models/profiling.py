@@ -33,15 +33,20 @@ def _median_forward_ms(model: models.LanguageModel, context_ids: list[int], size
 
 
 def measure_verify_costs(
-    model: models.LanguageModel, context_ids: list[int], max_k: int = 16, repeats: int = 5, warmup: int = 2
+    model: models.LanguageModel, context_ids: list[int], max_k: int = 16, repeats: int = 5, warmup: int = 2,
+    sizes=None,
 ) -> dict[int, float]:
-    """Median milliseconds of feeding k tokens after `context_ids` is cached, for k = 1..max_k.
+    """Median milliseconds of feeding k tokens after `context_ids` is cached, for k = 1..max_k (or each k in
+    `sizes`, when given).
 
     The context is encoded once; every timed forward is cropped back off, as a rejected round would be.
     """
-    probe = torch.tensor(context_ids[-max_k:] * (max_k // max(len(context_ids[-max_k:]), 1) + 1), device=model.device)
-    return _median_forward_ms(model, context_ids, range(1, max_k + 1),
-                              lambda k: model.feed(probe[:k], logits_to_keep=k), model.crop, repeats, warmup)
+    sizes = range(1, max_k + 1) if sizes is None else sizes
+    largest = max(sizes)
+    probe = torch.tensor(context_ids[-largest:] * (largest // max(len(context_ids[-largest:]), 1) + 1),
+                         device=model.device)  # [≥ largest]
+    return _median_forward_ms(model, context_ids, sizes, lambda k: model.feed(probe[:k], logits_to_keep=k),
+                              model.crop, repeats, warmup)
 
 
 def heap_parents(nodes: int) -> list[int]:

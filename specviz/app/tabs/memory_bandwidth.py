@@ -46,16 +46,17 @@ def bandwidth_preset(name):
 
 @announced("measure this machine", outputs=2)
 def measure_machine():
-    """Time one forward of the offline target over k = 1..32 new tokens on this machine."""
+    """Time one forward of the offline target over k new tokens (bandwidth.MEASURED_SIZES) on this machine."""
     config = DecodeConfig().validate()
     pipeline = worker.call(build_pipeline, config)
     context = encode_prompt(pipeline.tokenizer, LOSSLESS_PROMPT, chat=False)
-    timings = worker.call(bandwidth.measure_forward_ms, pipeline.target, context, 32)
-    flat = bandwidth.bandwidth_bound_until(timings)
-    text = (f"One forward of {config.target} on {pipeline.device} ({str(pipeline.dtype).removeprefix('torch.')}): "
-            f"{timings[1]:.1f} ms for 1 token, {timings[32]:.1f} ms for 32. It stays within 1.25× of one token's time "
-            f"up to **k = {flat}**: beyond that this hardware is no longer bandwidth-bound, so verifying γ+1 tokens "
-            "costs more than one step, and a CPU gains less than a GPU.")
+    timings = worker.call(bandwidth.measure_forward_ms, pipeline.target, context)
+    flat, largest = bandwidth.bandwidth_bound_until(timings), max(timings)
+    text = (f"One forward of {config.target} on {pipeline.device} ({str(pipeline.dtype).removeprefix('torch.')}), "
+            f"timed at k = {', '.join(map(str, timings))}: {timings[1]:.1f} ms for 1 token, {timings[largest]:.1f} ms "
+            f"for {largest}. It stays within 1.25× of one token's time up to **k = {flat}**: beyond that this hardware "
+            "is no longer bandwidth-bound, so verifying γ+1 tokens costs more than one step, and a CPU gains less "
+            "than a GPU.")
     return text, figures.measured_forward_figure(timings)
 
 

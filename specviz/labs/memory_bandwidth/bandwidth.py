@@ -42,6 +42,9 @@ PRESETS: dict[str, dict] = {
 }
 
 
+# The forward sizes the "Measure this machine" button times: every k up to 4 (γ + 1 for the small γ a CPU uses), then
+# about √2 apart up to 32: ten sizes show the curve's shape, where every k from 1 to 32 took 32 forwards a pass.
+MEASURED_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 OPENING_PRESET = "A100 40GB"  # the card the hierarchy caption corrects, so the tab's headline and caption agree (14.1 ms)
 COURSE_MODEL_BYTES = 11e9 * 2  # the course's 11B-parameter model in fp16: 22 GB
 
@@ -148,26 +151,30 @@ def min_walltime_seconds(n_tokens: int, params: float, bytes_per_param: float, b
     return n_tokens * step_seconds(params, batch, bytes_per_param, bandwidth_bytes_per_s, flops_per_s)
 
 
-def measure_forward_ms(language_model: LanguageModel, context_ids: list[int], max_tokens: int = 32,
+def measure_forward_ms(language_model: LanguageModel, context_ids: list[int], sizes: tuple[int, ...] = MEASURED_SIZES,
                        repeats: int = 3, warmup: int = 1) -> dict[int, float]:
-    """Median ms of one forward of the loaded model over k = 1..max_tokens new tokens after `context_ids`, by
+    """Median ms of one forward of the loaded model over k new tokens after `context_ids`, for each k in `sizes`, by
     profiling.measure_verify_costs (the cache is cropped back after every timed forward). {1: 21.0, 2: 21.4, ..}."""
     if not context_ids:
         raise ValueError("context_ids must hold at least one token: the forward is timed after a cached context")
-    if not isinstance(max_tokens, int) or max_tokens < 1 or not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"max_tokens and repeats must be integers >= 1, got {max_tokens!r} and {repeats!r}")
+    if not sizes or sizes[0] != 1 or any(not isinstance(k, int) or isinstance(k, bool) for k in sizes) \
+            or list(sizes) != sorted(set(sizes)):
+        raise ValueError(f"sizes must be increasing whole numbers from 1 (the one-token forward), got {sizes!r}")
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be an integer >= 1, got {repeats!r}")
     from specviz.models import profiling
 
-    return profiling.measure_verify_costs(language_model, list(context_ids), max_k=max_tokens, repeats=repeats,
+    return profiling.measure_verify_costs(language_model, list(context_ids), sizes=sizes, repeats=repeats,
                                           warmup=warmup)
 
 
 def bandwidth_bound_until(timings_ms: dict[int, float], tolerance: float = 1.25) -> int:
-    """The largest k such that every forward over 1..k tokens took at most tolerance × time(1): up to there, more
-    tokens per forward are (nearly) free and this hardware is bandwidth-bound. The walk stops at the first k over
-    the line, so a lucky fast time further on does not count.
+    """The largest timed k such that every forward timed over 1..k tokens took at most tolerance × time(1): up to
+    there, more tokens per forward are (nearly) free and this hardware is bandwidth-bound. The walk goes through the
+    timed sizes in order and stops at the first over the line, so a lucky fast time further on does not count.
 
     {1: 10, 2: 10.5, 3: 12, 4: 13, 5: 12}, tolerance 1.25 -> 3   (13 > 12.5 stops the walk; k = 5 is not reached)
+    {1: 10, 2: 11, 4: 12, 8: 14}, tolerance 1.25 -> 4   (k = 3 was not timed; 8 is over the line)
     """
     if not timings_ms or 1 not in timings_ms:
         raise ValueError("timings_ms needs time(1), the forward over one token")
@@ -175,8 +182,8 @@ def bandwidth_bound_until(timings_ms: dict[int, float], tolerance: float = 1.25)
         raise ValueError(f"tolerance must be >= 1 (a multiple of time(1)), got {tolerance!r}")
     limit = tolerance * timings_ms[1]
     bound = 1
-    for k in range(2, max(timings_ms) + 1):
-        if k not in timings_ms or timings_ms[k] > limit:
+    for k in sorted(timings_ms):
+        if timings_ms[k] > limit:
             break
         bound = k
     return bound

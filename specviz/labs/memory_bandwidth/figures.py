@@ -77,7 +77,7 @@ def measured_forward_figure(timings_ms: dict[int, float], tolerance: float = 1.2
     figure.add_vrect(x0=0.5, x1=bound + 0.5, fillcolor=GREEN, opacity=0.12, line_width=0,
                      annotation_text=f"bandwidth-bound up to k = {bound}", annotation_position="top right")
     figure.update_layout(**LAYOUT, title=f"One forward over k new tokens: nearly flat up to k = {bound}",
-                         xaxis=dict(title="k (new tokens in one forward)", dtick=1 if len(ks) <= 16 else None),
+                         xaxis=dict(title="k (new tokens in one forward)", tickvals=ks),
                          yaxis=dict(title="ms", rangemode="tozero"), showlegend=False)
     return figure
 
