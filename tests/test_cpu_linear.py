@@ -1,5 +1,7 @@
 """The few-row and packed CPU linear kernels compute the same product as nn.Linear, and the choice is applied."""
 
+import json
+
 import pytest
 import torch
 
@@ -228,6 +230,51 @@ def test_a_model_loaded_again_in_the_process_takes_the_kernel_timed_the_first_ti
     monkeypatch.setenv("SPECVIZ_CPU_LINEAR", cpu_linear.STOCK)
     loading.load_fresh("tests/a-model-loaded-twice", cpu, torch.float32)
     assert len(timed) == 3  # another model, then another setting: chosen anew each time
+
+
+def test_a_later_process_takes_the_kernel_kept_on_disk_and_a_new_setting_times_anew(monkeypatch, tmp_path):
+    """kernel_store keeps each model's choice: a later process (here, the in-process memo emptied) applies it without
+    timing; "off", another thread count, or a kept name that is no kernel times the kernels again."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from specviz.models import kernel_store, loading
+
+    config = LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
+                         num_attention_heads=4, num_key_value_heads=2)
+    monkeypatch.setattr(loading, "_from_pretrained", lambda auto_class, model_id, source, **kwargs:
+                        LlamaForCausalLM(config) if auto_class == "AutoModelForCausalLM" else object())
+    timed = []
+
+    def choose(model, repeats=5):  # as if the timing found few-row fastest
+        timed.append(model)
+        return cpu_linear.use_kernel(model, cpu_linear.FEW_ROW)
+
+    def load_in_a_new_process():
+        monkeypatch.setattr(loading, "_TIMED_KERNELS", {})
+        return loading.load_fresh("tests/a-model-kept-on-disk", torch.device("cpu"), torch.float32)
+
+    monkeypatch.setattr(cpu_linear, "choose_kernel", choose)
+    monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
+    monkeypatch.setenv("SPECVIZ_KERNELS", str(tmp_path / "kernels.json"))
+    first, later = load_in_a_new_process(), load_in_a_new_process()
+    assert len(timed) == 1 and first.linear_kernel == later.linear_kernel == cpu_linear.FEW_ROW
+    assert type(later.hf_model.model.layers[0].mlp.down_proj) is cpu_linear.FewRowLinear
+    (kept_key, kernel), = json.loads((tmp_path / "kernels.json").read_text()).items()
+    assert kernel == cpu_linear.FEW_ROW and "tests/a-model-kept-on-disk" in kept_key
+    threads = torch.get_num_threads()
+    torch.set_num_threads(threads + 1)
+    try:
+        load_in_a_new_process()  # another thread count: another key
+    finally:
+        torch.set_num_threads(threads)
+    assert len(timed) == 2
+    (tmp_path / "kernels.json").write_text(json.dumps({kept_key: "no-such-kernel"}))
+    load_in_a_new_process()
+    assert len(timed) == 3  # a name that is no kernel is timed again, not applied
+    monkeypatch.setenv("SPECVIZ_KERNELS", "off")
+    assert kernel_store.store_path() is None
+    load_in_a_new_process()
+    assert len(timed) == 4  # nothing kept: every process times
 
 
 @pytest.mark.parametrize("seconds,passes", [

@@ -153,8 +153,8 @@ def _environment(runner: Runner, started: float) -> dict:
 
 
 def _cpu_name() -> str:
-    """The CPU's model name (calibration_store.cpu_name) and widest vector extension, from /proc/cpuinfo."""
-    from specviz.decoding.calibration_store import cpu_name
+    """The CPU's model name (loading.cpu_name) and widest vector extension, from /proc/cpuinfo."""
+    from specviz.models.loading import cpu_name
 
     try:
         info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,19 +37,9 @@ def store_path() -> Path | None:
     return Path(named) if named else cache_root() / "calibration.json"
 
 
-def cpu_name() -> str:
-    """The CPU's model name from /proc/cpuinfo where there is one, else what platform says."""
-    try:
-        info = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return platform.processor() or "unknown"
-    return next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
-                platform.processor() or "unknown")
-
-
 def machine_key(model_class: str, target_id: str, device: torch.device, dtype) -> str:
     """The key of one target's timings on this machine, as its settings stand now."""
-    from specviz.models.loading import cpu_kernels
+    from specviz.models.loading import cpu_kernels, cpu_name
 
     return " | ".join([f"v{VERSION}", model_class, target_id, str(device), str(dtype), f"{torch.get_num_threads()} threads",
                        cpu_name(), cpu_kernels(device) or "gpu"])

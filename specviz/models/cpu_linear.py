@@ -14,7 +14,8 @@ than its three-row one. Verifying γ + 1 tokens then costs fewer plain steps tha
 packed copy doubles the memory of the linear weights, LM head included.
 
 Other CPUs and BLAS builds may differ, so `choose_kernel` times the kernels on the model itself and keeps the
-fastest. SPECVIZ_CPU_LINEAR=stock|few-row|packed skips the timing and forces one.
+fastest (kernel_store.py keeps the choice on disk for later processes). SPECVIZ_CPU_LINEAR=stock|few-row|packed
+skips the timing and forces one.
 
 Over PACKED_MAX_BYTES of linear weights (SPECVIZ_PACKED_MAX_GB, default 2) a second copy costs too much: it would
 take the Qwen2.5-Coder pair past a free Space's 16 GB. Such a model gets `packed-only` without timing: each W is
@@ -200,6 +201,7 @@ def _needs_grad(x: torch.Tensor, weight: torch.Tensor) -> bool:
 
 
 _CLASSES = {STOCK: torch.nn.Linear, FEW_ROW: FewRowLinear, PACKED: PackedLinear}
+TIMED = tuple(_CLASSES)  # the kernels choose_kernel times, one of which it picks (or PACKED_ONLY, untimed)
 
 
 def use_kernel(hf_model: torch.nn.Module, kernel: str, packed_copies: dict[int, torch.Tensor] | None = None) -> str:

@@ -76,6 +76,19 @@ def cpu_kernels(device: torch.device) -> str:
     return torch.backends.cpu.get_cpu_capability() if device.type == "cpu" else ""
 
 
+def cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo where there is one, else what platform says."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
+            info = file.read()
+    except OSError:
+        return platform.processor() or "unknown"
+    return next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                platform.processor() or "unknown")
+
+
 @dataclass
 class LoadedModel:
     hf_model: object
@@ -143,24 +156,28 @@ def load_fresh(model_id: str, device: torch.device, dtype: torch.dtype, choose_k
     hf_model.eval()
     kernel = "stock"
     if device.type == "cpu" and choose_kernel:
-        from specviz.models import cpu_linear
+        from specviz.models import cpu_linear, kernel_store
 
-        packs_only = cpu_linear.linear_weight_bytes(hf_model) > cpu_linear.packed_budget()  # no timing then
-        timed = (model_id, dtype, torch.get_num_threads(), os.environ.get("SPECVIZ_CPU_LINEAR", "auto"))
-        if not packs_only and timed in _TIMED_KERNELS:  # loaded again in this process: the kernel timed then
-            kernel = cpu_linear.use_kernel(hf_model, _TIMED_KERNELS[timed])
+        linear_bytes = cpu_linear.linear_weight_bytes(hf_model)
+        packs_only = linear_bytes > cpu_linear.packed_budget()  # no timing then
+        timed = kernel_store.key(model_id, dtype, linear_bytes, cpu_name(), cpu_kernels(device))
+        chosen = None if packs_only else (_TIMED_KERNELS.get(timed) or kernel_store.kept(timed))
+        if chosen in cpu_linear.TIMED:  # loaded before, in this process or an earlier one: the kernel timed then
+            kernel = cpu_linear.use_kernel(hf_model, chosen)
         else:
             job.stage(f"Packing {model_id}'s weights for this CPU" if packs_only
                       else f"Timing this CPU's matrix kernels on {model_id}")
             kernel = cpu_linear.choose_kernel(hf_model)  # times the kernels on this model (a second or two)
-            _TIMED_KERNELS[timed] = kernel
+            if not packs_only:
+                kernel_store.keep(timed, kernel)
+        _TIMED_KERNELS[timed] = kernel
     return LoadedModel(hf_model, tokenizer, model_id, device, dtype, kernel)
 
 
-# The kernel choose_kernel picked for a model in this process, by (model id, dtype, torch's threads, SPECVIZ_CPU_LINEAR):
-# a model loaded again (evicted from its cache and asked for again, or loaded by a second cache) takes the same kernel
-# without timing the kernels again (5-30 s on this machine's CPU).
-_TIMED_KERNELS: dict[tuple, str] = {}
+# The kernel choose_kernel picked for a model in this process, by kernel_store.key (the model, its dtype, torch's
+# threads, SPECVIZ_CPU_LINEAR, ...): a model loaded again (evicted from its cache and asked for again, or loaded by a
+# second cache) takes the same kernel without timing the kernels again, even where kernel_store keeps nothing.
+_TIMED_KERNELS: dict[str, str] = {}
 
 
 def _from_pretrained(auto_class: str, model_id: str, source: str, **kwargs):
