@@ -202,9 +202,10 @@ def test_a_packed_only_weight_is_read_back_from_its_checkpoint_and_checked_again
 ORIGINAL_UNPACK = cpu_linear.PackedOnlyLinear._unpack
 
 
-def test_a_model_loaded_again_in_the_process_takes_the_kernel_timed_the_first_time(monkeypatch):
-    """load_fresh times the kernels once per model, dtype, thread count and SPECVIZ_CPU_LINEAR in a process: a second
-    load (a model evicted and asked for again) applies the kernel chosen then; another setting times them anew."""
+@pytest.fixture
+def timed_loads(monkeypatch):
+    """loading.load_fresh builds a tiny Llama, and choose_kernel counts its calls (as if it timed few-row fastest):
+    returns the list of models it was asked to time."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from specviz.models import loading
@@ -215,46 +216,43 @@ def test_a_model_loaded_again_in_the_process_takes_the_kernel_timed_the_first_ti
                         LlamaForCausalLM(config) if auto_class == "AutoModelForCausalLM" else object())
     timed = []
 
-    def choose(model, repeats=5):  # as if the timing found few-row fastest
+    def choose(model, repeats=5):
         timed.append(model)
         return cpu_linear.use_kernel(model, cpu_linear.FEW_ROW)
 
     monkeypatch.setattr(cpu_linear, "choose_kernel", choose)
     monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
+    return timed
+
+
+def test_a_model_loaded_again_in_the_process_takes_the_kernel_timed_the_first_time(timed_loads, monkeypatch):
+    """load_fresh times the kernels once per model, dtype, thread count and SPECVIZ_CPU_LINEAR in a process: a second
+    load (a model evicted and asked for again) applies the kernel chosen then; another setting times them anew."""
+    from specviz.models import loading
+
+    monkeypatch.setenv("SPECVIZ_KERNELS", "off")  # the process's own memo only
     cpu = torch.device("cpu")
     first = loading.load_fresh("tests/a-model-loaded-twice", cpu, torch.float32)
     again = loading.load_fresh("tests/a-model-loaded-twice", cpu, torch.float32)
-    assert len(timed) == 1 and first.linear_kernel == again.linear_kernel == cpu_linear.FEW_ROW
+    assert len(timed_loads) == 1 and first.linear_kernel == again.linear_kernel == cpu_linear.FEW_ROW
     assert type(again.hf_model.model.layers[0].mlp.down_proj) is cpu_linear.FewRowLinear
     loading.load_fresh("tests/another-model", cpu, torch.float32)
     monkeypatch.setenv("SPECVIZ_CPU_LINEAR", cpu_linear.STOCK)
     loading.load_fresh("tests/a-model-loaded-twice", cpu, torch.float32)
-    assert len(timed) == 3  # another model, then another setting: chosen anew each time
+    assert len(timed_loads) == 3  # another model, then another setting: chosen anew each time
 
 
-def test_a_later_process_takes_the_kernel_kept_on_disk_and_a_new_setting_times_anew(monkeypatch, tmp_path):
+def test_a_later_process_takes_the_kernel_kept_on_disk_and_a_new_setting_times_anew(timed_loads, monkeypatch, tmp_path):
     """kernel_store keeps each model's choice: a later process (here, the in-process memo emptied) applies it without
     timing; "off", another thread count, or a kept name that is no kernel times the kernels again."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     from specviz.models import kernel_store, loading
 
-    config = LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
-                         num_attention_heads=4, num_key_value_heads=2)
-    monkeypatch.setattr(loading, "_from_pretrained", lambda auto_class, model_id, source, **kwargs:
-                        LlamaForCausalLM(config) if auto_class == "AutoModelForCausalLM" else object())
-    timed = []
-
-    def choose(model, repeats=5):  # as if the timing found few-row fastest
-        timed.append(model)
-        return cpu_linear.use_kernel(model, cpu_linear.FEW_ROW)
+    timed = timed_loads
 
     def load_in_a_new_process():
         monkeypatch.setattr(loading, "_TIMED_KERNELS", {})
         return loading.load_fresh("tests/a-model-kept-on-disk", torch.device("cpu"), torch.float32)
 
-    monkeypatch.setattr(cpu_linear, "choose_kernel", choose)
-    monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
     monkeypatch.setenv("SPECVIZ_KERNELS", str(tmp_path / "kernels.json"))
     first, later = load_in_a_new_process(), load_in_a_new_process()
     assert len(timed) == 1 and first.linear_kernel == later.linear_kernel == cpu_linear.FEW_ROW
