@@ -15,7 +15,7 @@ from specviz.decoding import pipeline
 from specviz.models.cache import WeightsCache
 from tests.fakes import fake_pipeline
 
-FORWARD_S = 0.08  # one target forward of the scripted model: rounds take about this long
+FORWARD_S = 0.04  # one target forward of the scripted model: rounds take about this long
 CLASS_LANE = 2  # runs served at once, as app.py's default SPECVIZ_CONCURRENCY
 
 

@@ -43,7 +43,9 @@ def test_an_out_of_range_number_is_refused_on_the_status_line_and_nothing_runs(p
     sentence = "max_new_tokens must be a whole number from 1 to 512, got 100000."
     page.wait_for_function(f"document.querySelector('#sv-status').innerText.includes({sentence!r})",
                            timeout=30_000, polling=POLL_MS)
-    page.wait_for_timeout(6000)  # the toast fades; the status line keeps the sentence
+    toast = page.locator(".toast-body").filter(has_text=sentence)
+    toast.locator(".toast-close").click()  # the toast closed, as a person would: the status line keeps the sentence
+    toast.wait_for(state="detached", timeout=10_000)
     assert _status(page).startswith("Not run:") and sentence in _status(page)
     assert box.input_value() == "100000" and row_count(page) == rows and error_badges(page, toasts=False) == 0
     box.fill("96")

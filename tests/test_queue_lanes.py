@@ -86,7 +86,8 @@ def test_waiting_runs_learn_their_place_and_the_teacher_goes_ahead_of_them(app_u
     students = [session(app_url) for _ in range(CLASS_LANE + 2)]
     teacher_client = session(app_url)
     assert teacher_client.predict(KEY, api_name="/teacher_unlock")[0] == teacher.UNLOCKED
-    jobs = [student.submit(*fake_request(f"student {number} says hello hello", seed=number, max_new_tokens=48).api_args(),
+    # 96 tokens: the lane's runs outlast the teacher's Step by seconds on a loaded machine, so the class still waits
+    jobs = [student.submit(*fake_request(f"student {number} says hello hello", seed=number, max_new_tokens=96).api_args(),
                            api_name="/run") for number, student in enumerate(students)]
     places = {}
 
