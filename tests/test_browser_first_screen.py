@@ -67,7 +67,7 @@ def _on_screen(page, locator, height: int) -> dict:
 @pytest.fixture(scope="module")
 def first_visit(page, app_url):
     """A projector's page opened afresh, where nothing was pressed: the first visitor's test reads it, then the
-    lesson walks its steps on it (a page load is some 8 CPU-s of Chromium)."""
+    lesson walks its steps on it (a page load is the browser tests' largest cost: docs/results.md)."""
     context, fresh = _open(page, app_url, PROJECTOR)
     yield fresh
     context.close()
