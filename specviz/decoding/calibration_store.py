@@ -17,24 +17,19 @@ $SPECVIZ_CACHE/calibration.json; deleting it makes the next start time everythin
 from __future__ import annotations
 
 import datetime
-import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+
+from specviz.models import kept_file
 
 VERSION = 1  # bump when what calibration.calibrate times changes (its prompt, sizes or method)
 
 
 def store_path() -> Path | None:
     """Where timings are kept; None when SPECVIZ_CALIBRATION is "off"."""
-    from specviz.models.offline import cache_root
-
-    named = os.environ.get("SPECVIZ_CALIBRATION")
-    if named == "off":
-        return None
-    return Path(named) if named else cache_root() / "calibration.json"
+    return kept_file.path("SPECVIZ_CALIBRATION", "calibration.json")
 
 
 def machine_key(model_class: str, target_id: str, device: torch.device, dtype) -> str:
@@ -52,7 +47,7 @@ class KeptTimings:
     def __init__(self, key: str, time_step: Callable[[], float], path: Path | None = None):
         self.key, self.path, self._time_step = key, path or store_path(), time_step
         self._scale: float | None = None
-        self.entry = _read(self.path).get(key, {}) if self.path is not None else {}
+        self.entry = kept_file.read(self.path).get(key, {}) if self.path is not None else {}
 
     def scale(self) -> float:
         """This start's target step over the kept one: every kept millisecond is multiplied by it."""
@@ -96,21 +91,6 @@ class KeptTimings:
 
     def _write(self) -> None:
         if self.path is None:
-            return
+            return  # a read-only cache keeps nothing: the next start times everything again
         self.entry["timed"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        entries = {**_read(self.path), self.key: self.entry}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-            temporary.write_text(json.dumps(entries, indent=1), encoding="utf-8")
-            temporary.replace(self.path)  # whole or not at all, should two servers write at once
-        except OSError:
-            pass  # a read-only cache: the next start times everything again, as it would without this file
-
-
-def _read(path: Path) -> dict:
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return entries if isinstance(entries, dict) else {}
+        kept_file.write(self.path, self.key, self.entry)

@@ -10,23 +10,19 @@ a slower kernel: the kernels compute the same product, so only speed is at stake
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import torch
+
+from specviz.models import kept_file
 
 VERSION = 1  # bump when choose_kernel's kernels or timing change
 
 
 def store_path() -> Path | None:
     """Where choices are kept; None when SPECVIZ_KERNELS is "off"."""
-    from specviz.models.offline import cache_root
-
-    named = os.environ.get("SPECVIZ_KERNELS")
-    if named == "off":
-        return None
-    return Path(named) if named else cache_root() / "kernels.json"
+    return kept_file.path("SPECVIZ_KERNELS", "kernels.json")
 
 
 def key(model_id: str, dtype: torch.dtype, linear_bytes: int, cpu: str, instruction_set: str) -> str:
@@ -40,26 +36,12 @@ def key(model_id: str, dtype: torch.dtype, linear_bytes: int, cpu: str, instruct
 def kept(choice_key: str) -> str | None:
     """The kernel kept for `choice_key`, or None."""
     path = store_path()
-    return None if path is None else _read(path).get(choice_key)
+    kernel = None if path is None else kept_file.read(path).get(choice_key)
+    return kernel if isinstance(kernel, str) else None
 
 
 def keep(choice_key: str, kernel: str) -> None:
-    """Keep a newly timed choice (whole or not at all, should two processes write at once)."""
+    """Keep a newly timed choice (a read-only cache keeps nothing: the next process times the kernels again)."""
     path = store_path()
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps({**_read(path), choice_key: kernel}, indent=1), encoding="utf-8")
-        temporary.replace(path)
-    except OSError:
-        pass  # a read-only cache: the next process times the kernels again, as it would without this file
-
-
-def _read(path: Path) -> dict:
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return {name: kernel for name, kernel in entries.items() if isinstance(kernel, str)} if isinstance(entries, dict) else {}
+    if path is not None:
+        kept_file.write(path, choice_key, kernel)
