@@ -166,24 +166,24 @@ def config_from_args(args) -> DecodeConfig:
 
 def generate(args) -> int:
     from specviz.analysis.metrics import summarize
-    from specviz.decoding import engine
+    from specviz.decoding import comparison, engine
 
     check_outputs(files={"--trace-out": args.trace_out, "--html-out": args.html_out})  # before any model loads
     config = config_from_args(args)
     pipeline = build_pipeline(config)
     calibrate(pipeline, config.target, calibration_sizes(config))  # c's target step and v(k), timed once per target
     if args.baseline:
-        engine.warm_up(pipeline, config)  # so the first-call costs of a fresh process tilt neither run
+        comparison.warm_up(pipeline, config)  # so the first-call costs of a fresh process tilt neither run
     colour = sys.stdout.isatty()
     trace = None
     if not args.json and not colour:
         print(LEGEND)
-    for round_, trace in engine.speculative_decode(pipeline, args.prompt, config):
+    decode = comparison.compared_decode if args.baseline else engine.speculative_decode  # plain decoding in turn
+    for round_, trace in decode(pipeline, args.prompt, config):
         if not args.json:
             print(format_round(round_, colour), flush=True)
     parting = None
     if args.baseline:
-        trace.baseline = engine.baseline_decode(pipeline, args.prompt, config)
         if config.temperature == 0:  # greedy: the runs should agree; where not, say whether it is a rounding tie
             from specviz.analysis.parting import find_parting
 

@@ -70,6 +70,9 @@ class Round:
     # ... and the draft's own tokens this round, as it wrote them (their texts in its own tokenization): what the
     # target tokens of draft_texts were re-tokenized from; the views align the two by the characters they cover
     draft_own_texts: list[str] = field(default_factory=list)
+    # Recording the round for the views, after its commit: part of the run's wall time (Trace.record_ms sums these);
+    # None in traces written before it was kept per round
+    record_ms: float | None = None
 
     @property
     def emitted(self) -> list[Token]:
@@ -89,6 +92,11 @@ class Baseline:
     token_ids: list[int]
     wall_ms: float
     step_ms: float  # median time of one target forward over one token
+    # Each plain token's wall ms (the first also reads the prompt; they sum to wall_ms), and the speculative round
+    # each was decoded right after (decoding/comparison.py interleaves the two runs; analysis/speedup.py pairs them).
+    # after_round is empty where the plain run followed the whole speculative run, and in older traces.
+    token_ms: list[float] = field(default_factory=list)
+    after_round: list[int] = field(default_factory=list)
 
 
 USER_STOP = "you"  # Trace.stop_reason of a run its user stopped (the stats say "stopped by you after N rounds")
@@ -121,6 +129,10 @@ class Trace:
     # The instruction set torch's CPU kernels ran on (models.cpu_kernels: AVX512, AVX2, ...): an exact replay
     # needs the same. "" on a GPU, and in traces written before it was recorded.
     kernels: str = ""
+    # The CPU cores other processes kept busy, on average, while this run and its plain run were timed
+    # (decoding/machine_load.py), and the cores the machine has; None and 0 where not read (not Linux, older traces)
+    others_busy_cores: float | None = None
+    cores: int = 0
     schema: int = SCHEMA_VERSION
 
     def to_json(self) -> str:

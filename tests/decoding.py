@@ -22,10 +22,10 @@ def greedy_acceptance(config, prompts) -> float:
 def target_greedy(pipeline, prompt: str, config) -> list[int]:
     """The target's own output for `prompt` by plain decoding (no draft): the same whatever the drafter, so it is
     decoded once per test process for each target, prompt and setting it depends on."""
-    from specviz.decoding import engine
+    from specviz.decoding import plain
 
     assert config.temperature == 0, "plain decoding is one output only when greedy"
     key = (config.target, prompt, config.max_new_tokens, config.chat, str(pipeline.device), str(pipeline.dtype))
     if key not in _TARGET_GREEDY:
-        _TARGET_GREEDY[key] = engine.baseline_decode(pipeline, prompt, config).token_ids
+        _TARGET_GREEDY[key] = plain.baseline_decode(pipeline, prompt, config).token_ids
     return _TARGET_GREEDY[key]

@@ -5,7 +5,7 @@ import torch
 
 from specviz.analysis.metrics import chi_square_test, total_variation
 from specviz.config import DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.adaptive import DRAFT_MARGIN, PRIOR_ALPHA, AdaptiveGamma
 from tests.fakes import check_rounds_against_the_models, fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
@@ -131,7 +131,7 @@ def test_adaptive_greedy_equals_target_greedy_and_drafts_at_most_gamma(drafter):
     pipeline = fake_pipeline(vocab_size=5, drafter=drafter)
     config = DecodeConfig(gamma=6, max_new_tokens=60, chat=False, adaptive=True)
     trace = engine.run_speculative(pipeline, "abcab", config)
-    assert trace.token_ids == engine.baseline_decode(pipeline, "abcab", config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, "abcab", config).token_ids
     assert all(0 <= round_.drafted <= 6 for round_ in trace.rounds)
 
 

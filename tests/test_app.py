@@ -187,7 +187,7 @@ def test_the_speedup_plot_puts_an_adaptive_run_at_its_mean_draft_length():
 def test_the_stats_explain_what_identical_output_means_at_each_temperature(temperature, said):
     from specviz.analysis.metrics import summarize
     from specviz.config import DecodeConfig
-    from specviz.decoding import engine
+    from specviz.decoding import engine, plain
     from specviz.decoding.calibration import calibrate
     from specviz.views.stats_text import stats_markdown
     from tests.fakes import fake_pipeline
@@ -196,7 +196,7 @@ def test_the_stats_explain_what_identical_output_means_at_each_temperature(tempe
                                                                     chat=False)
     calibrate(pipeline, "fake", 4)
     trace = engine.run_speculative(pipeline, "abcabcab", config)
-    trace.baseline = engine.baseline_decode(pipeline, "abcabcab", config)
+    trace.baseline = plain.baseline_decode(pipeline, "abcabcab", config)
     stats = stats_markdown(trace, summarize(trace))
     assert said in stats and ("Losslessness" in stats) == (temperature > 0)
     assert "c = " in stats and "target step timed once per model and device" not in stats  # the baseline's step
@@ -356,13 +356,13 @@ def test_a_client_that_vanishes_mid_run_frees_the_model(app_server):
 def test_a_greedy_run_that_parts_from_plain_decoding_is_a_bug_in_float32_and_a_rounding_tie_in_half(dtype, said):
     from specviz.analysis.metrics import summarize
     from specviz.config import DecodeConfig
-    from specviz.decoding import engine
+    from specviz.decoding import engine, plain
     from specviz.views.stats_text import stats_markdown
     from tests.fakes import fake_pipeline
 
     pipeline, config = fake_pipeline(8, draft_salt=1), DecodeConfig(gamma=3, max_new_tokens=12, chat=False)
     trace = engine.run_speculative(pipeline, "abcabcab", config)
-    trace.baseline = engine.baseline_decode(pipeline, "abcabcab", config)
+    trace.baseline = plain.baseline_decode(pipeline, "abcabcab", config)
     trace.baseline.token_ids = [(trace.token_ids[0] + 1) % 8, *trace.token_ids[1:]]  # the runs part at token 0
     trace.dtype = dtype
     assert said in stats_markdown(trace, summarize(trace))

@@ -11,7 +11,7 @@ import torch
 
 from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.cross_vocab import CrossVocabDrafter, start_tokens
 from specviz.drafters.vocab_bridge import SPECIAL, VocabBridge, byte_level_bytes, sentencepiece_bytes, token_keys
@@ -176,8 +176,8 @@ def test_greedy_cross_vocabulary_runs_equal_greedy_decoding():
         config = DecodeConfig(gamma=3, max_new_tokens=length, chat=False)
         pipeline = _pipeline()
         trace = engine.run_speculative(pipeline, PROMPT, config)
-        plain = engine.baseline_decode(_pipeline(), PROMPT, config)
-        assert trace.token_ids == plain.token_ids
+        plain_run = plain.baseline_decode(_pipeline(), PROMPT, config)
+        assert trace.token_ids == plain_run.token_ids
         accepted += sum(round_.accepted for round_ in trace.rounds)
     assert accepted > 0  # the runs tested real drafts, and some passed
 

@@ -11,7 +11,7 @@ import torch
 from specviz.analysis.parting import find_parting
 from specviz.config import DecodeConfig
 from specviz.core.verify import BONUS, CORRECTED, verify
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models.cache import WeightsCache
@@ -131,12 +131,12 @@ def test_greedy_output_is_the_targets_own_except_at_a_tie(device, dtype):
     pipeline = _pipeline(device, dtype)
     prompt = "The quick brown fox jumps over the lazy dog"
     greedy = DecodeConfig(target="tiny", max_new_tokens=32, temperature=0).validate()
-    plain = engine.baseline_decode(pipeline, prompt, greedy).token_ids  # the same for every γ
+    plain_run = plain.baseline_decode(pipeline, prompt, greedy).token_ids  # the same for every γ
     for gamma in (1, 5):
         config = DecodeConfig(target="tiny", gamma=gamma, max_new_tokens=32, temperature=0).validate()
         speculative = engine.run_speculative(pipeline, prompt, config).token_ids
-        if speculative == plain:
+        if speculative == plain_run:
             continue
         assert dtype == torch.bfloat16, f"γ={gamma}: float32 greedy output differs from the target's"
-        parting = find_parting(pipeline.target, FakeTokenizer(VOCAB)(prompt)["input_ids"], plain, speculative, dtype)
+        parting = find_parting(pipeline.target, FakeTokenizer(VOCAB)(prompt)["input_ids"], plain_run, speculative, dtype)
         assert parting.is_tie, f"γ={gamma}: {parting.describe()}"

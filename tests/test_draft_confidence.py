@@ -8,7 +8,7 @@ import torch
 
 from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.drafters.model import DraftModelDrafter
 from tests.fakes import FakeLanguageModel, check_rounds_against_the_models, fake_pipeline
 from tests.test_engine import PROMPT, _exact_sequence_probs
@@ -43,7 +43,7 @@ def test_with_the_stop_greedy_output_equals_the_target_greedy_output_and_drafts_
     plain_run = engine.run_speculative(fake_pipeline(vocab_size=5), "abcab", config)
     pipeline = fake_pipeline(vocab_size=5, draft_confidence=0.5)
     stopped_run = engine.run_speculative(pipeline, "abcab", config)
-    baseline = engine.baseline_decode(pipeline, "abcab", config)
+    baseline = plain.baseline_decode(pipeline, "abcab", config)
     assert stopped_run.token_ids == baseline.token_ids == plain_run.token_ids
     mean = lambda run: sum(r.drafted for r in run.rounds) / len(run.rounds)  # noqa: E731
     assert mean(stopped_run) < mean(plain_run) - 1  # it really stops early

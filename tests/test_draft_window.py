@@ -10,7 +10,7 @@ import torch
 from specviz import cli
 from specviz.config import OFFLINE_MODEL, DecodeConfig
 from specviz.core.sampling import Standardizer
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import Pipeline, build_pipeline
 from specviz.decoding.replay import first_difference
 from specviz.drafters.model import SINK, DraftModelDrafter, window_view
@@ -93,7 +93,7 @@ def test_with_a_window_and_a_subset_greedy_output_equals_the_targets_on_the_fake
                           **(dict(tree=True, tree_budget=8) if tree else {}))
     pipeline = _pipeline(6, 1)
     trace = engine.run_speculative(pipeline, prompt, config)
-    assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, prompt, config).token_ids
     assert pipeline.drafter.view == (4, 12)
     assert not tree or any(round_.is_tree for round_ in trace.rounds)
 
@@ -154,7 +154,7 @@ def test_greedy_output_with_a_window_and_a_subset_equals_the_targets_greedy_outp
     config = DecodeConfig(draft=draft, gamma=4, max_new_tokens=24, **settings).validate()
     pipeline = build_pipeline(config)
     trace = engine.run_speculative(pipeline, prompt, config)
-    assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, prompt, config).token_ids
     assert len(pipeline.draft_model.head_subset) < 2100  # the head really was limited
     assert any(round_.accepted < round_.drafted for round_ in trace.rounds)  # and it drafted differently
     assert not config.tree or any(round_.is_tree for round_ in trace.rounds)

@@ -8,7 +8,7 @@ import torch
 from specviz.analysis.metrics import summarize
 from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
-from specviz.decoding import engine
+from specviz.decoding import comparison, engine, plain
 from specviz.trace import Trace
 from tests.fakes import FakeLanguageModel, check_rounds_against_the_models, fake_pipeline
 from tests.test_verify import _chi_square_p_value
@@ -127,7 +127,7 @@ def test_greedy_equals_target_greedy(drafter, gamma):
     pipeline = fake_pipeline(vocab_size=5, drafter=drafter)
     config = DecodeConfig(gamma=gamma, max_new_tokens=40, chat=False)
     trace = engine.run_speculative(pipeline, "abcab", config)
-    baseline = engine.baseline_decode(pipeline, "abcab", config)
+    baseline = plain.baseline_decode(pipeline, "abcab", config)
     assert len(trace.token_ids) == 40
     assert trace.token_ids == baseline.token_ids
 
@@ -183,7 +183,7 @@ def test_trace_round_trips_through_json_and_records_every_field():
     pipeline = fake_pipeline(vocab_size=5)
     config = DecodeConfig(gamma=3, max_new_tokens=20, chat=False, temperature=1.0, seed=1)
     trace = engine.run_speculative(pipeline, PROMPT, config)
-    trace.baseline = engine.baseline_decode(pipeline, PROMPT, config)
+    trace.baseline = plain.baseline_decode(pipeline, PROMPT, config)
     again = Trace.from_json(trace.to_json())
     assert again == trace
     kinds = {token.kind for r in trace.rounds for token in r.tokens}
@@ -228,14 +228,14 @@ def test_warm_up_feeds_every_verification_width_then_runs_both_paths_once_per_pr
         return feed(self, ids, *args, **kwargs)
 
     monkeypatch.setattr(type(pipeline.target), "feed", counting_feed)
-    engine.warm_up(pipeline, config)
+    comparison.warm_up(pipeline, config)
     assert {1, 2, 3, 4} <= set(widths)  # every width a round can verify: γ + 1 = 4 at most
     assert pipeline.draft_model.forward_calls > 0  # and the drafter ran
     count = len(widths)
-    engine.warm_up(pipeline, config)
+    comparison.warm_up(pipeline, config)
     assert len(widths) == count  # once per process for the same pair and γ
     trace = engine.run_speculative(pipeline, "abcab", config)  # a warmed pipeline decodes as before
-    assert trace.token_ids == engine.baseline_decode(pipeline, "abcab", config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, "abcab", config).token_ids
 
 
 def test_calibrating_times_the_target_once_per_target_and_again_for_a_larger_gamma():

@@ -1,6 +1,7 @@
 """figures.py: the data drawn match the trace and the theory."""
 
 import copy
+import statistics
 
 import pytest
 import torch
@@ -8,7 +9,7 @@ import torch
 from specviz.analysis.metrics import estimate_verify_cost, summarize
 from specviz.config import DecodeConfig
 from specviz.core import theory
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.views import figures
 from tests.fakes import fake_pipeline
 from tests.test_metrics import hand_built_trace
@@ -19,7 +20,7 @@ def trace():
     pipeline = fake_pipeline(vocab_size=6)
     config = DecodeConfig(gamma=4, max_new_tokens=60, chat=False, temperature=1.0, seed=11)
     result = engine.run_speculative(pipeline, "abcab", config)
-    result.baseline = engine.baseline_decode(pipeline, "abcab", config)
+    result.baseline = plain.baseline_decode(pipeline, "abcab", config)
     return result
 
 
@@ -74,18 +75,40 @@ def test_histogram_counts_rounds_and_predicts_the_capped_geometric(trace):
     assert sum(predicted.y) == pytest.approx(len(sizes))
 
 
-def test_verify_cost_estimate_is_the_least_squares_line_relative_to_one_token(trace):
-    """v(k) = t(k) / t(1) on the line through the mean verify time at each k seen twice and the baseline's step."""
+def _timed_by_width(trace):
+    """The trace with drafts of 1..4 tokens whose verify forwards take 20 ms + 4 ms a token fed, ± 1 ms of noise."""
     timed = copy.deepcopy(trace)
-    for round_ in timed.rounds:  # drafts of 1..4 tokens; 20 ms + 4 ms a token fed, ± 1 ms of noise
+    for round_ in timed.rounds:
         round_.drafted = 1 + round_.index % 4
         round_.verify_ms = 20.0 + 4.0 * (round_.drafted + 1) + (-1.0) ** (round_.index // 4)
+        round_.verify_forward_ms = None  # the whole verify time is the forward's
+    return timed
+
+
+def test_verify_cost_with_a_plain_run_is_each_widths_median_over_the_plain_step(trace):
+    """v(k) = the median verify forward at width k (round 1 left out) ÷ the plain run's median step, timed in turn."""
+    timed = _timed_by_width(trace)
     timed.baseline.step_ms = 23.0
     by_size = {}
     for round_ in timed.rounds[1:]:  # round 1 also encoded the prompt
         by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)
-    points = {k: sum(ms) / len(ms) for k, ms in by_size.items() if len(ms) >= 2} | {1: 23.0}
-    assert sorted(points) == [1, 2, 3, 4, 5]
+    cost = estimate_verify_cost(timed)
+    assert cost[1] == 1.0
+    for k, times in by_size.items():
+        assert cost[k] == pytest.approx(statistics.median(times) / 23.0)
+    assert cost[9] > cost[5]  # beyond the widths used: read off the last two, growing
+
+
+def test_verify_cost_without_a_plain_run_is_the_least_squares_line_relative_to_one_token(trace):
+    """No plain run and no calibration: v(k) = t(k) / t(1) on the line through the mean verify time at each k seen
+    twice."""
+    timed = _timed_by_width(trace)
+    timed.baseline, timed.target_forward_ms = None, []
+    by_size = {}
+    for round_ in timed.rounds[1:]:  # round 1 also encoded the prompt
+        by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)
+    points = {k: sum(ms) / len(ms) for k, ms in by_size.items() if len(ms) >= 2}
+    assert sorted(points) == [2, 3, 4, 5]
     sizes = torch.tensor([[float(k), 1.0] for k in points], dtype=torch.float64)  # [n, 2]: k and an intercept
     times = torch.tensor(list(points.values()), dtype=torch.float64).view(-1, 1)
     slope, intercept = torch.linalg.lstsq(sizes, times).solution.flatten().tolist()
@@ -97,9 +120,9 @@ def test_verify_cost_estimate_is_the_least_squares_line_relative_to_one_token(tr
 def test_verify_cost_ignores_a_draft_length_seen_in_one_round_only(trace):
     """A near-perfect draft drafts γ every round but the last: one short, noisy round must not set the slope."""
     steady = copy.deepcopy(trace)
-    steady.baseline = None
+    steady.baseline, steady.target_forward_ms = None, []
     for round_ in steady.rounds[1:]:
-        round_.drafted, round_.verify_ms = 4, 50.0
+        round_.drafted, round_.verify_ms, round_.verify_forward_ms = 4, 50.0, None
     steady.rounds[-1].drafted, steady.rounds[-1].verify_ms = 1, 20.0  # cut short at EOS, timed on a busy moment
     assert estimate_verify_cost(steady) is None  # one k remains: no line to draw
     steady.baseline = copy.deepcopy(trace.baseline)

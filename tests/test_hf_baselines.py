@@ -5,7 +5,7 @@ import torch
 
 from specviz.bench import hf_baselines
 from specviz.config import OFFLINE_MODEL, DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import build_pipeline, encode_prompt
 from specviz.models import loading as models
 
@@ -20,7 +20,7 @@ def greedy_config():
 def test_plain_generate_and_prompt_lookup_match_specviz_greedy(offline_target, greedy_config):
     pipeline = build_pipeline(greedy_config)
     prompt_ids = encode_prompt(pipeline.tokenizer, PROMPT, greedy_config.chat)
-    ours_plain = engine.baseline_decode(pipeline, PROMPT, greedy_config).token_ids
+    ours_plain = plain.baseline_decode(pipeline, PROMPT, greedy_config).token_ids
     ours_speculative = engine.run_speculative(pipeline, PROMPT, greedy_config).token_ids
     theirs_plain = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "generate")
     theirs_lookup = hf_baselines.run_hf(offline_target, prompt_ids, greedy_config, "prompt_lookup")

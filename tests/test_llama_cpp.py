@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from specviz.config import LLAMA_CPP, OFFLINE_MODEL, DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import build_pipeline, encode_prompt
 from specviz.models import llama_cpp, offline
 
@@ -36,8 +36,8 @@ def test_greedy_speculative_decoding_is_llama_cpps_own_plain_decoding():
 
     pipeline = build_pipeline(config())
     trace = engine.run_speculative(pipeline, PROMPT, config())
-    plain = engine.baseline_decode(pipeline, PROMPT, config())
-    assert trace.token_ids == plain.token_ids and len(trace.token_ids) > 10
+    plain_run = plain.baseline_decode(pipeline, PROMPT, config())
+    assert trace.token_ids == plain_run.token_ids and len(trace.token_ids) > 10
     assert sum(round_.accepted for round_ in trace.rounds) > 0  # the days repeat: prompt lookup's drafts were verified
 
     # llama.cpp's own greedy loop (the bindings' Llama.generate) over the same prompt ids. Its Llama class turns flash
@@ -49,9 +49,9 @@ def test_greedy_speculative_decoding_is_llama_cpps_own_plain_decoding():
     generated = []
     for token in own.generate(prompt_ids, temp=0.0, top_k=1, reset=True):
         generated.append(token)
-        if token in pipeline.eos_ids or len(generated) == len(plain.token_ids):
+        if token in pipeline.eos_ids or len(generated) == len(plain_run.token_ids):
             break
-    assert generated == plain.token_ids
+    assert generated == plain_run.token_ids
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ from tokenizers import models as tokenizer_models
 from transformers import PreTrainedTokenizerFast
 
 from specviz.config import DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import build_pipeline
 from specviz.models import loading as models
 from specviz.models import offline
@@ -35,7 +35,7 @@ def test_local_pair_with_padded_head_loads_and_decodes_exactly(tmp_path, offline
     config = DecodeConfig(target=target_dir, draft=draft_dir, gamma=3, max_new_tokens=24, chat=False)
     pipeline = build_pipeline(config)
     trace = engine.run_speculative(pipeline, "Once upon a time", config)
-    baseline = engine.baseline_decode(pipeline, "Once upon a time", config)
+    baseline = plain.baseline_decode(pipeline, "Once upon a time", config)
     assert trace.token_ids == baseline.token_ids and len(trace.token_ids) > 0
 
 

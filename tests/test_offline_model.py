@@ -3,7 +3,7 @@
 import pytest
 
 from specviz.config import OFFLINE_MODEL, DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import build_pipeline
 
 PROMPTS = [
@@ -19,7 +19,7 @@ def test_greedy_prompt_lookup_is_token_identical_to_target_greedy(offline_target
     config = DecodeConfig(gamma=5, max_new_tokens=40)
     pipeline = build_pipeline(config)
     trace = engine.run_speculative(pipeline, prompt, config)
-    assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, prompt, config).token_ids
 
 
 @pytest.mark.parametrize("prompt", PROMPTS[:2])
@@ -27,7 +27,7 @@ def test_greedy_draft_model_is_token_identical_to_target_greedy(offline_target, 
     config = DecodeConfig(draft=tiny_draft_folder, gamma=3, max_new_tokens=24)
     pipeline = build_pipeline(config)
     trace = engine.run_speculative(pipeline, prompt, config)
-    assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, prompt, config).token_ids
     assert sum(r.accepted < r.drafted for r in trace.rounds) > 0  # a random draft is rejected: corrections ran
 
 
@@ -42,7 +42,7 @@ def test_self_draft_accepts_everything_and_keeps_caches_in_step(offline_target):
             assert model.cache.get_seq_length() == model.cached_length  # bookkeeping matches the real cache
         ends_with_accepted_eos = round_.tokens[-1].kind == "accepted"  # an accepted EOS draft: no bonus follows
         assert pipeline.target.cached_length == sequence_length - (not ends_with_accepted_eos)
-    assert trace.token_ids == engine.baseline_decode(pipeline, PROMPTS[0], config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, PROMPTS[0], config).token_ids
 
 
 def test_caches_stay_consistent_across_rejections(offline_target, tiny_draft_folder):

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from specviz.config import LOOKUP_FIRST, QUANTIZED_DRAFTER, DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import build_pipeline
 from specviz.drafters.weights import int4_copy
 from specviz.models import int4
@@ -148,4 +148,4 @@ def test_the_int4_draft_starts_from_the_target_cache_instead_of_encoding_the_pro
     assert all(r.drafted > 0 for r in trace.rounds[1:-1])
     fed = pipeline.draft_model.tokens_fed  # the draft fed only what followed the copied cache
     assert fed < trace.prompt_token_count and fed <= len(trace.token_ids) + config.gamma * len(trace.rounds)
-    assert trace.token_ids == engine.baseline_decode(pipeline, prompt, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, prompt, config).token_ids

@@ -6,7 +6,7 @@ import torch
 
 from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.drafters.retokenize import continuation, own_text, stable_continuation
 from tests.test_cross_vocab import PROMPT, TARGET_PIECES, ToyTokenizer, _pipeline
 
@@ -50,7 +50,7 @@ def test_greedy_rounds_propose_the_target_tokens_of_the_draft_s_own_text():
     config = DecodeConfig(gamma=3, max_new_tokens=12, chat=False)
     pipeline = _pipeline()
     trace = engine.run_speculative(pipeline, PROMPT, config)
-    assert trace.token_ids == engine.baseline_decode(_pipeline(), PROMPT, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(_pipeline(), PROMPT, config).token_ids
     drafting = [round_ for round_ in trace.rounds if round_.drafted]
     assert drafting and sum(round_.accepted for round_ in trace.rounds) > 0
     for round_ in drafting:
@@ -75,7 +75,7 @@ def test_a_draft_stop_proposes_what_the_draft_wrote_holding_nothing_back():
     a draft that stops at its first token would propose nothing at all)."""
     config = DecodeConfig(gamma=3, max_new_tokens=12, chat=False)
     trace = engine.run_speculative(_pipeline(confidence=0.99), PROMPT, config)
-    assert trace.token_ids == engine.baseline_decode(_pipeline(), PROMPT, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(_pipeline(), PROMPT, config).token_ids
     later = trace.rounds[1:]  # round 1 reads the prompt
     assert later and all(len(round_.draft_own_texts) == 1 and round_.drafted >= 1 for round_ in later)
     for round_ in later:

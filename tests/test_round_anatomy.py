@@ -84,7 +84,9 @@ def test_the_figures_draw_every_segment(trace):
     totals = figures.totals_figure(facts)
     assert totals.layout.title.text == "Rounds 2–4: where the time went, beside plain steps for their tokens"
     bars = figures.waterfall_figure(facts["waterfall"]).data[0]
-    assert list(bars.x) == ["predicted", *speedup.PART_NOTES, "this run"] and bars.y[-1] == pytest.approx(5.0)
+    names = [name for name, _ in facts["waterfall"].parts]
+    assert set(names) <= set(speedup.PART_NOTES) and speedup.TOKENS_AS_FELL in names  # each part is defined
+    assert list(bars.x) == ["predicted", *names, "this run"] and bars.y[-1] == pytest.approx(5.0)
     assert bars.y[0] + sum(bars.y[1:-1]) == pytest.approx(bars.y[-1])  # the parts add up from predicted to measured
 
 

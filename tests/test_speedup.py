@@ -80,12 +80,28 @@ def test_every_surface_shows_the_same_two_speedups():
     assert "theoretical speedup" not in live and "against plain steps" not in live + anatomy
 
 
-def test_round_anatomy_says_so_when_the_machine_ran_slower_than_when_it_was_timed():
+def test_round_anatomy_says_so_when_a_run_without_a_plain_run_ran_slower_than_when_it_was_calibrated():
+    """No plain run timed in turn: c and v(k) come from the calibration, and a machine that has since slowed shows."""
     trace = scripted_trace()
+    trace.baseline = None
     assert "a busy machine" not in round_anatomy.waterfall_line(round_anatomy.summary(trace))
-    for round_ in trace.rounds:  # every forward four times as slow as calibrated
-        round_.draft_ms, round_.verify_forward_ms = 4 * round_.draft_ms, 4 * round_.verify_forward_ms
-        round_.verify_ms = round_.verify_forward_ms + 4.0
-    trace.wall_ms = sum(round_.draft_ms + round_.verify_ms for round_ in trace.rounds)
+    _slow_every_forward(trace, 4.0)
     line = round_anatomy.waterfall_line(round_anatomy.summary(trace))
     assert "a busy machine" in line and f"= this run **{speedup.waterfall(trace).measured_ms:.1f}**" in line
+
+
+def test_a_run_timed_in_turn_with_its_plain_run_predicts_from_its_own_forwards_however_slow_the_machine():
+    """Every forward four times slower, the plain run's too: the prediction moves with them, not with the calibration."""
+    trace = scripted_trace()
+    before = speedup.waterfall(trace).predicted
+    _slow_every_forward(trace, 4.0)
+    trace.baseline.step_ms, trace.baseline.wall_ms = 4 * trace.baseline.step_ms, 4 * trace.baseline.wall_ms
+    assert speedup.waterfall(trace).predicted == pytest.approx(before)
+    assert "a busy machine" not in round_anatomy.waterfall_line(round_anatomy.summary(trace))
+
+
+def _slow_every_forward(trace, factor: float) -> None:
+    for round_ in trace.rounds:
+        round_.draft_ms, round_.verify_forward_ms = factor * round_.draft_ms, factor * round_.verify_forward_ms
+        round_.verify_ms = round_.verify_forward_ms + 4.0
+    trace.wall_ms = sum(round_.draft_ms + round_.verify_ms for round_ in trace.rounds)

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from specviz.config import DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models.cache import WeightsCache
@@ -118,7 +118,7 @@ def test_greedy_speculative_decoding_over_static_caches_is_the_targets_own():
     config = DecodeConfig(target="tiny", gamma=5, max_new_tokens=24, temperature=0).validate()
     trace = engine.run_speculative(pipeline, "The quick brown fox jumps over the lazy dog", config)
     assert trace.rounds[0].drafted == 5 and trace.rounds[0].accepted < 5  # drafts rejected, the caches rolled back
-    assert trace.token_ids == engine.baseline_decode(pipeline, trace.prompt, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, trace.prompt, config).token_ids
 
 
 def test_a_sequence_longer_than_the_static_cache_is_refused_with_its_length():

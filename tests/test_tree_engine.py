@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from specviz.config import DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.replay import first_difference
 from specviz.drafters import tree as tree_module
 from specviz.trace import REJECTED, Trace
@@ -120,7 +120,7 @@ def test_greedy_trees_equal_greedy_decoding(gamma, budget, drafter):
     pipeline = fake_pipeline(vocab_size=5, drafter=drafter)
     config = DecodeConfig(gamma=gamma, max_new_tokens=40, chat=False, tree=True, tree_budget=budget)
     trace = engine.run_speculative(pipeline, "abcab", config)
-    assert trace.token_ids == engine.baseline_decode(pipeline, "abcab", config).token_ids
+    assert trace.token_ids == plain.baseline_decode(pipeline, "abcab", config).token_ids
     lookup_nodes = gamma if drafter == "ngram+model" else 0  # prompt lookup's branch comes on top of the budget
     assert all(round_.drafted <= budget + lookup_nodes for round_ in trace.rounds)
     assert any(round_.is_tree for round_ in trace.rounds)
@@ -166,6 +166,6 @@ def test_the_draft_stop_ends_a_tree_s_unsure_paths_and_keeps_it_exact():
     common = dict(gamma=5, max_new_tokens=40, chat=False, tree=True, tree_budget=20)
     free = engine.run_speculative(pipeline, "abcab", DecodeConfig(**common))
     stopped = engine.run_speculative(pipeline, "abcab", DecodeConfig(**common, draft_confidence=0.6))
-    assert stopped.token_ids == free.token_ids == engine.baseline_decode(pipeline, "abcab", DecodeConfig(**common)).token_ids
+    assert stopped.token_ids == free.token_ids == plain.baseline_decode(pipeline, "abcab", DecodeConfig(**common)).token_ids
     nodes = [sum(round_.drafted for round_ in trace.rounds) / len(trace.rounds) for trace in (free, stopped)]
     assert nodes[1] < nodes[0]

@@ -53,13 +53,13 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
                                              "r − 1 before it were rejected (Sequoia's acceptance vector)"),
     "draft_step": Definition(
         "draft step", "the median time of one draft forward over one token",
-        "timed once per model pair and device, alternating with the target's one-token forwards (calibration.calibrate; a "
-        "later start reads the ratio and times one target step to rescale it); without that, the median over this "
-        "run's rounds of drafting time ÷ draft forwards, rounds 1–2 left out"),
+        "this run's median over its rounds of drafting time ÷ draft forwards, rounds 1–2 left out; where no plain run "
+        "was timed with the run, the step timed once per model pair and device (calibration.calibrate)"),
     "target_step": Definition(
         "target step", "the median time of one target forward over one token",
-        "timed once per model pair and device beside the draft step; without that, the plain run's median step, "
-        "else this run's median verify forward (over k + 1 tokens, so it overstates a step on a CPU)"),
+        "the plain run's median one-token forward, timed in turn with this run's rounds; without a plain run, the "
+        "step timed once per model pair and device, else this run's median verify forward (over k + 1 tokens, so it "
+        "overstates a step on a CPU)"),
     "c": Definition(
         "c", "draft step ÷ target step",
         "what one drafted token costs in target steps (Leviathan et al.'s c); prompt lookup costs about 0"),
@@ -67,10 +67,24 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
         "measured speedup", "this run's tokens/s ÷ a plain run's tokens/s",
         "the plain run decodes the same prompt on the same target, backend and settings in this process (tick compare "
         "with plain decoding); both times run from the prompt's first forward to the last token, so every overhead, "
-        "the recording of the rounds and a verify forward's real cost are in it"),
+        "the recording of the rounds and a verify forward's real cost are in it; the plain run decodes in turn with "
+        "the rounds, on a cache of its own, so a busy moment slows both"),
+    "speedup_interval": Definition(
+        "interval", "where the measured speedup lies given this run's timing noise (95%)",
+        "each round is paired with the plain tokens decoded right after it; the rounds' times in those plain tokens "
+        "are resampled among rounds that drafted as many tokens, and the spread of the resampled speedups, scaled to "
+        "the measured one, is the interval. When it includes 1×, the run cannot tell speculative decoding from plain"),
+    "plain_spread": Definition(
+        "plain spread", "how much the plain run's tokens varied: the middle 80% of their times ÷ their median",
+        "a quiet machine keeps it to a few percent; a busy one spreads it"),
+    "others_busy_cores": Definition(
+        "other programs' load", "the CPU cores other programs kept busy, on average, while the runs were timed",
+        "read from Linux's counters (/proc/stat) at the run's start and end; at half a core or more the page says "
+        "the machine was busy"),
     "speedup_predicted": Definition(
         "predicted speedup", "Σ E(α, k) ÷ Σ (k·c + v(k + 1)) over the rounds",
-        "what this run's α, c and the target's measured v(k) predict, k being each round's drafts; Round anatomy's "
+        "what this run's α, c and v(k) predict, k being each round's drafts, c and v(k) from this run's own forwards "
+        "against the plain steps timed in turn with them; Round anatomy's "
         "waterfall walks from it to the measured speedup in milliseconds per token"),
     "baseline_tokens_per_s": Definition(
         "plain tokens/s", "the plain run's tokens ÷ its wall time",

@@ -18,8 +18,11 @@ from specviz.analysis.speedup import (  # noqa: F401  (c's steps, v(k) and the s
     WARM_UP_ROUNDS,
     baseline_tokens_per_s,
     estimate_verify_cost,
+    machine_busy,
     measured_speedup,
+    plain_spread,
     run_wall_ms,
+    speedup_interval,
     step_costs,
     tokens_per_s,
     waterfall,
@@ -57,6 +60,11 @@ class Metrics:
     tokens_per_s: float  # "tokens_per_s": generated tokens / run_wall_ms
     baseline_tokens_per_s: float | None  # "baseline_tokens_per_s": the plain run's tokens / its wall time
     speedup_measured: float | None  # "speedup_measured": tokens_per_s / baseline_tokens_per_s (measured_speedup)
+    speedup_low: float | None  # "speedup_interval": the measured speedup's interval (speedup_interval), where the
+    speedup_high: float | None  # plain run was timed in turn with the rounds
+    plain_spread: float | None  # "plain_spread": the plain tokens' middle 80% of ms over their median
+    others_busy_cores: float | None  # "others_busy_cores": cores other programs kept busy meanwhile (Linux)
+    busy: bool | None  # machine_busy: whether the machine was busy while the two runs were timed
     speedup_predicted: float | None  # "speedup_predicted": Σ E(α, k) / Σ (k c + v(k + 1)), beside the measured one
     identical: bool | None  # generated ids equal the baseline's (meaningful at temperature 0)
 
@@ -103,6 +111,11 @@ def summarize(trace: Trace) -> Metrics:
         tokens_per_s=tokens_per_s(trace),
         baseline_tokens_per_s=baseline_tokens_per_s(trace),
         speedup_measured=measured_speedup(trace),
+        speedup_low=interval.low if (interval := speedup_interval(trace)) is not None else None,
+        speedup_high=interval.high if interval is not None else None,
+        plain_spread=plain_spread(trace),
+        others_busy_cores=trace.others_busy_cores,
+        busy=machine_busy(trace),
         speedup_predicted=predicted.predicted if (predicted := waterfall(trace, alpha)) is not None else None,
         identical=identical,
     )

@@ -1,22 +1,29 @@
-"""The speedup, told straight: one measured speedup, the prediction beside it, and the waterfall between them.
+"""The speedup, told straight: one measured speedup with its interval, the prediction beside it, and the waterfall
+between them.
 
-    measured  = this run's tokens/s ÷ a plain run's tokens/s        (same prompt, target, backend, settings, process)
-    predicted = Σ_r E(α, k_r) ÷ Σ_r (k_r·c + v(k_r + 1))              (α, c and the target's measured v(k))
+    measured  = this run's tokens/s ÷ a plain run's tokens/s     (same prompt, target, backend, settings, process,
+                                                                  the two timed in turn: decoding/comparison.py)
+    predicted = a plain token's ms ÷ this run's predicted ms per token, from α, c and v(k) and this run's own forwards
 
 Every surface (the live tab, Round anatomy, the gallery, the HTML export, the CLI and its --json, the benchmark)
-reads these two from here. Both are ratios of milliseconds per generated token, so the waterfall walks from one to the
-other in this run's measured milliseconds per token, and every part of the gap has a name:
+reads these from here. Both are ratios of milliseconds per generated token, so the waterfall walks from one to the
+other in this run's measured milliseconds per token, and every part of the gap has a name. c and v(k) come from the
+run itself: its median draft forward and its median verify forward at each width, over the plain run's median
+one-token forward timed in the same seconds. With the plain run timed token by token beside the rounds:
 
-    predicted ms/token = one plain step × Σ (k·c + v(k+1)) ÷ Σ E(α, k)
+    predicted ms/token = [one step × Σ (k·c + v(k+1)) + reading the prompt + a median round's time outside its
+                          forwards × rounds] ÷ Σ E(α, k)
     + tokens per round as they fell      (the run's tokens against E(α, k): streaks, luck, the stop)
     + drafting beyond c                  (the drafts' measured time against k·c steps)
     + verifying beyond v(k)              (the verify forwards against v(k+1) steps, round 1 left out)
-    + reading the prompt                 (round 1's verify forward, which also reads the prompt)
-    + outside the forwards               (sampling, acceptance tests, bookkeeping and recording the rounds)
-    = this run's ms/token.
+    + outside the forwards beyond a median round's
+    = this run's ms/token,
 
-On the plain side, a plain run's ms/token is one step plus what plain decoding spends beside its forwards (reading the
-prompt, sampling). measured = plain ms/token ÷ this run's ms/token; predicted = one step ÷ predicted ms/token.
+and the prediction is in units of the plain run's ms per token as measured (its prompt's reading and sampling in it,
+as this run's are in the prediction). What remains between prediction and measurement is then chance in the tokens
+and the spread of the times about their medians. A trace without such a plain run predicts from the forwards alone,
+one step × Σ (k·c + v(k+1)) ÷ Σ E(α, k) against one step, and reading the prompt and the time outside the forwards
+are parts of its waterfall.
 
 >>> from specviz.trace import Baseline, Round, Trace
 >>> rounds = [Round(i, 2, 2, [], draft_ms=0.0, verify_ms=10.0, draft_forwards=0, verify_forward_ms=10.0)
@@ -36,15 +43,17 @@ from specviz.analysis.tree_metrics import round_depth
 from specviz.core import theory
 from specviz.trace import Trace
 
-TOKENS_AS_FELL, DRAFTING, VERIFYING, PROMPT, OUTSIDE = (
+TOKENS_AS_FELL, DRAFTING, VERIFYING, PROMPT, OUTSIDE, OUTSIDE_SPREAD = (
     "tokens per round as they fell", "drafting beyond c", "verifying beyond v(k)", "reading the prompt",
-    "outside the forwards")
+    "outside the forwards", "outside the forwards beyond a median round's")
 PART_NOTES = {  # what each part of the waterfall counts, as the page says it
     TOKENS_AS_FELL: "the tokens the rounds gave against the E(α, k) the prediction expects of them",
     DRAFTING: "the drafts' measured time against k·c target steps",
     VERIFYING: "the verify forwards' measured time against v(k + 1) target steps (round 1 left out)",
     PROMPT: "round 1's verify forward beyond v(k + 1) steps: it also reads the prompt",
     OUTSIDE: "sampling, acceptance tests, cache bookkeeping and recording the rounds for the views",
+    OUTSIDE_SPREAD: "the rounds' time outside their forwards (sampling, tests, bookkeeping, recording) beyond the "
+                    "median round's, which the prediction counts",
 }
 
 
@@ -52,9 +61,10 @@ WARM_UP_ROUNDS = 2  # round 1 also encodes the prompt; round 2 still pays first-
 
 
 C_BASES = {  # where step_costs took c's two steps from, as the page words it
-    "calibrated": "both timed once per model pair on this device, alternating forwards",
+    "baseline": "both from this run: its median draft forward, and the median one-token forward of the plain run "
+                "timed in turn with it",
+    "calibrated": "both timed once per model pair on this device, alternating forwards (no plain run to time them in)",
     "calibrated target": "draft step: this run's median; target step: timed once per model on this device",
-    "baseline": "draft step: this run's median; target step: the plain run's median step",
     "verify": "draft step: this run's median; target step: this run's median verify forward (overstates it on a CPU)",
 }
 
@@ -63,46 +73,61 @@ def step_costs(trace: Trace) -> tuple[float, float, str]:
     """(draft step ms, target step ms, basis) for c: DEFINITIONS["draft_step"] and ["target_step"]; basis is a
     key of C_BASES.
 
-    Steps timed once per model pair (calibration.calibrate: Trace.draft_step_ms, Trace.target_forward_ms[0]) come
-    first: identical reruns then show the same c, whatever a busy machine or the views drawn meanwhile do to one
-    run. Else the run's rounds give the draft step: the median draft time per forward, warm-up rounds left out
-    (per drafted token for prompt lookup, which makes no forward); and the target step is the baseline's median
-    step, else the calibrated one, else the median verify forward (k + 1 tokens: it overstates a step on a CPU).
+    A run timed in turn with plain decoding (decoding/comparison.py) gives both from its own forwards: the draft step
+    is the median draft time per forward, warm-up rounds left out (per drafted token for prompt lookup, which makes
+    no forward), and the target step the plain run's median one-token forward, timed in the same seconds. A machine
+    that has since changed then cannot tilt the prediction. Without a plain run, the steps timed once per model pair
+    (calibration.calibrate: Trace.draft_step_ms, Trace.target_forward_ms[0]); else the median verify forward
+    (k + 1 tokens: it overstates a step on a CPU).
     """
+    draft_step_ms = _run_draft_step_ms(trace)
+    if trace.baseline is not None and trace.baseline.step_ms > 0:
+        return draft_step_ms, trace.baseline.step_ms, "baseline"
     if trace.draft_step_ms > 0 and trace.target_forward_ms:
         return trace.draft_step_ms, trace.target_forward_ms[0], "calibrated"
-    steady = trace.rounds[WARM_UP_ROUNDS:] if len(trace.rounds) > WARM_UP_ROUNDS + 2 else trace.rounds[1:] or trace.rounds
-    per_forward = [r.draft_ms / r.draft_forwards for r in steady if r.draft_forwards]
-    if per_forward:
-        draft_step_ms = statistics.median(per_forward)
-    else:
-        drafted = sum(r.drafted for r in steady)
-        draft_step_ms = sum(r.draft_ms for r in steady) / drafted if drafted else 0.0
-    if trace.baseline is not None:
-        return draft_step_ms, trace.baseline.step_ms, "baseline"
     if trace.target_forward_ms:
         return draft_step_ms, trace.target_forward_ms[0], "calibrated target"
-    verify = [r.verify_ms for r in steady]
+    verify = [r.verify_ms for r in _steady(trace)]
     return draft_step_ms, statistics.median(verify) if verify else 0.0, "verify"
+
+
+def _steady(trace: Trace) -> list:
+    """The rounds past the warm-up (WARM_UP_ROUNDS), where enough are left; else all but the first."""
+    return trace.rounds[WARM_UP_ROUNDS:] if len(trace.rounds) > WARM_UP_ROUNDS + 2 else trace.rounds[1:] or trace.rounds
+
+
+def _run_draft_step_ms(trace: Trace) -> float:
+    """This run's median draft time per draft forward (per drafted token where drafting ran no forward)."""
+    steady = _steady(trace)
+    per_forward = [r.draft_ms / r.draft_forwards for r in steady if r.draft_forwards]
+    if per_forward:
+        return statistics.median(per_forward)
+    drafted = sum(r.drafted for r in steady)
+    return sum(r.draft_ms for r in steady) / drafted if drafted else 0.0
 
 
 def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | None:
     """v(k) for k = 1..max_k from this run's own timings: target forwards over k tokens relative to one.
 
-    Each round after the first fed the target k = drafted + 1 tokens. A least-squares line through the mean
-    verify time at each k seen in at least two rounds (and the baseline's one-token step, when it ran) gives
-    v(k) = t(k) / t(1). A k seen once is left out: a draft that almost always drafts γ leaves one short round at
-    the end, and a line through that single timing and the rest extrapolates t(1) from noise. None when fewer
-    than two k remain. A calibrated trace (Trace.target_forward_ms) gives v(k) from those timings instead, with
-    theory.verify_cost_at's extrapolation beyond them.
+    A run timed in turn with plain decoding divides, at each width k its rounds verified, the median verify forward
+    (round 1 left out: it also reads the prompt) by the plain run's median one-token forward; widths it never used
+    are read off those by theory.verify_cost_at. Without a plain run, a calibrated trace (Trace.target_forward_ms)
+    gives v(k) from those timings; else a least-squares line through the mean verify time at each k seen in at
+    least two rounds (a k seen once is left out: a line through one short final round extrapolates from noise).
+    None when nothing gives two sizes.
     """
+    by_size: dict[int, list[float]] = {}
+    for round_ in trace.rounds[1:]:
+        by_size.setdefault(round_.drafted + 1, []).append(_verify_forward_ms(round_))
+    if trace.baseline is not None and trace.baseline.step_ms > 0 and by_size:
+        table = {1: 1.0, **{k: max(statistics.median(ms) / trace.baseline.step_ms, 1.0) for k, ms in by_size.items()
+                            if k > 1}}
+        if len(table) >= 2:
+            return {k: max(theory.verify_cost_at(table, k), 1.0) for k in range(1, max_k + 1)}
     measured = trace.target_forward_ms
     if len(measured) >= 2 and measured[0] > 0:
         table = {k: ms / measured[0] for k, ms in enumerate(measured, start=1)}
         return {k: max(theory.verify_cost_at(table, k), 1.0) if k > 1 else 1.0 for k in range(1, max_k + 1)}
-    by_size: dict[int, list[float]] = {}
-    for round_ in trace.rounds[1:]:
-        by_size.setdefault(round_.drafted + 1, []).append(round_.verify_ms)
     points = {k: sum(v) / len(v) for k, v in by_size.items() if len(v) >= 2}
     if trace.baseline is not None:
         points[1] = trace.baseline.step_ms
@@ -144,20 +169,121 @@ def measured_speedup(trace: Trace) -> float | None:
     return tokens_per_s(trace) / plain if plain and trace.token_ids else None
 
 
+INTERVAL_LEVEL = 0.95  # the measured speedup's interval: the middle 95% of its resamples
+RESAMPLES = 2000
+BUSY_CORES = 0.5  # other programs kept at least half a core busy on average: the page says the machine was busy
+BUSY_SPREAD = 0.3  # plain tokens whose middle 80% spread over 30% of their median: busy too (where load is unread)
+
+
+@dataclass(frozen=True)
+class SpeedupInterval:
+    """Where the measured speedup lies, given this run's timing noise: its INTERVAL_LEVEL interval."""
+
+    low: float
+    high: float
+    pairs: int  # the rounds paired with the plain tokens decoded right after them
+
+    def includes_one(self) -> bool:
+        return self.low <= 1.0 <= self.high
+
+
+def speedup_interval(trace: Trace) -> SpeedupInterval | None:
+    """The measured speedup's interval, from the spread of this run's paired timings; None without a plain run timed
+    in turn with the rounds (decoding/comparison.py), or with fewer than four rounds.
+
+    Round r is paired with the plain tokens decoded right after it, on the same cores, so a busy moment slows both.
+    Its time in plain tokens, u_r = round ms ÷ those tokens' mean ms, is free of the drift, and the speedup is
+    Σ tokens ÷ Σ u_r. Resampling u_r among the rounds that drafted as many tokens (round 1, which reads the prompt,
+    alone) keeps each round's tokens as they fell and varies only the timing. The resamples' spread, scaled to the
+    measured speedup, is the interval: a quiet machine gives a narrow one, a busy one a wide one.
+    """
+    import numpy as np
+
+    pairs = _paired_rounds(trace)
+    measured = measured_speedup(trace)
+    if pairs is None or measured is None:
+        return None
+    tokens, units, strata = pairs
+    total_tokens, point = sum(tokens), sum(tokens) / sum(units)
+    generator = np.random.default_rng(0)  # the same trace always gives the same interval
+    units_ms, resampled = np.asarray(units), np.zeros(RESAMPLES)
+    for members in strata:  # Σ u_r of each resample, stratum by stratum; a stratum of one round stays as it is
+        if len(members) < 2:
+            resampled += units_ms[members].sum()
+        else:
+            resampled += units_ms[generator.choice(members, size=(RESAMPLES, len(members)))].sum(axis=1)
+    ratios = (total_tokens / resampled) / point
+    tail = (1 - INTERVAL_LEVEL) / 2
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return SpeedupInterval(float(measured * low), float(measured * high), len(tokens))
+
+
+def _paired_rounds(trace: Trace) -> tuple[list[int], list[float], list[list[int]]] | None:
+    """Each round's tokens, its time in plain tokens (u_r), and the strata to resample within; None where the plain
+    run was not decoded in turn with the rounds."""
+    baseline, rounds = trace.baseline, trace.rounds
+    if (baseline is None or not baseline.after_round or len(baseline.after_round) != len(baseline.token_ms)
+            or len(rounds) < 4):
+        return None
+    block_ms, block_tokens = [0.0] * len(rounds), [0] * len(rounds)
+    for ms, index in zip(baseline.token_ms, baseline.after_round):
+        if 0 <= index < len(rounds):
+            block_ms[index] += ms
+            block_tokens[index] += 1
+    local = [ms / count if count else None for ms, count in zip(block_ms, block_tokens)]
+    for index in [*range(1, len(local)), *range(len(local) - 2, -1, -1)]:  # a round the plain run ended before:
+        if local[index] is None:  # its neighbour's plain speed
+            local[index] = local[index - 1] if index and local[index - 1] is not None else (
+                local[index + 1] if index + 1 < len(local) else None)
+    if any(speed is None or speed <= 0 for speed in local):
+        return None
+    record_share = trace.record_ms / len(rounds)
+    units = [(r.draft_ms + r.verify_ms + (record_share if r.record_ms is None else r.record_ms)) / speed
+             for r, speed in zip(rounds, local)]
+    tokens = [len(r.emitted) for r in rounds]
+    strata: dict[object, list[int]] = {}
+    for index, round_ in enumerate(rounds):
+        strata.setdefault("prompt" if index == 0 else round_.drafted, []).append(index)
+    return tokens, units, list(strata.values())
+
+
+def plain_spread(trace: Trace) -> float | None:
+    """How much the plain run's tokens varied: the middle 80% of their ms (the first, which reads the prompt, left
+    out) over the median; None with fewer than 8 tokens timed."""
+    baseline = trace.baseline
+    timed = baseline.token_ms[1:] if baseline is not None else []
+    if len(timed) < 8:
+        return None
+    deciles = statistics.quantiles(timed, n=10)
+    return (deciles[-1] - deciles[0]) / statistics.median(timed)
+
+
+def machine_busy(trace: Trace) -> bool | None:
+    """Whether the machine was busy while this run was timed: other programs kept BUSY_CORES busy, or (where that
+    was not read) the plain tokens spread over BUSY_SPREAD; None without a plain run."""
+    if trace.others_busy_cores is not None:
+        return trace.others_busy_cores >= BUSY_CORES
+    spread = plain_spread(trace)
+    return None if spread is None else spread >= BUSY_SPREAD
+
+
 @dataclass(frozen=True)
 class Waterfall:
     """The predicted and the measured speedup, and the named parts between them, in ms per generated token."""
 
     step_ms: float  # one plain target step: c's target step (metrics.step_costs)
-    predicted_ms: float  # ms per token the prediction gives: step × Σ (k·c + v(k+1)) ÷ Σ E(α, k)
+    predicted_ms: float  # ms per token the prediction gives this run (module docstring)
     parts: list[tuple[str, float]]  # (a name of PART_NOTES, ms per token), from predicted_ms to measured_ms
     measured_ms: float  # this run's ms per token: run_wall_ms ÷ tokens
     plain_ms: float | None  # a plain run's ms per token; None without one
+    # The plain token the prediction is in units of: the plain run's ms per token where it was timed token by token
+    # beside this run (its prompt's reading and sampling in it, as the prediction holds this run's), else one step
+    unit_ms: float = 0.0
 
     @property
     def predicted(self) -> float:
-        """DEFINITIONS["speedup_predicted"]: one step ÷ the predicted ms per token."""
-        return self.step_ms / self.predicted_ms if self.predicted_ms > 0 else 0.0
+        """DEFINITIONS["speedup_predicted"]: a plain token's ms ÷ this run's predicted ms per token."""
+        return (self.unit_ms or self.step_ms) / self.predicted_ms if self.predicted_ms > 0 else 0.0
 
     @property
     def measured(self) -> float | None:
@@ -171,13 +297,17 @@ class Waterfall:
 
     def to_dict(self) -> dict:
         return {"step_ms": self.step_ms, "predicted_ms": self.predicted_ms, "parts": dict(self.parts),
-                "measured_ms": self.measured_ms, "plain_ms": self.plain_ms, "predicted": self.predicted,
-                "measured": self.measured}
+                "measured_ms": self.measured_ms, "plain_ms": self.plain_ms,
+                "unit_ms": self.unit_ms or self.step_ms, "predicted": self.predicted, "measured": self.measured}
 
 
 def waterfall(trace: Trace, alpha: float | None = None) -> Waterfall | None:
     """This run's waterfall (module docstring), at the run's α (metrics.summarize passes the one it computed); None
-    before a round or a token, or without a target step."""
+    before a round or a token, or without a target step.
+
+    Where the plain run was timed token by token beside this one, the prediction also holds what the run measured
+    around its forwards (reading the prompt, and a median round's time outside them), on both sides; what remains
+    between prediction and measurement is then the tokens as they fell and each time's spread about its median."""
     tokens = len(trace.token_ids)
     draft_step_ms, step_ms, _ = step_costs(trace)
     if not trace.rounds or not tokens or step_ms <= 0:
@@ -189,19 +319,29 @@ def waterfall(trace: Trace, alpha: float | None = None) -> Waterfall | None:
     widths = [round_.drafted + 1 for round_ in trace.rounds]  # verifying: every drafted node, and the token before
     expected = sum(theory.expected_tokens(alpha, depth) for depth in depths)
     verify_steps = [theory.verify_cost_at(verify_cost, width) for width in widths]
-    cost_steps = c * sum(depths) + sum(verify_steps)
+    cost_ms = step_ms * (c * sum(depths) + sum(verify_steps))  # the forwards the theory counts: Σ (k c + v(k+1)) steps
     verify_ms = [_verify_forward_ms(round_) for round_ in trace.rounds]
     draft_ms = sum(round_.draft_ms for round_ in trace.rounds)
     measured_ms = run_wall_ms(trace) / tokens
-    parts = [
-        (TOKENS_AS_FELL, step_ms * cost_steps / tokens - step_ms * cost_steps / expected),
-        (DRAFTING, (draft_ms - step_ms * c * sum(depths)) / tokens),
-        (VERIFYING, (sum(verify_ms[1:]) - step_ms * sum(verify_steps[1:])) / tokens),
-        (PROMPT, (verify_ms[0] - step_ms * verify_steps[0]) / tokens),
-        (OUTSIDE, measured_ms - (draft_ms + sum(verify_ms)) / tokens),
-    ]
+    drafting = (DRAFTING, (draft_ms - step_ms * c * sum(depths)) / tokens)
+    verifying = (VERIFYING, (sum(verify_ms[1:]) - step_ms * sum(verify_steps[1:])) / tokens)
     plain = baseline_tokens_per_s(trace)
-    return Waterfall(step_ms, step_ms * cost_steps / expected, parts, measured_ms, 1e3 / plain if plain else None)
+    plain_ms = 1e3 / plain if plain else None
+    timed = trace.baseline.token_ms if trace.baseline is not None else []
+    if len(timed) < 2:  # the theory's forwards alone; the prompt and the time outside the forwards are parts
+        parts = [(TOKENS_AS_FELL, cost_ms / tokens - cost_ms / expected), drafting, verifying,
+                 (PROMPT, (verify_ms[0] - step_ms * verify_steps[0]) / tokens),
+                 (OUTSIDE, measured_ms - (draft_ms + sum(verify_ms)) / tokens)]
+        return Waterfall(step_ms, cost_ms / expected, parts, measured_ms, plain_ms)
+    prompt_ms = verify_ms[0] - step_ms * verify_steps[0]  # round 1's verify forward beyond v(k+1) steps
+    record_share = trace.record_ms / len(trace.rounds)
+    outside = [r.verify_ms - verify + (record_share if r.record_ms is None else r.record_ms)
+               for r, verify in zip(trace.rounds, verify_ms)]  # sampling, tests, bookkeeping, recording: per round
+    typical_outside = statistics.median(outside[1:] or outside)
+    predicted_total = cost_ms + prompt_ms + typical_outside * len(trace.rounds)
+    parts = [(TOKENS_AS_FELL, predicted_total / tokens - predicted_total / expected), drafting, verifying,
+             (OUTSIDE_SPREAD, (sum(outside) - typical_outside * len(trace.rounds)) / tokens)]
+    return Waterfall(step_ms, predicted_total / expected, parts, measured_ms, plain_ms, plain_ms)
 
 
 def _alpha(trace: Trace) -> float:

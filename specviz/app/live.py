@@ -20,7 +20,7 @@ from specviz.app.request import RunRequest
 from specviz.app.trace_files import write_trace_file
 from specviz.app.views import LiveView, held_plots, views
 from specviz.config import DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import comparison, engine
 from specviz.decoding.pipeline import Pipeline
 from specviz.job import Cancelled
 from specviz.trace import USER_STOP, Trace
@@ -73,7 +73,8 @@ def _run(slot: JobSlot | None = None, previous: Trace | None = None, **controls)
         yield LiveView(status=progress.waiting_line(job, started)).values()  # at once: say what is happening
         pipeline = yield from progress.loaded(config, job, started, warm=request.compare)
         job.enter(progress.FIRST_ROUND)
-        feed = worker.Ahead(engine.speculative_decode(pipeline, request.prompt, config), snapshot=_snapshot, job=job)
+        decode = comparison.compared_decode if request.compare else engine.speculative_decode  # plain decoding in turn
+        feed = worker.Ahead(decode(pipeline, request.prompt, config), snapshot=_snapshot, job=job)
         seen, sent, plotted, held = 0, float("-inf"), float("-inf"), None
         while not job.cancelled:
             time.sleep(max(0.0, sent + ROWS_INTERVAL_S - time.perf_counter()))
@@ -94,10 +95,6 @@ def _run(slot: JobSlot | None = None, previous: Trace | None = None, **controls)
             yield dataclasses.replace(view, status=progress.decoding_line(trace, started)).values()
         if job.cancelled:  # Stop, Reset or a new Run cancelled the job: the engine ends within a forward
             raise Cancelled("stopped")
-        if request.compare:  # a few tokens per model-thread task: other sessions' rounds go on in between
-            yield LiveView(status=progress.COMPARING).values()
-            plain = worker.Ahead(engine.baseline_steps(pipeline, request.prompt, config), job=job)
-            trace.baseline = yield from progress.following(plain, job)
     except Cancelled:
         if slot.was_cleared(job):  # Reset: this stream's last word is the cleared page, after any update in flight
             yield _cleared().values()
@@ -129,8 +126,8 @@ def _stopped(feed: worker.Ahead | None, trace: Trace | None, previous: Trace | N
         gr.Info(line.replace("**", ""))
         yield LiveView(status=line).values()
         return
-    if trace.stop_reason:  # the decoding had ended: Stop came during the comparison with plain decoding
-        line = progress.COMPARISON_STOPPED
+    if trace.stop_reason:  # the run had ended (its plain decoding too) when Stop came
+        line = progress.ENDED_BEFORE_STOP
     else:
         trace.stop_reason = STOPPED
         line = progress.stopped_line(trace)
@@ -167,7 +164,8 @@ def _step(session: StepSession | None, slot: JobSlot | None = None, **controls):
             config = make_config(request)
             yield (*LiveView(status=progress.waiting_line(job, started)).values(), *KEEP_SESSION)
             pipeline = yield from progress.loaded(config, job, started, KEEP_SESSION, warm=request.compare)
-            rounds = engine.speculative_decode(pipeline, request.prompt, config)
+            decode = comparison.compared_decode if request.compare else engine.speculative_decode
+            rounds = decode(pipeline, request.prompt, config)
             session = StepSession(config, request.prompt, bool(request.compare), pipeline, rounds)
         future = worker.MODEL_THREAD.submit(next, session.rounds, None, job=job)
         produced = yield from progress.waiting(future, job, started, KEEP_SESSION)
@@ -176,9 +174,6 @@ def _step(session: StepSession | None, slot: JobSlot | None = None, **controls):
         else:
             _, session.trace = produced
             session.finished = bool(session.trace.stop_reason)
-            if session.finished and session.compare:
-                plain = worker.Ahead(engine.baseline_steps(session.pipeline, session.prompt, session.config), job=job)
-                session.trace.baseline = yield from progress.following(plain, job, KEEP_SESSION)
     except Cancelled:
         if slot.was_cleared(job):  # Reset: this stream's last word is the cleared page (and no session)
             yield (*_cleared().values(), None)

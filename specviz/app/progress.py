@@ -18,7 +18,7 @@ from specviz.app.callbacks import pipeline_error
 from specviz.app.views import LiveView
 from specviz.app.warmup import WARM_UP
 from specviz.config import DecodeConfig
-from specviz.decoding import engine
+from specviz.decoding import comparison
 from specviz.decoding.calibration import calibrated_pipeline
 from specviz.job import Cancelled, Job
 from specviz.trace import USER_STOP, Trace
@@ -28,9 +28,7 @@ STATUS_INTERVAL_S = 0.25  # while loading (or a slow round), say what is happeni
 
 FIRST_ROUND = "Encoding the prompt and decoding the first round"
 QUEUED = "Waiting for the model thread: another run is using it"
-COMPARING = "**Decoding plainly** to measure the speedup (the rows above are the speculative run, complete)"
-COMPARISON_STOPPED = ("**Stopped by you during the comparison with plain decoding**: the speculative run above is "
-                      "complete; the measured speedup was not taken")
+ENDED_BEFORE_STOP = "**Stop came as the run ended**: it is shown whole"
 
 
 def queue_shown(status_line) -> dict:
@@ -141,7 +139,7 @@ class JobSlot:
 
 def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = (), warm: bool = False):
     """The pipeline, built and calibrated on the model thread while this reports each stage; gr.Error on failure.
-    warm: also run each path once first (engine.warm_up, before a timed comparison), in the same model-thread task:
+    warm: also run each path once first (comparison.warm_up, before a timed comparison), in the same model-thread task:
     a run's first row then waits behind one task of the others', not two."""
     try:
         return (yield from waiting(worker.MODEL_THREAD.submit(_ready, config, warm, job=job), job, started, extra))
@@ -154,27 +152,8 @@ def loaded(config: DecodeConfig, job: Job, started: float, extra: tuple = (), wa
 def _ready(config: DecodeConfig, warm: bool):
     pipeline = calibrated_pipeline(config)
     if warm:  # a fresh server's first compared run would otherwise pay set-up costs in one of the two runs
-        engine.warm_up(pipeline, config)
+        comparison.warm_up(pipeline, config)
     return pipeline
-
-
-def following(feed, job: Job, extra: tuple = ()):
-    """Wait for a worker.Ahead to finish, yielding nothing new to the page meanwhile (the status line already says
-    what it does); return its last item. Cancelling the job (Stop, Reset) raises job.Cancelled here. `extra` as in
-    waiting()."""
-    seen = 0
-    while True:
-        newer = feed.newer_than(seen, timeout=STATUS_INTERVAL_S)
-        if job.cancelled:
-            raise Cancelled("stopped")
-        if newer is None:
-            yield *LiveView().values(), *extra
-            continue
-        seen, newest, finished = newer
-        if finished:
-            if newest is None:  # it ended without its result: cancelled between two steps
-                raise Cancelled("stopped")
-            return newest
 
 
 def waiting(future, job: Job, started: float, extra: tuple = ()):

@@ -33,7 +33,7 @@ from specviz.analysis.metrics import SIGNIFICANCE, chi_square_test
 from specviz.bench.run import load_prompts
 from specviz.config import BACKENDS, TRANSFORMERS, DecodeConfig
 from specviz.core.sampling import Standardizer
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import Pipeline, build_pipeline
 from specviz.models.offline import ModelUnavailable
 
@@ -91,7 +91,7 @@ def target_probs(pipeline: Pipeline, prompt: str, config: DecodeConfig, token_id
 def generate(pipeline: Pipeline, prompt: str, config: DecodeConfig, method: str) -> list[int]:
     """One seeded run's tokens: "plain" is the target alone, anything else the pipeline's speculative decoding."""
     if method == "plain":
-        return engine.baseline_decode(pipeline, prompt, config).token_ids
+        return plain.baseline_decode(pipeline, prompt, config).token_ids
     return engine.run_speculative(pipeline, prompt, config).token_ids
 
 

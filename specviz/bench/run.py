@@ -45,7 +45,7 @@ from specviz.config import (
     DecodeConfig,
     DrafterSpec,
 )
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.calibration import calibrate, calibration_sizes
 from specviz.decoding.pipeline import build_pipeline, encode_prompt
 from specviz.drafters import kinds
@@ -190,7 +190,7 @@ class Runner:
         config = self.config(method, temperature, max_new_tokens)
         pipeline = self.pipelines[config.draft]
         if method.kind == "plain":
-            baseline = engine.baseline_decode(pipeline, prompt, config)
+            baseline = plain.baseline_decode(pipeline, prompt, config)
             return {"token_ids": baseline.token_ids, "wall_ms": baseline.wall_ms, "step_ms": baseline.step_ms,
                     "text": baseline.text}  # the llama.cpp tools' texts are compared with it
         if method.kind.startswith("specviz"):

@@ -1,4 +1,5 @@
-"""Speculative decoding as a generator of rounds, and the plain baseline it is measured against.
+"""Speculative decoding as a generator of rounds (plain decoding, its baseline: plain.py; the two timed together:
+comparison.py).
 
 One round (Leviathan et al. 2023, algorithm 1):
 1. Draft: the drafter proposes x_1..x_k (k ≤ γ) with the distributions q_1..q_k it sampled them from.
@@ -17,8 +18,6 @@ Recording for the views (recording.py) happens after each round's timed sections
 from __future__ import annotations
 
 import dataclasses
-import statistics
-import time
 from collections.abc import Iterator
 
 import torch
@@ -26,7 +25,7 @@ import torch
 from specviz import job
 from specviz.config import DecodeConfig
 from specviz.core.acceptance import rule_for_lenience
-from specviz.core.sampling import Standardizer, sample
+from specviz.core.sampling import Standardizer
 from specviz.core.tree_shape import TreeShape, shape_for
 from specviz.core.verify_tree import verify_draft
 from specviz.decoding.adaptive import GammaPolicy, gamma_policy
@@ -36,7 +35,7 @@ from specviz.decoding.recording import IncrementalText, RoundOutcome, TokenTexts
 from specviz.decoding.tree_budget import choose_budget, remember_acceptance
 from specviz.drafters import kinds
 from specviz.models import loading as models
-from specviz.trace import Baseline, Round, Trace
+from specviz.trace import Round, Trace
 
 
 def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
@@ -112,7 +111,8 @@ def _add_round(trace: Trace, round_: Round, sequence: list[int], prompt_ids: lis
     trace.text = text.update(trace.token_ids, final=bool(trace.stop_reason))
     trace.forward_ms = clock.run_forward_ms()
     trace.wall_ms += clock.round_ms()  # the decoding itself
-    trace.record_ms += clock.since_verified_ms()
+    round_.record_ms = clock.since_verified_ms()
+    trace.record_ms += round_.record_ms
 
 
 def tree_shape(pipeline: Pipeline, config: DecodeConfig) -> TreeShape | None:
@@ -168,79 +168,6 @@ def run_speculative(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Tr
     for _, trace in speculative_decode(pipeline, prompt, config):
         pass
     return trace
-
-
-def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Baseline:
-    """Plain autoregressive decoding on the same target, with the same sampling and seed source."""
-    *_, baseline = baseline_steps(pipeline, prompt, config)
-    return baseline
-
-
-PLAIN_TOKENS_PER_STEP = 2  # baseline_steps pauses after this many tokens, so a server interleaves other sessions
-
-
-def baseline_steps(pipeline: Pipeline, prompt: str, config: DecodeConfig,
-                   every: int = PLAIN_TOKENS_PER_STEP) -> Iterator[Baseline | None]:
-    """baseline_decode a few tokens at a time: None after every `every` tokens, then the Baseline. The app runs it on
-    the model thread one step per task, so a comparison never holds every other session's rounds for seconds.
-    Its wall time counts the decoding only, never the pauses between steps (as a speculative run's rounds do)."""
-    target, device = pipeline.target, pipeline.device
-    prompt_ids = checked_prompt_ids(pipeline, prompt, config)
-    standardize = Standardizer(config.temperature, config.top_k, config.top_p)
-    generator = torch.Generator(device=device).manual_seed(config.seed)
-    target.reset()
-    generated: list[int] = []
-    step_seconds, decoding_s = [], 0.0
-    with torch.inference_mode():
-        started = time.perf_counter()
-        logits = target.feed(torch.tensor(prompt_ids, dtype=torch.long, device=device))  # [1, V]
-    while True:
-        with torch.inference_mode():  # per step, never across the yield
-            token = int(sample(standardize(logits)[0], generator))
-            generated.append(token)
-            if (token in pipeline.eos_ids or len(generated) >= config.max_new_tokens
-                    or len(prompt_ids) + len(generated) >= pipeline.context_limit):
-                break
-            step_started = time.perf_counter()
-            logits = target.feed(torch.tensor([token], device=device))
-            models.synchronize(device)
-            step_seconds.append(time.perf_counter() - step_started)
-        if len(generated) % every == 0:
-            decoding_s += time.perf_counter() - started
-            yield None
-            started = time.perf_counter()
-    wall_ms = (decoding_s + time.perf_counter() - started) * 1e3
-    step_ms = 1e3 * statistics.median(step_seconds) if step_seconds else wall_ms  # one slow step does not move it
-    text = pipeline.tokenizer.decode(generated, skip_special_tokens=True)
-    yield Baseline(text=text, token_ids=generated, wall_ms=wall_ms, step_ms=step_ms)
-
-
-WARM_UP_PROMPT = "Say hello twice: hello hello"
-
-
-def warm_up(pipeline: Pipeline, config: DecodeConfig) -> None:
-    """Run each path once, briefly, before a timed comparison, so that first-call costs (a CPU kernel set up for
-    each new row count, lazy imports) land in neither run. Once per process for each model pair and γ: the
-    pipeline's cache remembers which pairs are warm."""
-    key = ("warm-up", config.target, config.draft, config.gamma, str(pipeline.device))
-    if key not in pipeline.cache:
-        pipeline.cache.get(key, lambda: _warm(pipeline, config))
-
-
-def _warm(pipeline: Pipeline, config: DecodeConfig) -> bool:
-    target = pipeline.target
-    prompt_ids = encode_prompt(pipeline.tokenizer, WARM_UP_PROMPT, config.chat)
-    if len(prompt_ids) + 2 * (config.gamma + 2) >= pipeline.context_limit:
-        return False  # a context this short leaves no room to warm up (nor much to time)
-    target.reset()
-    target.feed(torch.tensor(prompt_ids, dtype=torch.long, device=pipeline.device))
-    for rows in range(1, config.gamma + 2):  # every verification width a run can use
-        target.feed(torch.tensor(prompt_ids[-1:] * rows, dtype=torch.long, device=pipeline.device))
-        target.crop(len(prompt_ids))
-    short = DecodeConfig(**{**config.to_dict(), "max_new_tokens": config.gamma + 2})
-    run_speculative(pipeline, WARM_UP_PROMPT, short)  # the drafter's own first calls
-    baseline_decode(pipeline, WARM_UP_PROMPT, short)
-    return True
 
 
 # ---------------------------------------------------------------- helpers of a round

@@ -8,6 +8,7 @@ wrappers (KV caches), so build a new one for each run, or reset it (the engine d
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -35,6 +36,10 @@ class Pipeline:
     cache: WeightsCache = WEIGHTS  # where shared weights, and the record of warm-ups, live
     target_forward_ms: list[float] = field(default_factory=list)  # set by calibrate(); copied into each trace
     draft_step_ms: float = 0.0  # one draft forward, set by calibrate() for a drafter that runs a model
+    # Makes the target again over the same weights with a KV cache of its own, for plain decoding in turn with the
+    # rounds (decoding/comparison.py); None: the target is all there is (a pipeline built by hand)
+    new_target: Callable[[], models.LanguageModel] | None = None
+    _plain_target: models.LanguageModel | None = field(default=None, repr=False)
 
     @property
     def context_limit(self) -> int:
@@ -42,6 +47,13 @@ class Pipeline:
         if self.draft_model is None:
             return self.target.max_length
         return min(self.target.max_length, self.draft_model.max_length)
+
+    def plain_target(self) -> models.LanguageModel:
+        """The target that plain decoding runs on: a second cache over the same weights, made once per pipeline; the
+        target itself where none can be made."""
+        if self._plain_target is None:
+            self._plain_target = self.new_target() if self.new_target is not None else self.target
+        return self._plain_target
 
     def forward_seconds(self) -> float:
         """Seconds spent so far inside model forwards, the target's and the drafter's."""
@@ -65,7 +77,8 @@ def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipel
     if spec.lookup_first:
         lookup = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos)
         drafter = LookupThenModelDrafter(lookup, drafter, str(spec))
-    return Pipeline(target_model, drafter, target.tokenizer, eos, target.device, target.dtype, draft_model, cache)
+    return Pipeline(target_model, drafter, target.tokenizer, eos, target.device, target.dtype, draft_model, cache,
+                    new_target=lambda: target.language_model(target_model.vocab_size))
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool, system_prompt: str | None = None) -> list[int]:

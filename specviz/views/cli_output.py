@@ -10,6 +10,7 @@ from specviz.analysis.tree_metrics import summarize_tree, why_no_tree
 from specviz.analysis.vocab_metrics import shared_mass
 from specviz.config import TRANSFORMERS
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round
+from specviz.views.stats_text import measurement_words
 
 COLOURS = {ACCEPTED: "\033[32m", REJECTED: "\033[9;31m", CORRECTED: "\033[34m", BONUS: "\033[1;34m"}
 MARKERS = {ACCEPTED: "{}", REJECTED: "[-{}-]", CORRECTED: "[+{}+]", BONUS: "[^{}^]"}
@@ -40,7 +41,8 @@ def json_summary(trace, metrics, parting=None) -> dict:
     if across is not None:  # metrics.DEFINITIONS["shared_mass"]: a draft of another tokenizer
         summary["shared_mass"] = across.overall
     if trace.baseline is not None:
-        summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms)
+        summary.update(baseline_text=trace.baseline.text, baseline_wall_ms=trace.baseline.wall_ms, cores=trace.cores,
+                       speedup_interval=None if metrics.speedup_low is None else [metrics.speedup_low, metrics.speedup_high])
     reconciled = waterfall(trace, metrics.alpha)
     if reconciled is not None:  # speedup.py: predicted ms per token, the named parts, measured ms per token
         summary["speedup_waterfall"] = reconciled.to_dict()
@@ -51,13 +53,13 @@ def json_summary(trace, metrics, parting=None) -> dict:
 
 def speedup_lines(trace, metrics) -> list[str]:
     """The measured speedup (where a plain run was timed) and the predicted one, then the waterfall between them."""
-    predicted = f"predicted {metrics.speedup_predicted:.2f}x from α, c and v(k)" if metrics.speedup_predicted else ""
+    predicted = f"predicted {metrics.speedup_predicted:.2f}x from this run's α, c and v(k)" if metrics.speedup_predicted else ""
     if metrics.speedup_measured is None:
         lines = [f"speedup: {predicted or 'none predicted'}; --baseline measures it"]
     else:
-        lines = [f"speedup: measured {metrics.speedup_measured:.2f}x ({metrics.tokens_per_s:.1f} tokens/s ÷ plain "
-                 f"decoding's {metrics.baseline_tokens_per_s:.1f}, this process); {predicted}; identical output: "
-                 f"{metrics.identical}"]
+        lines = [f"speedup: measured {measurement_words(metrics, trace.cores, 'x')} ({metrics.tokens_per_s:.1f} tokens/s ÷ "
+                 f"plain decoding's {metrics.baseline_tokens_per_s:.1f}, timed in turn in this process); {predicted}; "
+                 f"identical output: {metrics.identical}"]
     reconciled = waterfall(trace, metrics.alpha)
     if reconciled is not None:
         parts = " ".join(f"{'+' if ms >= 0 else '−'} {name} {abs(ms):.1f}" for name, ms in reconciled.parts)

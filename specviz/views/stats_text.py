@@ -69,30 +69,80 @@ def tree_line(trace: Trace, tree: TreeMetrics) -> str:
             + " · ".join(f"{a}/{t}" for a, t in zip(tree.accepted_per_rank, tree.tests_per_rank)) + ")")
 
 
+def interval_words(metrics: Metrics) -> str:
+    """The measured speedup's interval in brackets, "(1.05–1.41)", or "" where none was taken."""
+    if metrics.speedup_low is None or metrics.speedup_high is None:
+        return ""
+    return f"({metrics.speedup_low:.2f}–{metrics.speedup_high:.2f})"
+
+
+def machine_words(metrics: Metrics, cores: int = 0) -> str:
+    """How quiet the machine was while the runs were timed, in one clause: "the machine was busy: other programs kept
+    0.9 of its 2 cores busy, and plain tokens varied by 38%"; "" without a plain run's timings."""
+    if metrics.busy is None:
+        return ""
+    load = ""
+    if metrics.others_busy_cores is not None:
+        of = f" of its {cores} cores" if cores else ""
+        load = f"other programs kept {metrics.others_busy_cores:.1f}{of} busy"
+    spread = "" if metrics.plain_spread is None else f"plain tokens varied by {metrics.plain_spread:.0%}"
+    said = ", and ".join(part for part in (load, spread) if part)
+    return f"the machine was busy: {said}" if metrics.busy else f"a quiet machine: {said}"
+
+
+def measurement_words(metrics: Metrics, cores: int = 0, times: str = "×") -> str:
+    """THE measured speedup as the page and the CLI word it: the value, its interval, and how noisy the machine was,
+    with a plain warning where the interval includes 1×. "" where no plain run was timed. `times`: the sign after
+    the value (the terminal's is "x")."""
+    if metrics.speedup_measured is None:
+        return ""
+    said = f"{metrics.speedup_measured:.2f}{times}"
+    interval = interval_words(metrics)
+    if interval:
+        said += f" {interval}"
+    noise = machine_words(metrics, cores)
+    if noise:
+        said += f": {noise}"
+    if metrics.speedup_low is not None and metrics.speedup_low <= 1.0 <= metrics.speedup_high:
+        said += ". The interval includes 1×: on this run, speculative decoding cannot be told from plain decoding"
+    return said
+
+
 def speedup_line(trace: Trace, metrics: Metrics) -> str:
-    """THE measured speedup, where a plain run was timed, and the predicted one beside it, each named (speedup.py);
-    Round anatomy's waterfall reconciles the two."""
+    """THE measured speedup, where a plain run was timed, with its interval and the machine's noise, and the
+    predicted one beside it, each named (speedup.py); Round anatomy's waterfall reconciles the two."""
     predicted = ("" if metrics.speedup_predicted is None else
-                 f"{defined('speedup_predicted')} **{metrics.speedup_predicted:.2f}×** (from α, c and the measured v(k))")
+                 f"{defined('speedup_predicted')} **{metrics.speedup_predicted:.2f}×** (from this run's α, c and v(k))")
     if metrics.speedup_measured is None:
         return (f"{defined('speedup_measured')}: tick *compare with plain decoding* to measure it"
                 + (f" · {predicted}" if predicted else ""))
-    return (f"{defined('speedup_measured')} **{metrics.speedup_measured:.2f}×** ({metrics.tokens_per_s:.1f} "
-            f"{defined('tokens_per_s')} ÷ plain decoding's {metrics.baseline_tokens_per_s:.1f}, same process)"
+    interval = interval_words(metrics)
+    noise = machine_words(metrics, trace.cores)
+    return (f"{defined('speedup_measured')} **{metrics.speedup_measured:.2f}×**"
+            + (f" {defined('speedup_interval', interval)}" if interval else "")
+            + f" ({metrics.tokens_per_s:.1f} {defined('tokens_per_s')} ÷ plain decoding's "
+            f"{metrics.baseline_tokens_per_s:.1f}, timed in turn in this process)"
+            + (f" · {noise}" if noise else "")
             + (f" · {predicted}; Round anatomy shows where they part" if predicted else "")
             + f" · {_sameness(trace, metrics)}")
 
 
 def headline(trace: Trace, metrics: Metrics) -> str:
-    """The run in one line, beside the rows on the first screen: the measured speedup (or, where no plain run was
-    timed, the predicted one, said so), α, tokens per round and the rejections the rows show in red.
+    """The run in one line, beside the rows on the first screen: the measured speedup with its interval and the
+    machine's noise (or, where no plain run was timed, the predicted one, said so), α, tokens per round and the
+    rejections the rows show in red.
 
     The same numbers as the stats panel's lines below, fewer of them."""
     rejected = sum(1 for round_ in trace.rounds for token in round_.tokens if token.kind == "rejected")
     if metrics.speedup_measured is not None:
-        speed = (f"**{metrics.speedup_measured:.2f}× faster** than plain decoding, measured"
-                 if metrics.speedup_measured >= 1 else f"**{metrics.speedup_measured:.2f}×**: slower than plain "
-                 "decoding, measured")
+        interval = f" {interval_words(metrics)}" if interval_words(metrics) else ""
+        speed = (f"**{metrics.speedup_measured:.2f}× faster**{interval} than plain decoding, measured"
+                 if metrics.speedup_measured >= 1 else f"**{metrics.speedup_measured:.2f}×**{interval}: slower than "
+                 "plain decoding, measured")
+        if metrics.speedup_low is not None and metrics.speedup_low <= 1.0 <= metrics.speedup_high:
+            speed += " (within its interval, no faster than plain decoding)"
+        if metrics.busy:
+            speed += f" · {machine_words(metrics, trace.cores)}"
     elif metrics.speedup_predicted is not None:
         speed = (f"**{metrics.speedup_predicted:.2f}× predicted** (measured after the run where *Compare with plain "
                  "decoding* is ticked)")

@@ -23,7 +23,7 @@ from specviz.config import DecodeConfig
 from specviz.core.acceptance import rule_for_lenience
 from specviz.core.sampling import Standardizer
 from specviz.core.verify import verify
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import Pipeline, encode_prompt
 from specviz.drafters.lookup import PromptLookupDrafter
 from specviz.words import count
@@ -83,7 +83,7 @@ def check_distribution(pipeline: Pipeline, prompt: str, config: DecodeConfig, ru
             generator = torch.Generator().manual_seed(run_config.seed)
             plain_ids = [int(torch.multinomial(exact, 1, generator=generator))]
         else:
-            plain_ids = engine.baseline_decode(pipeline, prompt, dataclasses.replace(run_config, max_new_tokens=tokens)).token_ids
+            plain_ids = plain.baseline_decode(pipeline, prompt, dataclasses.replace(run_config, max_new_tokens=tokens)).token_ids
         check.speculative[tuple(trace.token_ids[:tokens])] += 1
         check.plain[tuple(plain_ids[:tokens])] += 1
         metrics = summarize(trace)
@@ -209,8 +209,8 @@ def check_greedy(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Greed
     """At temperature 0 speculative decoding must reproduce the target's greedy tokens one for one."""
     greedy = dataclasses.replace(config, temperature=0.0).validate()
     trace = engine.run_speculative(pipeline, prompt, greedy)
-    plain = engine.baseline_decode(pipeline, prompt, greedy)
-    speculative_ids, plain_ids = trace.token_ids, plain.token_ids
+    plain_run = plain.baseline_decode(pipeline, prompt, greedy)
+    speculative_ids, plain_ids = trace.token_ids, plain_run.token_ids
     difference = next((i for i, (a, b) in enumerate(zip(speculative_ids, plain_ids)) if a != b), None)
     if difference is None and len(speculative_ids) != len(plain_ids):
         difference = min(len(speculative_ids), len(plain_ids))

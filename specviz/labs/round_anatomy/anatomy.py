@@ -103,17 +103,20 @@ def waterfall_line(facts: dict) -> str:
     if reconciled is None:
         return ""
     parts = " ".join(f"{'+' if ms >= 0 else '−'} {defined_part(name)} **{abs(ms):.1f}**" for name, ms in reconciled.parts)
+    beside = reconciled.plain_beyond_step_ms
     plain = ("" if reconciled.plain_ms is None else f" Plain decoding took **{reconciled.plain_ms:.1f} ms** a token "
-             f"(one step {reconciled.step_ms:.1f} ms and {reconciled.plain_beyond_step_ms:.1f} ms beside it), so the "
-             f"measured speedup is {reconciled.plain_ms:.1f} ÷ {reconciled.measured_ms:.1f} = "
+             + (f"(one step {reconciled.step_ms:.1f} ms and {beside:.1f} ms beside it: reading the prompt, sampling)"
+                if beside >= 0 else f"(its median step {reconciled.step_ms:.1f} ms; most steps were quicker)")
+             + f", so the measured speedup is {reconciled.plain_ms:.1f} ÷ {reconciled.measured_ms:.1f} = "
              f"**{reconciled.measured:.2f}×**.")
     parts_ms = dict(reconciled.parts)
     slower = (" Drafting and verifying both took far longer than the forwards timed before the run: the machine ran "
               "slower during the run than when c and v(k) were timed (a busy machine), not the method."
               if min(parts_ms[DRAFTING], parts_ms[VERIFYING]) > SLOWER_SHARE * reconciled.predicted_ms else "")
+    unit = ("one step" if not reconciled.unit_ms else "a plain token as measured")
     return (f"From predicted to measured, in ms per token (every round): predicted **{reconciled.predicted_ms:.1f}** "
-            f"(one step {reconciled.step_ms:.1f} ms ÷ {reconciled.predicted:.2f}×) {parts} = this run "
-            f"**{reconciled.measured_ms:.1f}**.{plain}{slower}")
+            f"({unit}, {reconciled.unit_ms or reconciled.step_ms:.1f} ms, ÷ {reconciled.predicted:.2f}×) {parts} = "
+            f"this run **{reconciled.measured_ms:.1f}**.{plain}{slower}")
 
 
 def defined_part(name: str) -> str:

@@ -21,7 +21,7 @@ import torch
 
 from specviz.analysis.metrics import SIGNIFICANCE, chi_square_test, total_variation
 from specviz.core import theory
-from specviz.decoding import engine
+from specviz.decoding import engine, plain
 from specviz.labs.simulated_models.models import DEFAULT_VOCAB, PROMPT, WORDS, simulated_config, simulated_pipeline
 from specviz.trace import Baseline, Trace
 
@@ -56,7 +56,7 @@ def run(overlap: float, gamma: int, c: float, max_new_tokens: int = 48, seed: in
     config = simulated_config(overlap, gamma, max_new_tokens, seed, temperature)
     pipeline = simulated_pipeline(overlap, vocab_size)
     trace = engine.run_speculative(pipeline, PROMPT, config)
-    return with_simulated_time(trace, c, engine.baseline_decode(pipeline, PROMPT, config))
+    return with_simulated_time(trace, c, plain.baseline_decode(pipeline, PROMPT, config))
 
 
 # ---------------------------------------------------------------- a. the output follows the target, the draft does not
