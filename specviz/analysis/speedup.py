@@ -171,8 +171,11 @@ def measured_speedup(trace: Trace) -> float | None:
 
 INTERVAL_LEVEL = 0.95  # the measured speedup's interval: the middle 95% of its resamples
 RESAMPLES = 2000
-BUSY_CORES = 0.5  # other programs kept at least half a core busy on average: the page says the machine was busy
-BUSY_SPREAD = 0.3  # plain tokens whose middle 80% spread over 30% of their median: busy too (where load is unread)
+# Other programs kept at least half a core busy on average: the page says the machine was busy. The plain tokens'
+# spread alone cannot say it: on a quiet 2-core VM it reached 84%, and 87-194% with one core kept busy
+# (python -m specviz.bench.busy_machine, docs/results.md), so where the load cannot be read the page gives the spread
+# and no verdict.
+BUSY_CORES = 0.5
 
 
 @dataclass(frozen=True)
@@ -259,12 +262,11 @@ def plain_spread(trace: Trace) -> float | None:
 
 
 def machine_busy(trace: Trace) -> bool | None:
-    """Whether the machine was busy while this run was timed: other programs kept BUSY_CORES busy, or (where that
-    was not read) the plain tokens spread over BUSY_SPREAD; None without a plain run."""
-    if trace.others_busy_cores is not None:
-        return trace.others_busy_cores >= BUSY_CORES
-    spread = plain_spread(trace)
-    return None if spread is None else spread >= BUSY_SPREAD
+    """Whether the machine was busy while this run was timed: other programs kept BUSY_CORES busy on average; None
+    where the load was not read (not Linux, no plain run, an older trace)."""
+    if trace.others_busy_cores is None or trace.baseline is None:
+        return None
+    return trace.others_busy_cores >= BUSY_CORES
 
 
 @dataclass(frozen=True)

@@ -78,14 +78,13 @@ def interval_words(metrics: Metrics) -> str:
 
 def machine_words(metrics: Metrics, cores: int = 0) -> str:
     """How quiet the machine was while the runs were timed, in one clause: "the machine was busy: other programs kept
-    0.9 of its 2 cores busy, and plain tokens varied by 38%"; "" without a plain run's timings."""
-    if metrics.busy is None:
-        return ""
-    load = ""
-    if metrics.others_busy_cores is not None:
-        of = f" of its {cores} cores" if cores else ""
-        load = f"other programs kept {metrics.others_busy_cores:.1f}{of} busy"
+    0.9 of its 2 cores busy, and plain tokens varied by 38%"; where the load was not read, the spread alone, with no
+    verdict; "" without a plain run's timings."""
     spread = "" if metrics.plain_spread is None else f"plain tokens varied by {metrics.plain_spread:.0%}"
+    if metrics.busy is None:
+        return spread
+    of = f" of its {cores} cores" if cores else ""
+    load = f"other programs kept {metrics.others_busy_cores:.1f}{of} busy"
     said = ", and ".join(part for part in (load, spread) if part)
     return f"the machine was busy: {said}" if metrics.busy else f"a quiet machine: {said}"
 
