@@ -97,6 +97,7 @@ class Baseline:
     # after_round is empty where the plain run followed the whole speculative run, and in older traces.
     token_ms: list[float] = field(default_factory=list)
     after_round: list[int] = field(default_factory=list)
+    token_texts: list[str] = field(default_factory=list)  # each token's text, as the rows write a token's (the race)
 
 
 USER_STOP = "you"  # Trace.stop_reason of a run its user stopped (the stats say "stopped by you after N rounds")

@@ -79,7 +79,7 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
         "a quiet machine keeps it to a few percent; a busy one spreads it"),
     "others_busy_cores": Definition(
         "other programs' load", "the CPU cores other programs kept busy, on average, while the runs were timed",
-        "read from Linux's counters (/proc/stat) at the run's start and end; at half a core or more the page says "
+        "read from Linux's counters (/proc/stat) at the run's start and end; at a fifth of a core or more the page says "
         "the machine was busy"),
     "speedup_predicted": Definition(
         "predicted speedup", "Σ E(α, k) ÷ Σ (k·c + v(k + 1)) over the rounds",

@@ -4,6 +4,8 @@ app.py and the tests' fake app both launch with these options."""
 
 from __future__ import annotations
 
+import re
+
 from starlette.middleware import Middleware
 
 from specviz import paths
@@ -13,10 +15,18 @@ STYLESHEET = paths.ASSETS / "specviz.css"
 EARLY_SCRIPT = paths.ASSETS / "orphan-timer.js"
 
 
+# Gradio scopes the css= rules to its container, which leaves an @property rule (a custom property registered with its
+# type, so that it animates: the race's clock) without effect; such rules go to the page's <head> as they are.
+REGISTERED_PROPERTY = re.compile(r"@property\s[^{]+\{[^}]*\}")
+
+
 def launch_options() -> dict:
-    """`demo.launch` keywords: our CSS (with the queue line's) and the early script's middleware."""
+    """`demo.launch` keywords: our CSS (with the queue line's), its @property rules in the head, and the early
+    script's middleware."""
     script = EARLY_SCRIPT.read_text(encoding="utf-8")
-    return {"css": STYLESHEET.read_text(encoding="utf-8") + QUEUE_LINE_CSS,
+    css = STYLESHEET.read_text(encoding="utf-8")
+    return {"css": REGISTERED_PROPERTY.sub("", css) + QUEUE_LINE_CSS,
+            "head": "<style>" + "\n".join(REGISTERED_PROPERTY.findall(css)) + "</style>",
             "app_kwargs": {"middleware": [Middleware(EarlyScript, script=script)]}}
 
 

@@ -92,6 +92,7 @@ def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
         with gr.Column(scale=3, min_width=320):
             controls, custom_row, buttons, status = _controls(policy, RunRequest(pair=default_pair()))
             rows = gr.HTML(render.rows_html(None), elem_id="sv-rows")
+            race = gr.HTML("", elem_id="sv-race")  # a run compared with plain decoding: the two, side by side
         with gr.Column(scale=2, min_width=300):
             headline = gr.Markdown(elem_id="sv-headline")
             alpha_plot = gr.Plot(label="α per draft position", elem_id="sv-alpha-plot")
@@ -108,7 +109,8 @@ def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
         histogram_plot = gr.Plot(label="Tokens per round", elem_id="sv-histogram-plot", min_width=320)
     download = gr.DownloadButton("Download this run's trace (JSON)", value=None, visible=True, size="sm",
                                  elem_id="sv-download")
-    outputs = {"rows": rows, "final_text": final_text, "stats": stats, "headline": headline, "alpha_plot": alpha_plot,
+    outputs = {"rows": rows, "race": race, "final_text": final_text, "stats": stats, "headline": headline,
+               "alpha_plot": alpha_plot,
                "pq_plot": pq_plot, "speedup_plot": speedup_plot, "histogram_plot": histogram_plot,
                "round_slider": round_slider, "status": status, "trace": trace_state, "download": download}
     if list(outputs) != LiveView.names():

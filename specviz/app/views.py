@@ -1,4 +1,4 @@
-"""A trace -> what the live tab shows: rows HTML, the final text, stats Markdown and the four plots.
+"""A trace -> what the live tab shows: rows HTML, the race, the final text, stats Markdown and the four plots.
 
 Pure functions of plain data (render.py and figures.py do the drawing); no model, no callback state. Every live-tab
 callback answers with a `LiveView`: its outputs by name, in one place, instead of a positional tuple.
@@ -16,6 +16,7 @@ from gradio.components.plot import PlotData
 from specviz.analysis.metrics import summarize
 from specviz.trace import Round, Trace
 from specviz.views import figures, render
+from specviz.views.race import race_html
 from specviz.views.stats_text import headline, stats_markdown
 
 PLOTS = ("alpha_plot", "pq_plot", "speedup_plot", "histogram_plot")
@@ -32,6 +33,7 @@ class LiveView:
     the trace file last, as API callers read them)."""
 
     rows: Any = field(default_factory=_keep)  # HTML: one row of coloured tokens per round
+    race: Any = field(default_factory=_keep)  # HTML under the rows: plain against speculative decoding (race.py)
     final_text: Any = field(default_factory=_keep)  # HTML: the generated text
     stats: Any = field(default_factory=_keep)  # Markdown: the run's numbers, each with its definition
     headline: Any = field(default_factory=_keep)  # Markdown beside the rows: the speedup, α, rejections in one line
@@ -59,11 +61,11 @@ def views(trace: Trace | None, held: dict | None = None, position: int | None = 
     streaming (held_plots); Gradio then sends nothing for them, where gr.skip() would make it rebuild each one."""
     if trace is None or not trace.rounds:
         empty = figures.empty_figure("Run, Step or load a trace to see this plot")
-        return LiveView(rows=render.rows_html(None), final_text=render.final_text_html(None), stats="", headline="",
+        return LiveView(rows=render.rows_html(None), race="", final_text=render.final_text_html(None), stats="", headline="",
                         **dict.fromkeys(PLOTS, empty), round_slider=gr.update(minimum=1, maximum=2, value=1),
                         trace=None)
     metrics = summarize(trace)
-    view = LiveView(rows=render.rows_html(trace), final_text=render.final_text_html(trace),
+    view = LiveView(rows=render.rows_html(trace), race=race_html(trace, metrics), final_text=render.final_text_html(trace),
                     stats=stats_markdown(trace, metrics), headline=headline(trace, metrics), trace=trace)
     if held is not None:
         return dataclasses.replace(view, **held)

@@ -22,6 +22,7 @@ from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer, sample
 from specviz.decoding.engine import checked_prompt_ids
 from specviz.decoding.pipeline import Pipeline
+from specviz.decoding.recording import TokenTexts
 from specviz.models import loading as models
 from specviz.trace import Baseline
 
@@ -70,8 +71,10 @@ class PlainRun:
         wall_ms = sum(self.token_ms)
         step_ms = statistics.median(self.step_ms) if self.step_ms else wall_ms  # one slow step does not move it
         text = self.pipeline.tokenizer.decode(self.generated, skip_special_tokens=True)
+        texts = TokenTexts(self.pipeline.tokenizer)
         return Baseline(text=text, token_ids=list(self.generated), wall_ms=wall_ms, step_ms=step_ms,
-                        token_ms=list(self.token_ms), after_round=list(self.after_round))
+                        token_ms=list(self.token_ms), after_round=list(self.after_round),
+                        token_texts=[texts(token) for token in self.generated])
 
 
 def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Baseline:
