@@ -203,7 +203,7 @@ def test_the_tab_refuses_an_untested_position_with_a_quiet_sentence_and_follows_
     assert [update["value"] for update in follow_run(None, 3, 2)] == [None, None]
 
 
-def test_the_run_view_names_the_live_alpha_beside_the_labs_own():
+def test_the_run_view_names_the_live_alpha_beside_the_labs_mean_overlap_never_as_alpha():
     from specviz.analysis.metrics import summarize
     from specviz.app.tabs.verification_rules import alpha_comparison
     from specviz.labs.verification_rules import rules as rules_module
@@ -213,7 +213,8 @@ def test_the_run_view_names_the_live_alpha_beside_the_labs_own():
     text = alpha_comparison(trace, totals, untempered=True)
     metrics = summarize(trace)
     assert f"The live run's α = {metrics.alpha:.3f}** ({metrics.accepted_tokens}/{metrics.tested_positions}" in text
-    assert "This lab's exact-rule α = 0.980" in text and "untempered (T = 1) p and q" in text and "one-hot" in text
+    assert "This lab's mean overlap β̄ = 0.980" in text and "untempered (T = 1) p and q" in text and "one-hot" in text
+    assert text.count("α =") == 1  # the run's α, and no other number under its name
 
 
 def test_empty_boxes_mean_the_first_tested_draft(monkeypatch):

@@ -1,5 +1,6 @@
 """When it pays (labs/when_it_pays.py): recorded regimes, the live run beside them, and the two acceptance rules."""
 
+import dataclasses
 import json
 
 import pytest
@@ -66,3 +67,40 @@ def test_matching_accepts_less_often_than_rejection_sampling_and_equally_when_on
     rules = when_it_pays.live_rules(trace)
     assert rules["positions"] == 18 and rules["rejection_sampling"] == pytest.approx(0.8)
     assert rules["matching"] == pytest.approx(0.48)
+
+
+def test_the_live_run_is_judged_by_its_measured_interval_never_against_it():
+    """It paid above 1× across the interval, lost below, cannot tell when the interval holds 1×; its one prediction
+    beside; its costs only at the widths it verified."""
+    trace = scripted_trace()
+    live = when_it_pays.live_regime(trace)
+    assert sorted(live.verify_cost) == [1, 4]  # round 1 read the prompt; every other round verified 4 tokens
+    paid = dataclasses.replace(live, measured_speedup=1.5, measured_low=1.3, measured_high=1.7, run_predicted=1.45)
+    lost = dataclasses.replace(paid, measured_speedup=0.8, measured_low=0.7, measured_high=0.9)
+    unclear = dataclasses.replace(paid, measured_speedup=1.1, measured_low=0.9, measured_high=1.3)
+    assert when_it_pays.verdict(paid).startswith("It paid: measured **1.50×** (1.30–1.70) at γ = 3")
+    assert when_it_pays.verdict(lost).startswith("It did not pay") and "No γ pays" not in when_it_pays.verdict(lost)
+    assert "its interval includes 1×" in when_it_pays.verdict(unclear)
+    assert "v(4) = 1.75 one-token forwards" in when_it_pays.verdict(paid) and "**1.45×**" in when_it_pays.verdict(paid)
+    for judged in (paid, lost, unclear):  # never the model's own verdict against the measurement
+        assert "It pays" not in when_it_pays.verdict(judged) and "decode plainly (adaptive" not in when_it_pays.verdict(judged)
+    unmeasured = dataclasses.replace(live, measured_speedup=None, measured_low=None, measured_high=None)
+    assert "Tick *compare with plain decoding*" in when_it_pays.verdict(unmeasured)
+
+
+def test_the_rules_count_each_tested_draft_once():
+    """A correction carries its rejected draft's β: counted, it made 108 'tested drafts' of a run's 82."""
+    import copy
+
+    from specviz.analysis.metrics import summarize
+    from specviz.trace import REJECTED
+
+    trace = copy.deepcopy(scripted_trace())
+    for round_ in trace.rounds:
+        for token in round_.tokens:
+            token.overlap = 0.5 if token.kind in ("accepted", "rejected") else 0.1
+            token.target_top, token.draft_top = [TopToken(1, "a", 1.0)], [TopToken(1, "a", 1.0)]
+    rules = when_it_pays.live_rules(trace)
+    assert rules["positions"] == summarize(trace).tested_positions
+    assert rules["rejection_sampling"] == pytest.approx(0.5)
+    assert any(token.kind == REJECTED for round_ in trace.rounds for token in round_.tokens)

@@ -106,24 +106,35 @@ def _run_draft_step_ms(trace: Trace) -> float:
     return sum(r.draft_ms for r in steady) / drafted if drafted else 0.0
 
 
-def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | None:
-    """v(k) for k = 1..max_k from this run's own timings: target forwards over k tokens relative to one.
-
-    A run timed in turn with plain decoding divides, at each width k its rounds verified, the median verify forward
-    (round 1 left out: it also reads the prompt) by the plain run's median one-token forward; widths it never used
-    are read off those by theory.verify_cost_at. Without a plain run, a calibrated trace (Trace.target_forward_ms)
-    gives v(k) from those timings; else a least-squares line through the mean verify time at each k seen in at
-    least two rounds (a k seen once is left out: a line through one short final round extrapolates from noise).
-    None when nothing gives two sizes.
-    """
+def run_verify_cost(trace: Trace) -> dict[int, float] | None:
+    """v(k) at the widths this run verified (and v(1) = 1), from its own forwards: at each width k, the median verify
+    forward (round 1 left out: it also reads the prompt) over the plain run's median one-token forward, timed in turn
+    with the rounds; None without a plain run, or with no round after the first."""
+    if trace.baseline is None or trace.baseline.step_ms <= 0:
+        return None
     by_size: dict[int, list[float]] = {}
     for round_ in trace.rounds[1:]:
         by_size.setdefault(round_.drafted + 1, []).append(_verify_forward_ms(round_))
-    if trace.baseline is not None and trace.baseline.step_ms > 0 and by_size:
-        table = {1: 1.0, **{k: max(statistics.median(ms) / trace.baseline.step_ms, 1.0) for k, ms in by_size.items()
-                            if k > 1}}
-        if len(table) >= 2:
-            return {k: max(theory.verify_cost_at(table, k), 1.0) for k in range(1, max_k + 1)}
+    table = {1: 1.0, **{k: max(statistics.median(ms) / trace.baseline.step_ms, 1.0) for k, ms in by_size.items()
+                        if k > 1}}
+    return table if len(table) >= 2 else None
+
+
+def estimate_verify_cost(trace: Trace, max_k: int = 17) -> dict[int, float] | None:
+    """v(k) for k = 1..max_k from this run's own timings: target forwards over k tokens relative to one.
+
+    A run timed in turn with plain decoding gives v(k) at the widths its rounds verified (run_verify_cost); widths it
+    never used are read off those by theory.verify_cost_at. Without a plain run, a calibrated trace
+    (Trace.target_forward_ms) gives v(k) from those timings; else a least-squares line through the mean verify time
+    at each k seen in at least two rounds (a k seen once is left out: a line through one short final round
+    extrapolates from noise). None when nothing gives two sizes.
+    """
+    table = run_verify_cost(trace)
+    if table is not None:
+        return {k: max(theory.verify_cost_at(table, k), 1.0) for k in range(1, max_k + 1)}
+    by_size: dict[int, list[float]] = {}
+    for round_ in trace.rounds[1:]:
+        by_size.setdefault(round_.drafted + 1, []).append(_verify_forward_ms(round_))
     measured = trace.target_forward_ms
     if len(measured) >= 2 and measured[0] > 0:
         table = {k: ms / measured[0] for k, ms in enumerate(measured, start=1)}

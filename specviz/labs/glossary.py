@@ -53,7 +53,15 @@ GLOSSARY: list[tuple[str, str]] = [
                  "draft token sampled from q is accepted there."),
     ("D_LK", "Leviathan et al.'s divergence between p and q: D_LK(p, q) = Σₓ |p(x) − M(x)| with M = (p + q)/2, which "
              "equals 1 − Σₓ min(p(x), q(x)); so β = 1 − D_LK. " + dlk_exercise_text()),
-    ("α (alpha)", _defined("alpha", "In theory it is the expected β over positions, α = E[β].")),
+    ("β̄ (mean overlap)", "The mean of β over a run's positions: the acceptance the exact rule expects there. The "
+                           "Verification rules lab and You are the drafter show it; it is not α, which counts what "
+                           "the run's draws did."),
+    ("acceptance under a rule", "The mean P(accept) of one acceptance rule (lenient, typical, top-k) over the same "
+                                "positions: the Verification rules lab's bars. Only the exact rule keeps the output "
+                                "the target's, and only its count over the run's tested drafts is called α."),
+    ("α (alpha)", _defined("alpha", "In theory it is the expected β over positions, α = E[β]. specviz writes α for "
+                           "one number only: this run's exact-rule acceptance over its tested drafts, the same on "
+                           "every tab.")),
     ("α at position i", _defined("alpha_per_position", "In real text it usually differs between positions.")),
     ("draft acceptance rate", _defined("draft_acceptance_rate")),
     ("mean acceptance length", _defined("mean_acceptance_length", "Without the 1 it is the mean accepted length.")),

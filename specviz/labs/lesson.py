@@ -119,23 +119,40 @@ def pays(trace: Trace | None) -> Step:
     live = when_it_pays.live_regime(trace) if trace is not None else None
     cheapest = min(regimes, key=lambda regime: regime.verify_cost.get(5, float("inf")))
     dearest = max(regimes, key=lambda regime: regime.verify_cost.get(5, 0.0))
+    widths = sorted(k for k in live.verify_cost if k > 1) if live is not None else []
+    this_run = ("" if not widths else
+                f" This run checked {widths[-1]} tokens in {live.verify_cost[widths[-1]]:.2f} one-token passes.")
     return Step("When it pays, and when it does not",
                 "A round costs γ guesses plus one pass that checks γ + 1 tokens. Where a pass is bound by reading "
-                f"weights, checking 5 tokens costs about one pass ({cheapest.verify_cost[5]:.2f}× with "
-                f"{cheapest.name}); where it is bound by arithmetic it costs several ({dearest.verify_cost[5]:.2f}× "
-                f"with {dearest.name}). Each curve below is a measured machine: above 1 speculative decoding pays, "
-                "below it loses.",
+                f"weights, checking 5 tokens costs about one pass ({cheapest.verify_cost[5]:.2f} one-token passes with "
+                f"{cheapest.name}, recorded); where it is bound by arithmetic it costs several "
+                f"({dearest.verify_cost[5]:.2f} with {dearest.name}, recorded).{this_run} Each curve below is what a "
+                "machine's measured costs predict at every γ (a what-if): above 1 speculative decoding pays, below "
+                "it loses.",
                 figure=payoff_figure(regimes + ([live] if live is not None else [])))
 
 
+TREE_BUDGET = 12  # the lesson's tree: 12 nodes
+SIBLING_ACCEPT = 0.4  # what-if: the chance a second or third choice is kept where the first was not
+
+
 def trees(trace: Trace | None) -> Step:
-    gamma, budget = 4, 12
-    view = token_trees.tree_view(gamma, 0.7, 0.4, budget, token_trees.flat_then_linear(16, 0.05), 0.05)
+    """A what-if at this run's γ and α (else γ = 4, α = 0.7): the tokens a round of 12 nodes would yield."""
+    if trace is not None and trace.rounds:
+        metrics = summarize(trace)
+        gamma, alpha = int(trace.config["gamma"]), min(max(metrics.alpha, 0.05), 0.95)
+        ran = (f"This run drafted a line of up to γ = {gamma} and made **{metrics.tokens_per_round:.2f} tokens per "
+               "round**. ")
+    else:
+        gamma, alpha, ran = 4, 0.7, ""
+    budget = max(TREE_BUDGET, gamma)
+    view = token_trees.tree_view(gamma, alpha, SIBLING_ACCEPT, budget, token_trees.flat_then_linear(16, 0.05), 0.05)
     return Step("Trees: several guesses per round",
                 "Instead of one line of guesses, the small model can propose a tree: its second and third choices "
                 "at each position too. The large model checks every branch in the same one pass, and the longest "
-                f"branch it accepts wins. With γ = {gamma} and {budget} nodes, a round yields "
-                f"**{view.chosen.tokens:.2f}** tokens on average against the single line's {view.chain.tokens:.2f}.",
+                f"branch it accepts wins. {ran}What-if, at α = {alpha:.2f} for a first choice and {SIBLING_ACCEPT} for "
+                f"a later one: with γ = {gamma} and {budget} nodes, a round would yield **{view.chosen.tokens:.2f}** "
+                f"tokens on average against a single line's {view.chain.tokens:.2f}.",
                 figure=token_trees.tokens_figure(view))
 
 

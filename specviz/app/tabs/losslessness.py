@@ -37,7 +37,8 @@ def _check_text(check: lossless.DistributionCheck) -> str:
     alpha = "–" if check.alpha is None else f"{check.alpha:.3f}"
     warning = ("" if check.lenience == 1 else
                f"\n\n**Lenience {check.lenience}: NOT lossless. The output is expected to drift from p.**")
-    return (f"{check.runs} runs · α = {alpha} over {check.tested} tested drafts · first token: TVD(speculative, p) = "
+    return (f"{check.runs} runs · acceptance over these runs = {alpha} ({check.tested} tested drafts) · "
+            f"first token: TVD(speculative, p) = "
             f"**{tvd:.4f}** (99% noise band {band:.4f}) · χ² = {statistic:.1f}, {dof} dof: "
             f"**{chi_square_verdict(p_value)}** · "
             f"first {check.tokens} token(s): TVD(speculative, plain) = {sequences:.4f} (two-sample noise ≥ {two_sample_band:.4f})"
@@ -117,10 +118,10 @@ def lossless_tab() -> None:
         sweep_button = gr.Button(f"Lenience sweep ({', '.join(f'{value:g}' for value in LENIENCES)})")
     summary, histogram = gr.Markdown(), gr.Plot(label="First token: p, speculative and plain")
     greedy_text = gr.Markdown()
-    sweep_table = gr.Dataframe(headers=["lenience", "lossless", "α", "TVD to p", "noise band",
+    sweep_table = gr.Dataframe(headers=["lenience", "lossless", "acceptance", "TVD to p", "noise band",
                                         f"χ² verdict (p-value against {SIGNIFICANCE:g})"],
                                interactive=False)
-    sweep_plot = gr.Plot(label="Lenience: α against drift")
+    sweep_plot = gr.Plot(label="Lenience: acceptance against drift")
     compare_button.click(quiet_refusals(lossless_run), [prompt, runs, tokens, temperature, lenience], [summary, histogram])
     greedy_button.click(quiet_refusals(greedy_run), prompt, greedy_text)
     sweep_button.click(quiet_refusals(lenience_sweep), [prompt, runs, temperature], [sweep_table, sweep_plot])

@@ -129,17 +129,18 @@ def run_view(trace, lenience, top_k):
 
 
 def alpha_comparison(trace: Trace, totals: dict, untempered: bool) -> str:
-    """The live run's α beside this lab's exact-rule α, each named with the p and q it comes from."""
+    """The live run's α beside this lab's mean overlap β̄, each named with the p and q it comes from."""
     metrics = summarize(trace)
     lab_alpha = totals[verification_rules.EXACT]["alpha"]
     live = (f"**The live run's α = {metrics.alpha:.3f}** ({metrics.accepted_tokens}/{metrics.tested_positions} tested "
             "drafts accepted), counted with the p and q the run used")
     if untempered:
         return (f"{live}: at T = 0 those are one-hot, so a draft passes exactly when its argmax is the target's. "
-                f"**This lab's exact-rule α = {lab_alpha:.3f}**: the mean of β = Σ min(p, q) over the same positions, "
-                "with the untempered (T = 1) p and q, where a draft the target ranks second still passes in part. "
+                f"**This lab's mean overlap β̄ = {lab_alpha:.3f}**: the mean of β = Σ min(p, q) over the same positions, "
+                "the acceptance the exact rule expects with the untempered (T = 1) p and q, where a draft the target "
+                "ranks second still passes in part. "
                 "The two answer different questions, so they differ.")
-    return (f"{live}. **This lab's exact-rule α = {lab_alpha:.3f}**: the mean of β = Σ min(p, q) over the same "
+    return (f"{live}. **This lab's mean overlap β̄ = {lab_alpha:.3f}**: the mean of β = Σ min(p, q) over the same "
             "positions, the same p and q, the acceptance the run expected; the run's count differs from it by "
             "sampling noise (and where lookup copied a round, its one-hot q). " + which_p_and_q(trace, False) + ".")
 

@@ -17,7 +17,8 @@ INTRO = ("Speculative decoding pays where checking γ + 1 tokens costs about wha
 def regimes_markdown(regimes: list[when_it_pays.Regime]) -> str:
     lines = []
     for regime in regimes:
-        lines.append(f"**{regime.name}** ({regime.pair}; {regime.machine}, {regime.date}; one step "
+        kind = "" if regime.is_live else "Recorded regime: "
+        lines.append(f"{kind}**{regime.name}** ({regime.pair}; {regime.machine}, {regime.date}; one step "
                      f"{regime.step_ms:.1f} ms): {when_it_pays.verdict(regime)} *Measured by:* {regime.source}")
     return "\n\n".join(lines)
 
@@ -45,7 +46,8 @@ def when_it_pays_tab(trace_state: gr.State) -> tuple[list, list]:
     """The tab's widgets; returns (inputs, outputs) for pays_view, which the tab redraws when opened."""
     gr.Markdown(INTRO)
     with gr.Row():
-        verify_cost, payoff = gr.Plot(label="v(k): the cost of checking k tokens"), gr.Plot(label="Predicted speedup")
+        verify_cost = gr.Plot(label="v(k): the cost of checking k tokens")
+        payoff = gr.Plot(label="What-if: predicted speedup at every γ")
     verdicts = gr.Markdown(elem_id="sv-pays-verdicts")
     rules = gr.Markdown(elem_id="sv-pays-rules")
     return [trace_state], [verify_cost, payoff, verdicts, rules]

@@ -19,8 +19,8 @@ from specviz.views.render import KIND_LABELS, visible_text
 INTRO = ("Be the draft model. Pick the token you think comes next (or type a few words), and the real target "
          "verifies your proposal with the exact rule. You are certain, so your q is one-hot and your token passes "
          "with probability p(x): even the target's favourite passes only with max p. A rejection draws the correction "
-         "from norm(max(0, p − q)), which is p without your token. Beside your α: the real draft's acceptance "
-         "β = Σ min(p, q) at the same places, which hedges where you cannot.")
+         "from norm(max(0, p − q)), which is p without your token. Beside your acceptance rate: the real draft's "
+         "mean overlap β̄, the mean of β = Σ min(p, q) at the same places, which hedges where you cannot.")
 
 
 def _pipeline():
@@ -87,13 +87,13 @@ def proposal_row_html(number: int, entry: dict) -> str:
 
 def _score(game) -> str:
     if not game.tested:
-        return "Your α will appear here after your first proposal."
+        return "Your acceptance rate will appear here after your first proposal."
     last = game.history[-1]["tokens"]
     tested = [t for t in last if t["kind"] in ("accepted", "rejected")]
     steps = " · ".join(f"{t['text']!r}: p = {t['p']:.3f}, r = {t['r']:.3f} → {t['kind']}" for t in tested)
-    yours = f"**Your α = {game.alpha:.3f}** ({game.accepted}/{game.tested} proposed tokens accepted)"
+    yours = f"**Your acceptance rate = {game.alpha:.3f}** ({game.accepted}/{game.tested} proposed tokens accepted)"
     drafter = ("" if game.drafter_alpha is None else
-               f" · **the real draft's α = {game.drafter_alpha:.3f}** (mean β = Σ min(p, q) at the same "
+               f" · **the real draft's mean overlap β̄ = {game.drafter_alpha:.3f}** (the mean of β = Σ min(p, q) at the same "
                f"{len(game.drafter_beta)} places)")
     return f"{yours}{drafter}\n\nLast proposal: {steps}; then {last[-1]['kind']} {last[-1]['text']!r}."
 

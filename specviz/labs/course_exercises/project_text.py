@@ -63,7 +63,8 @@ def experiment_3_markdown(seed: int = project.PROJECT_SEED) -> str:
     beta, cost = project.experiment_3_beta(), project.EXPERIMENT_3_COST
     mins = [min(p, q) for p, q in zip(project.EXPERIMENT_3_TARGET_BASE, project.EXPERIMENT_3_DRAFT_BASE)]
     rows = project.experiment_3_rows(seed)
-    table = ["| γ | tokens/iter: course · exact · our run | avg α: course · exact · our run (tested / drafted) | "
+    table = ["| γ | tokens/iter: course · exact · our run | avg acceptance (the course's avg α): course · exact · "
+             "our run (tested / drafted) | "
              "empirical speedup: course · our run | theoretical: course · exact |", "|---|---|---|---|---|"]
     table += [f"| {r['gamma']} | {r['printed_tokens']:.2f} · **{r['exact_tokens']:.3f}** · {r['run_tokens']:.3f} | "
               f"{r['printed_alpha']:.2f} · **{r['exact_alpha']:.2f}** · {r['run_alpha_tested']:.3f} / "
@@ -87,7 +88,8 @@ def experiment_3_markdown(seed: int = project.PROJECT_SEED) -> str:
             f"round follow the capped geometric law exactly: {exact}.\n\n"
             f"- Tokens per round: over {project.EXPERIMENT_3_ROUNDS} rounds the standard error is sd/√1000; the course's "
             f"2.68, 3.31, 3.62 lie {z_scores} standard errors from the exact means (our run: {run_z}).\n"
-            f"- avg α: every estimate of α from these models tends to {beta:.2f} (accepted / tested drafts: our run "
+            f"- The course's avg α: every estimate of acceptance from these models tends to {beta:.2f} "
+            f"(accepted / tested drafts: our run "
             f"{tested}). Read as accepted / drafted it is (E − 1)/γ = "
             f"{drafted}, falling with γ. Neither reading gives 0.72 at all three γ.\n"
             f"- The course's lines do not agree with themselves either. Its empirical speedup is tokens / (γc + 1): "

@@ -42,10 +42,11 @@ def sequence_tvd(check: DistributionCheck) -> tuple[float, float]:
 
 
 def lenience_figure(rows: list[dict]) -> go.Figure:
-    """α and the drift from p (TVD) against lenience, with the noise band: the price of a faster, inexact test."""
+    """The acceptance of these runs and the drift from p (TVD) against lenience, with the noise band: the price of a
+    faster, inexact test."""
     leniences = [row["lenience"] for row in rows]
     figure = base_figure()
-    figure.add_scatter(x=leniences, y=[row["alpha"] for row in rows], mode="lines+markers", name="α (measured)",
+    figure.add_scatter(x=leniences, y=[row["alpha"] for row in rows], mode="lines+markers", name="acceptance of these runs",
                        marker=dict(color=BLUE, size=9))
     figure.add_scatter(x=leniences, y=[row["tvd_to_p"] for row in rows], mode="lines+markers",
                        name="TVD(first token, p)", marker=dict(color=RED, size=9), yaxis="y2")
@@ -53,6 +54,6 @@ def lenience_figure(rows: list[dict]) -> go.Figure:
                        line=dict(color=GREY, dash="dot"), yaxis="y2")
     figure.update_layout(**LAYOUT, title="Lenience trades exactness for acceptance (1 = exact)",
                          xaxis=dict(title="lenience l (accept with min(1, p / (l·q)))", autorange="reversed"),
-                         yaxis=dict(title="α", range=[0, 1.05]),
+                         yaxis=dict(title="acceptance", range=[0, 1.05]),
                          yaxis2=dict(title="TVD from p", overlaying="y", side="right", rangemode="tozero"))
     return figure

@@ -72,10 +72,10 @@ def rule_verdict(distance: float, p_value: float, samples: int) -> str:
 
 
 def run_figure(totals: dict[str, dict[str, float]], positions: int) -> go.Figure:
-    """Each rule's α (mean acceptance probability) and drift (mean TVD of what it emits from p) over a run."""
+    """Each rule's acceptance (its mean P(accept)) and drift (mean TVD of what it emits from p) over a run."""
     figure = base_figure()
     names = list(totals)
-    figure.add_bar(x=names, y=[totals[name]["alpha"] for name in names], name="α: mean P(accept)",
+    figure.add_bar(x=names, y=[totals[name]["alpha"] for name in names], name="P(accept) under the rule: the mean",
                    marker_color=[RULE_COLOURS[name] for name in names])
     figure.add_bar(x=names, y=[totals[name]["drift"] for name in names], name="drift: mean TVD(emitted, p)",
                    marker_color=GREY, marker_pattern_shape="/")
@@ -85,6 +85,6 @@ def run_figure(totals: dict[str, dict[str, float]], positions: int) -> go.Figure
 
 
 def run_table(totals: dict[str, dict[str, float]], positions: int) -> str:
-    lines = ["| rule | α over the run | mean TVD(emitted, p) |", "|---|---|---|"]
+    lines = ["| rule | mean P(accept) under the rule | mean TVD(emitted, p) |", "|---|---|---|"]
     lines += [f"| {name} | {values['alpha']:.3f} | {values['drift']:.4f} |" for name, values in totals.items()]
     return f"Over {positions} tested positions:\n\n" + "\n".join(lines)

@@ -54,8 +54,9 @@ def verify_cost_figure(regimes: list[Regime], max_k: int = MAX_GAMMA + 1) -> go.
 
 
 def payoff_figure(regimes: list[Regime], max_gamma: int = MAX_GAMMA) -> go.Figure:
-    """The predicted speedup E(α, γ) ÷ (γ·c + v(γ + 1)) against γ for each regime, with its measured speedup where
-    the benchmark ran it, and the line of plain decoding."""
+    """What-if: the speedup E(α, γ) ÷ (γ·c + v(γ + 1)) predicted at every γ from each regime's α, c and v(k), with its
+    measured speedup where one was measured (the benchmark's, or the live run's at its γ), and the line of plain
+    decoding."""
     figure = base_figure()
     gammas = list(range(1, max_gamma + 1))
     for index, regime in enumerate(regimes):
@@ -67,8 +68,12 @@ def payoff_figure(regimes: list[Regime], max_gamma: int = MAX_GAMMA) -> go.Figur
                                name=f"measured {regime.measured_speedup:.2f}×", showlegend=False,
                                marker=dict(symbol="diamond", size=13, color=colour, line=dict(color="black", width=1)),
                                hovertemplate=f"{regime.name}: measured %{{y:.2f}}× at γ %{{x}}<extra></extra>")
+            if regime.measured_low is not None:  # the live run's interval, as an error bar on its diamond
+                figure.data[-1].error_y = dict(type="data", symmetric=False, color=colour,
+                                               array=[regime.measured_high - regime.measured_speedup],
+                                               arrayminus=[regime.measured_speedup - regime.measured_low])
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
     figure.update_layout(**{**LAYOUT, "height": 400, "legend": BELOW, "margin": {**LAYOUT["margin"], "b": 110}},
-                         title="Predicted speedup against γ (◆ measured)",
+                         title="What-if: the speedup each regime's costs predict at every γ (◆ measured)",
                          xaxis=dict(title="γ (drafted tokens per round)", dtick=2), yaxis=dict(title="speedup ×"))
     return figure

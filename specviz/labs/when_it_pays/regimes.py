@@ -27,6 +27,7 @@ from pathlib import Path
 
 from specviz import paths
 from specviz.core import theory
+from specviz.trace import ACCEPTED, REJECTED
 
 REGIMES_FILE = paths.ASSETS / "regimes.json"
 WEIGHT_BOUND_V = 1.25  # a forward over k tokens "costs about one" while v(k) stays at or below this
@@ -49,6 +50,15 @@ class Regime:
     source: str  # the command or file that measured it
     measured_speedup: float | None = None  # the benchmark's end-to-end speedup, where one was run
     measured_gamma: int | None = None  # ... at this γ
+    # The live run's: its measured speedup's interval and its one prediction (analysis/speedup.py); None for a
+    # recorded regime, and for a run without a plain run timed beside it
+    measured_low: float | None = None
+    measured_high: float | None = None
+    run_predicted: float | None = None
+
+    @property
+    def is_live(self) -> bool:
+        return self.source == LIVE_SOURCE
 
     @property
     def weight_bound_up_to(self) -> int:
@@ -97,11 +107,13 @@ def acceptance_by_rule(target_probs, draft_probs) -> tuple[float, float]:
 
 def live_rules(trace) -> dict | None:
     """The two rules' acceptance on the live run's tested drafts: β from the run's own record (overlap), Σ p·q over the
-    top-10 lists of p and q it kept (the tail beyond them weighs little); None before any draft was tested."""
+    top-10 lists of p and q it kept (the tail beyond them weighs little); None before any draft was tested. Each
+    tested draft counts once: a correction carries its rejected draft's β too, and is left out."""
     overlaps, matches = [], []
     for round_ in trace.rounds:
         for token in round_.tokens:
-            if token.overlap is None or not token.target_top or not token.draft_top:
+            if (token.kind not in (ACCEPTED, REJECTED) or token.overlap is None or not token.target_top
+                    or not token.draft_top):
                 continue
             target = {top.token_id: top.prob for top in token.target_top}
             draft = {top.token_id: top.prob for top in token.draft_top}
@@ -113,23 +125,34 @@ def live_rules(trace) -> dict | None:
             "matching": sum(matches) / len(matches), "temperature": float(trace.config.get("temperature", 0))}
 
 
+LIVE_SOURCE = "the live tab"
+
+
 def live_regime(trace) -> Regime | None:
-    """The live run as a regime: its target step, measured v(k), α and c (speedup.py's); None before a round."""
+    """The live run as a regime: its target step, its v(k) at the widths it verified (only these: nothing is
+    extrapolated), α and c, its measured speedup with its interval, and its one prediction (speedup.py's); None
+    before a round."""
     from specviz.analysis.metrics import estimate_verify_cost, summarize
+    from specviz.analysis.speedup import run_verify_cost
 
     if trace is None or not trace.rounds:
         return None
-    metrics, verify_cost = summarize(trace), estimate_verify_cost(trace)
+    metrics = summarize(trace)
+    verify_cost = run_verify_cost(trace) or estimate_verify_cost(trace)
     if not verify_cost or metrics.target_step_ms <= 0:
         return None
     backend = trace.config.get("backend", "transformers")
     return Regime("this run", trace.device, "now", backend, f"{trace.target_name} ← {trace.draft_name}",
                   metrics.target_step_ms, verify_cost, min(max(metrics.alpha, 0.0), 0.999), max(metrics.c, 0.0),
-                  "the live tab", metrics.speedup_measured, int(trace.config["gamma"]))
+                  LIVE_SOURCE, metrics.speedup_measured, int(trace.config["gamma"]), metrics.speedup_low,
+                  metrics.speedup_high, metrics.speedup_predicted)
 
 
 def verdict(regime: Regime) -> str:
-    """Whether and why speculative decoding pays in this regime, in two sentences (Markdown)."""
+    """Whether and why speculative decoding pays in this regime, in two sentences (Markdown). The live run is judged by
+    its measured speedup and interval (live_verdict); a recorded regime by its recorded costs."""
+    if regime.is_live:
+        return live_verdict(regime)
     gamma, best = regime.best()
     bound = regime.weight_bound_up_to
     upto = "every size measured, up to" if bound == max(regime.verify_cost) else "up to"  # where the table ends
@@ -138,10 +161,40 @@ def verdict(regime: Regime) -> str:
                f"Already two tokens cost **{theory.verify_cost_at(regime.verify_cost, 2):.2f}** forwards: the forward is "
                "bound by arithmetic, not by reading the weights")
     if gamma == 0:
-        pays = (f"No γ pays at α = {regime.alpha:.2f} and c = {regime.c:.2f}: decode plainly (adaptive γ chooses 0), "
-                "or draft only where a copy is almost sure (prompt lookup, c ≈ 0, where text repeats).")
+        pays = (f"No γ pays at its recorded α = {regime.alpha:.2f} and c = {regime.c:.2f}: decode plainly (adaptive γ "
+                "chooses 0), or draft only where a copy is almost sure (prompt lookup, c ≈ 0, where text repeats).")
     else:
-        pays = f"It pays: **{best:.2f}×** predicted at γ = {gamma} (α = {regime.alpha:.2f}, c = {regime.c:.2f})."
+        pays = (f"It pays: **{best:.2f}×** predicted at γ = {gamma} from its recorded α = {regime.alpha:.2f} and "
+                f"c = {regime.c:.2f}.")
     measured = ("" if regime.measured_speedup is None else
-                f" Measured end to end: **{regime.measured_speedup:.2f}×** at γ = {regime.measured_gamma}.")
+                f" Recorded end to end: **{regime.measured_speedup:.2f}×** at γ = {regime.measured_gamma}.")
     return f"{reading}. {pays}{measured}"
+
+
+def live_verdict(regime: Regime) -> str:
+    """The live run, judged by what it measured: it paid where its interval lies above 1×, it lost where below, and
+    the run cannot tell where the interval holds 1×. Its costs are the widths it verified, in its own forwards."""
+    widths = sorted(k for k in regime.verify_cost if k > 1)
+    costs = ", ".join(f"v({k}) = {regime.verify_cost[k]:.2f}" for k in widths)
+    reading = (f"Checking its drafts cost {costs} one-token forwards in this run" if costs else
+               "It verified no drafts")
+    predicted = ("" if regime.run_predicted is None else
+                 f" Its one prediction, from its α = {regime.alpha:.2f}, c = {regime.c:.2f} and v(k): "
+                 f"**{regime.run_predicted:.2f}×**.")
+    if regime.measured_speedup is None:
+        return (f"{reading}.{predicted} Tick *compare with plain decoding* to measure whether it paid: this tab judges "
+                "a run by its measured speedup.")
+    measured = f"**{regime.measured_speedup:.2f}×**"
+    if regime.measured_low is not None:
+        measured += f" ({regime.measured_low:.2f}–{regime.measured_high:.2f})"
+        if regime.measured_low > 1:
+            said = f"It paid: measured {measured} at γ = {regime.measured_gamma}, above 1× across its interval."
+        elif regime.measured_high < 1:
+            said = (f"It did not pay: measured {measured} at γ = {regime.measured_gamma}, below 1× across its "
+                    "interval: decode plainly here, or let adaptive γ draft only where it pays.")
+        else:
+            said = (f"It cannot be told from plain decoding: measured {measured} at γ = {regime.measured_gamma}, and "
+                    "its interval includes 1×.")
+    else:
+        said = f"Measured {measured} at γ = {regime.measured_gamma} (no interval: the plain run was not timed in turn)."
+    return f"{said} {reading}.{predicted}"
