@@ -191,7 +191,7 @@ def test_the_theory_tab_shows_chens_points_and_the_live_runs_r_prime():
     from tests.test_metrics import hand_built_trace
 
     chen = theory_views(0.8, 4, 0.05, False, hand_built_trace())[3]  # 2 tokens per round at γ = 4: r′ = 0.4
-    assert "2.65×" in chen and "| your last live run, at Chinchilla's costs | 0.40 | 1.32× |" in chen
+    assert "2.65×" in chen and "| what-if: your last live run's r′ at Chinchilla's costs | 0.40 | 1.32× |" in chen
 
 
 def test_seed_002s_d_lk_exercise_is_a_preset_and_in_the_glossary():

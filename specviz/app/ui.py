@@ -105,7 +105,7 @@ def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
             with gr.Row():
                 round_slider = gr.Slider(1, 2, value=1, step=1, label="Round")
                 position_slider = gr.Slider(1, 17, value=1, step=1, label="Draft position")
-        speedup_plot = gr.Plot(label="Speedup", elem_id="sv-speedup-plot", min_width=320)
+        speedup_plot = gr.Plot(label="Speedup: this run, and what-if curves over γ", elem_id="sv-speedup-plot", min_width=320)
         histogram_plot = gr.Plot(label="Tokens per round", elem_id="sv-histogram-plot", min_width=320)
     download = gr.DownloadButton("Download this run's trace (JSON)", value=None, visible=True, size="sm",
                                  elem_id="sv-download")

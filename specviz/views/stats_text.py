@@ -120,10 +120,15 @@ def speedup_line(trace: Trace, metrics: Metrics) -> str:
     return (f"{defined('speedup_measured')} **{metrics.speedup_measured:.2f}×**"
             + (f" {defined('speedup_interval', interval)}" if interval else "")
             + f" ({metrics.tokens_per_s:.1f} {defined('tokens_per_s')} ÷ plain decoding's "
-            f"{metrics.baseline_tokens_per_s:.1f}, timed in turn in this process)"
+            f"{metrics.baseline_tokens_per_s:.1f}, timed {_when_plain(trace)} in this process)"
             + (f" · {noise}" if noise else "")
             + (f" · {predicted}; Round anatomy shows where they part" if predicted else "")
             + f" · {_sameness(trace, metrics)}")
+
+
+def _when_plain(trace: Trace) -> str:
+    """When the plain run was timed: in turn with the rounds (decoding/comparison.py), or after them (older traces)."""
+    return "in turn" if trace.baseline is not None and trace.baseline.after_round else "after the run"
 
 
 def headline(trace: Trace, metrics: Metrics) -> str:

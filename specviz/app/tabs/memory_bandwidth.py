@@ -52,11 +52,13 @@ def measure_machine():
     context = encode_prompt(pipeline.tokenizer, LOSSLESS_PROMPT, chat=False)
     timings = worker.call(bandwidth.measure_forward_ms, pipeline.target, context)
     flat, largest = bandwidth.bandwidth_bound_until(timings), max(timings)
-    text = (f"One forward of {config.target} on {pipeline.device} ({str(pipeline.dtype).removeprefix('torch.')}), "
-            f"timed at k = {', '.join(map(str, timings))}: {timings[1]:.1f} ms for 1 token, {timings[largest]:.1f} ms "
-            f"for {largest}. It stays within 1.25× of one token's time up to **k = {flat}**: beyond that this hardware "
-            "is no longer bandwidth-bound, so verifying γ+1 tokens costs more than one step, and a CPU gains less "
-            "than a GPU.")
+    text = (f"Timed now, apart from any run (a live run's own plain step is in its stats and Round anatomy, timed "
+            f"in turn with its rounds): one forward of {config.target} on {pipeline.device} "
+            f"({str(pipeline.dtype).removeprefix('torch.')}) after a {len(context)}-token context, "
+            f"at k = {', '.join(map(str, timings))}: {timings[1]:.1f} ms for 1 token, {timings[largest]:.1f} ms "
+            f"for {largest}. It stays within a quarter more than one token's time up to **k = {flat}**: beyond that "
+            "this hardware is no longer bandwidth-bound, so verifying γ+1 tokens costs more than one step, and a CPU "
+            "gains less than a GPU.")
     return text, figures.measured_forward_figure(timings)
 
 

@@ -47,9 +47,10 @@ def theory_views(alpha, gamma, c, use_measured_cost, trace):
     aware = values["speedup_with_verify_cost"]
     best, searched = values["best_gamma"], calculator.MAX_GAMMA_SEARCHED
     best_text = f"γ ≥ **{best}** (the search stops at {searched})" if best == searched else f"γ = **{best}**"
-    text = (f"**E[tokens per iteration] = {values['expected_tokens']:.3f}** · speedup E/(γc+1) = "
+    text = (f"**What-if, at the sliders' α, γ and c:** **E[tokens per iteration] = {values['expected_tokens']:.3f}** · "
+            f"speedup E/(γc+1) = "
             f"**{values['speedup']:.3f}×**" + (f" · with measured v(k): **{aware:.3f}×**" if aware is not None else "")
-            + f"\n\nbest {best_text} ({values['best_speedup']:.3f}×, {values['cost_model']}) · "
+            + f"\n\nWhat-if: best {best_text} ({values['best_speedup']:.3f}×, {values['cost_model']}) · "
             f"operations factor {values['operations_factor']:.3f} (ĉ = c) · viable (α > c): "
             f"**{'yes' if values['viable'] else 'no'}** · γ = 1 guarantee (1+α)/(1+c) = {values['gamma_one_bound']:.3f}×")
     point, theoretical = _live_point(trace, verify_cost)
@@ -92,20 +93,23 @@ REFERENCE_HEADERS = ["pair", "α", "γ", "c", "E", "speedup", "best γ", "speedu
 
 
 def theory_tab(trace_state: gr.State) -> tuple:
-    gr.Markdown("E = (1 − α^(γ+1))/(1 − α) tokens per iteration; S = E/(γc + 1) (Leviathan et al. 2023). Move the "
-                "sliders. Once you have run the live tab, a red dot marks that run: at its measured speedup if it was "
-                "compared with plain decoding, else at the speedup the theory gives its α, γ and c.")
+    gr.Markdown("A what-if calculator: E = (1 − α^(γ+1))/(1 − α) tokens per iteration; S = E/(γc + 1) "
+                "(Leviathan et al. 2023), at the α, γ and c you set. Move the sliders. Once you have run the live tab, "
+                "a red dot marks that run: at its measured speedup if it was compared with plain decoding, else at its "
+                "predicted speedup.")
     with gr.Row():
         # α and c start at T5-small drafting for T5-XXL (Leviathan et al. 2023, Table 2), the pair of their Figure 5
-        alpha = gr.Slider(0, 0.99, value=0.75, step=0.01, label="α: acceptance rate")
+        alpha = gr.Slider(0, 0.99, value=0.75, step=0.01, label="α (what-if): acceptance rate")
         gamma = gr.Slider(1, 32, value=4, step=1, label="γ: drafted tokens per iteration")
         c = gr.Slider(0, 1, value=0.02, step=0.005, label="c: draft step cost / target step cost")
     measured_cost = gr.Checkbox(False, label="Cost model with the verify cost v(k) measured in the last live run "
                                              "(the CPU story); unticked: v(k) = 1 (the GPU story)")
     readout = gr.Markdown()
     with gr.Row():
-        heatmap, curves = gr.Plot(label="Speedup over (α, γ)"), gr.Plot(label="Speedup against γ")
-    gr.Markdown("**Reference configurations** (every value computed here; the T5 pairs are Leviathan et al.'s)")
+        heatmap = gr.Plot(label="What-if: speedup over (α, γ)")
+        curves = gr.Plot(label="What-if: speedup against γ")
+    gr.Markdown("**Recorded configurations, as what-ifs** (every value computed here from the recorded α, γ and c; the "
+                "T5 pairs are Leviathan et al.'s)")
     gr.Dataframe(value=reference_rows(), headers=REFERENCE_HEADERS, interactive=False, wrap=True)
     chen = gr.Markdown(calculator.chen_markdown(), elem_id="sv-chen")
     gr.Markdown(EXECUTION_TRACE_CAPTION)

@@ -43,9 +43,11 @@ def simulated_speedup(trace: Trace, c: float) -> float:
 def with_simulated_time(trace: Trace, c: float, baseline: Baseline) -> Trace:
     """A copy whose timings are in target steps (1 "ms" = one target step), with the baseline at 1 per token, so
     specviz.analysis.metrics.summarize reports this c as `c` and the simulated speedup as `speedup_measured`."""
-    rounds = [dataclasses.replace(r, draft_ms=r.drafted * c, verify_ms=1.0, draft_forwards=r.drafted) for r in trace.rounds]
+    rounds = [dataclasses.replace(r, draft_ms=r.drafted * c, verify_ms=1.0, draft_forwards=r.drafted,
+                                  draft_forward_ms=r.drafted * c, verify_forward_ms=1.0, record_ms=0.0)
+              for r in trace.rounds]
     total, tokens = simulated_time(trace, c), len(baseline.token_ids)
-    baseline = dataclasses.replace(baseline, wall_ms=float(tokens), step_ms=1.0)
+    baseline = dataclasses.replace(baseline, wall_ms=float(tokens), step_ms=1.0, token_ms=[1.0] * tokens)
     return dataclasses.replace(trace, rounds=rounds, wall_ms=total, forward_ms=total, record_ms=0.0, baseline=baseline)
 
 

@@ -120,9 +120,10 @@ def chen_markdown(live_r_prime: float | None = None) -> str:
     lines += [f"| {task} | {r:.2f} | {r_prime_speedup(r):.2f}× | {measured:.2f}× |"
               for task, (r, measured) in CHEN_POINTS.items()]
     if live_r_prime is not None:
-        lines.append(f"| your last live run, at Chinchilla's costs | {live_r_prime:.2f} | "
+        lines.append(f"| what-if: your last live run's r′ at Chinchilla's costs | {live_r_prime:.2f} | "
                      f"{r_prime_speedup(live_r_prime):.2f}× | |")
-    return ("**Chen et al. 2023's timings in a round-cost model** (Chinchilla 70B drafted by a 4B model, K = 4, a "
+    return ("**Recorded: Chen et al. 2023's timings in a round-cost model, with a what-if row for your run** "
+            "(Chinchilla 70B drafted by a 4B model, K = 4, a "
             "draft step 1.8 ms, a target step 14.1 ms): a round costs K draft steps and one target step and yields "
             "r′(K + 1) tokens, r′ = tokens per round ÷ (K + 1), so the speedup is r′(K + 1)·t_target / (K·t_draft + "
             "t_target), with r′ read from the paper's acceptance figures. The model predicts a little "

@@ -86,11 +86,11 @@ def largest_gain(step: float = 0.01) -> tuple[float, float, float]:
 
 
 def gain_sentence(alpha: float, c: float) -> str:
-    """The live (α, c)'s oracle gain and the grid's largest, in Markdown, for the Theory tab."""
+    """What-if: the sliders' (α, c) oracle gain and the grid's largest, in Markdown, for the Theory tab."""
     fixed, gamma = best_fixed(alpha, c)
     best = "plain decoding (γ = 0)" if gamma == 0 else ("γ → ∞" if gamma is None else f"γ = {gamma}")
     top, top_alpha, top_c = largest_gain()
-    return (f"**Oracle γ** (drafts exactly the tokens that will be accepted) at α = {alpha:.2f}, c = {c:.3f}: "
+    return (f"**What-if: the oracle γ** (drafts exactly the tokens that will be accepted) at α = {alpha:.2f}, c = {c:.3f}: "
             f"1/(1 − α + cα) = **{oracle_speedup(alpha, c):.3f}×** against {fixed:.3f}× for the best fixed "
             f"choice, {best}: a gain of **{oracle_gain(alpha, c):.3f}×**. On the grid α, c in steps of 0.01 the "
             f"gain is largest at α = {top_alpha:.2f}, c = {top_c:.2f}: **{top:.3f}×**: Leviathan et al. 2023's \"up to 60%\" "
