@@ -91,7 +91,7 @@ class Baseline:
     text: str
     token_ids: list[int]
     wall_ms: float
-    step_ms: float  # median time of one target forward over one token
+    step_ms: float  # one target forward over one token: the plain run's mean (its median in traces before 2026-12-02)
     # Each plain token's wall ms (the first also reads the prompt; they sum to wall_ms), and the speculative round
     # each was decoded right after (decoding/comparison.py interleaves the two runs; analysis/speedup.py pairs them).
     # after_round is empty where the plain run followed the whole speculative run, and in older traces.

@@ -172,3 +172,37 @@ def screenshot_showing_the_run(page, path: Path) -> None:
     chip_area = sum(box["width"] * box["height"] for box in boxes)
     assert pixels.get(ACCEPTED_CHIP, 0) >= 0.5 * chip_area > 0, (pixels.get(ACCEPTED_CHIP), chip_area)
     assert pixels.get(PLOT_GREEN, 0) > 10_000, pixels.get(PLOT_GREEN)
+
+
+# Every figure followed by "×", and every value given as α, that the visible tab panels show, each with the words
+# around it: its paragraph, list item or table row, or for a plot its title and legend, and the label of the
+# component it sits in. The checks read those words for "what-if", "recorded" or "simulated".
+FIGURES_SHOWN = r"""() => {
+    const found = [], visible = e => e.checkVisibility({checkOpacity: true, checkVisibilityCSS: true});
+    const label = e => { const block = e.closest('.block'); if (!block) return '';
+        const own = block.querySelector('[data-testid=block-label], label, .label-wrap'); return own ? own.innerText : ''; };
+    for (const panel of document.querySelectorAll('[role=tabpanel]')) {
+        if (!visible(panel)) continue;
+        const walker = document.createTreeWalker(panel, NodeFilter.SHOW_TEXT);
+        while (walker.nextNode()) {
+            const node = walker.currentNode, text = node.textContent, parent = node.parentElement;
+            if (!parent || !visible(parent) || !/[×α]/.test(text)) continue;
+            const plot = parent.closest('.js-plotly-plot');
+            const row = parent.closest('tr'), table = row && row.closest('table');  // a row: with its table's caption
+            const before = table ? [...(table.closest('.prose, .md') || document).querySelectorAll('p')]
+                .filter(p => p.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING) : [];
+            const caption = before.length ? before[before.length - 1].innerText : '';
+            const around = plot ? [...plot.querySelectorAll('.gtitle, .legendtext')].map(t => t.textContent).join(' | ')
+                : (parent.closest('p, li, tr, .sv-race-result, .sv-race-head, h1, h2, h3, h4') || parent).innerText
+                  + ' ' + caption;
+            found.push({text: text, around: around, label: label(parent)});
+        }
+    }
+    return found; }"""
+QUALIFIERS = ("what-if", "recorded", "simulated")  # words that say a figure is not this run's
+
+
+def qualified(figure: dict) -> bool:
+    """Whether the words around a figure, or its component's label, say it is a what-if, recorded or simulated."""
+    words = (figure["around"] + " " + figure["label"]).lower()
+    return any(word in words for word in QUALIFIERS)

@@ -52,12 +52,12 @@ DEFINITIONS = {  # each number the live tab and Round anatomy show, defined here
                                              "tested", "the r-th child tried under one parent in a round, tried after the "
                                              "r − 1 before it were rejected (Sequoia's acceptance vector)"),
     "draft_step": Definition(
-        "draft step", "the median time of one draft forward over one token",
-        "this run's median over its rounds of drafting time ÷ draft forwards, rounds 1–2 left out; where no plain run "
-        "was timed with the run, the step timed once per model pair and device (calibration.calibrate)"),
+        "draft step", "the time of one draft forward over one token",
+        "this run's mean over its rounds of drafting time ÷ draft forwards, round 1 left out; where no plain run was "
+        "timed with the run, the step timed once per model pair and device (calibration.calibrate)"),
     "target_step": Definition(
-        "target step", "the median time of one target forward over one token",
-        "the plain run's median one-token forward, timed in turn with this run's rounds; without a plain run, the "
+        "target step", "the time of one target forward over one token",
+        "the plain run's mean one-token forward, timed in turn with this run's rounds; without a plain run, the "
         "step timed once per model pair and device, else this run's median verify forward (over k + 1 tokens, so it "
         "overstates a step on a CPU)"),
     "c": Definition(

@@ -8,20 +8,21 @@ between them.
 Every surface (the live tab, Round anatomy, the gallery, the HTML export, the CLI and its --json, the benchmark)
 reads these from here. Both are ratios of milliseconds per generated token, so the waterfall walks from one to the
 other in this run's measured milliseconds per token, and every part of the gap has a name. c and v(k) come from the
-run itself: its median draft forward and its median verify forward at each width, over the plain run's median
-one-token forward timed in the same seconds. With the plain run timed token by token beside the rounds:
+run itself: its mean draft forward and its mean verify forward at each width, over the plain run's mean one-token
+forward timed in the same seconds (means, not medians: a busy moment is a real cost, and it falls unevenly, harder
+on a batched forward's two threads than on a one-token step). With the plain run timed token by token beside the rounds:
 
-    predicted ms/token = [one step × Σ (k·c + v(k+1)) + reading the prompt + a median round's time outside its
+    predicted ms/token = [one step × Σ (k·c + v(k+1)) + reading the prompt + a mean round's time outside its
                           forwards × rounds] ÷ Σ E(α, k)
     + tokens per round as they fell      (the run's tokens against E(α, k): streaks, luck, the stop)
     + drafting beyond c                  (the drafts' measured time against k·c steps)
     + verifying beyond v(k)              (the verify forwards against v(k+1) steps, round 1 left out)
-    + outside the forwards beyond a median round's
+    + outside the forwards beyond a mean round's
     = this run's ms/token,
 
 and the prediction is in units of the plain run's ms per token as measured (its prompt's reading and sampling in it,
 as this run's are in the prediction). What remains between prediction and measurement is then chance in the tokens
-and the spread of the times about their medians. A trace without such a plain run predicts from the forwards alone,
+and the spread of the times about their means. A trace without such a plain run predicts from the forwards alone,
 one step × Σ (k·c + v(k+1)) ÷ Σ E(α, k) against one step, and reading the prompt and the time outside the forwards
 are parts of its waterfall.
 
@@ -45,7 +46,7 @@ from specviz.trace import Trace
 
 TOKENS_AS_FELL, DRAFTING, VERIFYING, PROMPT, OUTSIDE, OUTSIDE_SPREAD = (
     "tokens per round as they fell", "drafting beyond c", "verifying beyond v(k)", "reading the prompt",
-    "outside the forwards", "outside the forwards beyond a median round's")
+    "outside the forwards", "outside the forwards beyond a mean round's")
 PART_NOTES = {  # what each part of the waterfall counts, as the page says it
     TOKENS_AS_FELL: "the tokens the rounds gave against the E(α, k) the prediction expects of them",
     DRAFTING: "the drafts' measured time against k·c target steps",
@@ -53,7 +54,7 @@ PART_NOTES = {  # what each part of the waterfall counts, as the page says it
     PROMPT: "round 1's verify forward beyond v(k + 1) steps: it also reads the prompt",
     OUTSIDE: "sampling, acceptance tests, cache bookkeeping and recording the rounds for the views",
     OUTSIDE_SPREAD: "the rounds' time outside their forwards (sampling, tests, bookkeeping, recording) beyond the "
-                    "median round's, which the prediction counts",
+                    "mean round's, which the prediction counts",
 }
 
 
@@ -61,7 +62,7 @@ WARM_UP_ROUNDS = 2  # round 1 also encodes the prompt; round 2 still pays first-
 
 
 C_BASES = {  # where step_costs took c's two steps from, as the page words it
-    "baseline": "both from this run: its median draft forward, and the median one-token forward of the plain run "
+    "baseline": "both from this run: its mean draft forward, and the mean one-token forward of the plain run "
                 "timed in turn with it",
     "calibrated": "both timed once per model pair on this device, alternating forwards (no plain run to time them in)",
     "calibrated target": "draft step: this run's median; target step: timed once per model on this device",
@@ -74,15 +75,16 @@ def step_costs(trace: Trace) -> tuple[float, float, str]:
     key of C_BASES.
 
     A run timed in turn with plain decoding (decoding/comparison.py) gives both from its own forwards: the draft step
-    is the median draft time per forward, warm-up rounds left out (per drafted token for prompt lookup, which makes
-    no forward), and the target step the plain run's median one-token forward, timed in the same seconds. A machine
+    is the mean draft time per forward, round 1 left out (per drafted token for prompt lookup, which makes no
+    forward), and the target step the plain run's mean one-token forward, timed in the same seconds. A machine
     that has since changed then cannot tilt the prediction. Without a plain run, the steps timed once per model pair
     (calibration.calibrate: Trace.draft_step_ms, Trace.target_forward_ms[0]); else the median verify forward
     (k + 1 tokens: it overstates a step on a CPU).
     """
-    draft_step_ms = _run_draft_step_ms(trace)
     if trace.baseline is not None and trace.baseline.step_ms > 0:
-        return draft_step_ms, trace.baseline.step_ms, "baseline"
+        return _run_draft_step_ms(trace, trace.rounds[1:] or trace.rounds, statistics.fmean), trace.baseline.step_ms, \
+            "baseline"
+    draft_step_ms = _run_draft_step_ms(trace, _steady(trace), statistics.median)
     if trace.draft_step_ms > 0 and trace.target_forward_ms:
         return trace.draft_step_ms, trace.target_forward_ms[0], "calibrated"
     if trace.target_forward_ms:
@@ -96,26 +98,27 @@ def _steady(trace: Trace) -> list:
     return trace.rounds[WARM_UP_ROUNDS:] if len(trace.rounds) > WARM_UP_ROUNDS + 2 else trace.rounds[1:] or trace.rounds
 
 
-def _run_draft_step_ms(trace: Trace) -> float:
-    """This run's median draft time per draft forward (per drafted token where drafting ran no forward)."""
-    steady = _steady(trace)
+def _run_draft_step_ms(trace: Trace, rounds: list, average) -> float:
+    """This run's draft time per draft forward over `rounds`, `average`d (per drafted token where drafting ran no
+    forward)."""
+    steady = rounds
     per_forward = [r.draft_ms / r.draft_forwards for r in steady if r.draft_forwards]
     if per_forward:
-        return statistics.median(per_forward)
+        return average(per_forward)
     drafted = sum(r.drafted for r in steady)
     return sum(r.draft_ms for r in steady) / drafted if drafted else 0.0
 
 
 def run_verify_cost(trace: Trace) -> dict[int, float] | None:
-    """v(k) at the widths this run verified (and v(1) = 1), from its own forwards: at each width k, the median verify
-    forward (round 1 left out: it also reads the prompt) over the plain run's median one-token forward, timed in turn
+    """v(k) at the widths this run verified (and v(1) = 1), from its own forwards: at each width k, the mean verify
+    forward (round 1 left out: it also reads the prompt) over the plain run's mean one-token forward, timed in turn
     with the rounds; None without a plain run, or with no round after the first."""
     if trace.baseline is None or trace.baseline.step_ms <= 0:
         return None
     by_size: dict[int, list[float]] = {}
     for round_ in trace.rounds[1:]:
         by_size.setdefault(round_.drafted + 1, []).append(_verify_forward_ms(round_))
-    table = {1: 1.0, **{k: max(statistics.median(ms) / trace.baseline.step_ms, 1.0) for k, ms in by_size.items()
+    table = {1: 1.0, **{k: max(statistics.fmean(ms) / trace.baseline.step_ms, 1.0) for k, ms in by_size.items()
                         if k > 1}}
     return table if len(table) >= 2 else None
 
@@ -320,8 +323,8 @@ def waterfall(trace: Trace, alpha: float | None = None) -> Waterfall | None:
     before a round or a token, or without a target step.
 
     Where the plain run was timed token by token beside this one, the prediction also holds what the run measured
-    around its forwards (reading the prompt, and a median round's time outside them), on both sides; what remains
-    between prediction and measurement is then the tokens as they fell and each time's spread about its median."""
+    around its forwards (reading the prompt, and a mean round's time outside them), on both sides; what remains
+    between prediction and measurement is then the tokens as they fell and each time's spread about its mean."""
     tokens = len(trace.token_ids)
     draft_step_ms, step_ms, _ = step_costs(trace)
     if not trace.rounds or not tokens or step_ms <= 0:
@@ -351,7 +354,7 @@ def waterfall(trace: Trace, alpha: float | None = None) -> Waterfall | None:
     record_share = trace.record_ms / len(trace.rounds)
     outside = [r.verify_ms - verify + (record_share if r.record_ms is None else r.record_ms)
                for r, verify in zip(trace.rounds, verify_ms)]  # sampling, tests, bookkeeping, recording: per round
-    typical_outside = statistics.median(outside[1:] or outside)
+    typical_outside = statistics.fmean(outside[1:] or outside)
     predicted_total = cost_ms + prompt_ms + typical_outside * len(trace.rounds)
     parts = [(TOKENS_AS_FELL, predicted_total / tokens - predicted_total / expected), drafting, verifying,
              (OUTSIDE_SPREAD, (sum(outside) - typical_outside * len(trace.rounds)) / tokens)]

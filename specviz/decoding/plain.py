@@ -69,7 +69,7 @@ class PlainRun:
     def baseline(self) -> Baseline:
         """What the run measured so far (all of it once finished)."""
         wall_ms = sum(self.token_ms)
-        step_ms = statistics.median(self.step_ms) if self.step_ms else wall_ms  # one slow step does not move it
+        step_ms = statistics.fmean(self.step_ms) if self.step_ms else wall_ms  # a slow moment is a real cost
         text = self.pipeline.tokenizer.decode(self.generated, skip_special_tokens=True)
         texts = TokenTexts(self.pipeline.tokenizer)
         return Baseline(text=text, token_ids=list(self.generated), wall_ms=wall_ms, step_ms=step_ms,

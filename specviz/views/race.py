@@ -80,7 +80,7 @@ def race_html(trace: Trace | None, metrics: Metrics | None = None) -> str:
     metrics = metrics or summarize(trace)
     slowest_s = max(lane.total_ms for lane in both) / 1e3
     speed = max(1.0, slowest_s / LONGEST_S)
-    played = "at the pace they ran" if speed == 1.0 else f"{speed:.1f}× faster than they ran, both alike"
+    played = "at the pace they ran" if speed == 1.0 else f"at {speed:.1f} times the pace they ran, both alike"
     untimed = "" if both[1].timed else " (the plain run's token times were not kept: its tokens come at its average pace)"
     head = (f'<div class="sv-race-head"><b>The race</b>: the same prompt, both decoders, played {played}{untimed}. '
             '<label class="sv-race-again"><input type="checkbox" class="sv-race-flip">Race again</label></div>')

@@ -48,10 +48,11 @@ def tree_theory_views(gamma, a_first, a_later, budget, curve, k0, slope, c, trac
         shape += f" (n = {budget} is past the {chosen.budget} = 4γ nodes best_shape considers: shown at {chosen.budget})"
     best = (f"n = **{view.best_budget}**, {view.gain:.3f}× the chain's tokens per unit time"
             if view.best_budget != gamma else "the chain of γ: " + _best_tree_sentence(view))
-    text = (f"Budget n = {budget} at depth γ = {gamma}: {shape}. **E[tokens per round] = {chosen.tokens:.3f}** "
+    text = (f"What-if, at the sliders' values: budget n = {budget} at depth γ = {gamma}: {shape}. "
+            f"**E[tokens per round] = {chosen.tokens:.3f}** "
             f"against the chain's E(a_1, γ) = {chain.tokens:.3f}; a round costs {chosen.cost:.3f} target forwards "
             f"(chain {chain.cost:.3f}), so **{chosen.rate:.3f}×** plain decoding against the chain's "
-            f"{chain.rate:.3f}×.\n\nbest_shape on this v(k) ({cost_label}) and c = {c:g}: {best}.")
+            f"{chain.rate:.3f}×.\n\nWhat-if: best_shape on this v(k) ({cost_label}) and c = {c:g}: {best}.")
     measured = _measured_rates(trace)
     if measured:
         text += ("\n\nYour last live run drafted trees; acceptance by sibling rank there: " + ", ".join(
@@ -90,8 +91,8 @@ def tree_theory_section(trace_state: gr.State) -> tuple[list, list]:
         c = gr.Slider(0, 1, value=0.05, step=0.005, label="c: draft forward / target forward")
     readout = gr.Markdown(elem_id="sv-tree-readout")
     with gr.Row():
-        tokens_plot = gr.Plot(label="Expected tokens per round against the node budget")
-        rate_plot = gr.Plot(label="Expected tokens per unit time against the node budget")
+        tokens_plot = gr.Plot(label="What-if: expected tokens per round against the node budget")
+        rate_plot = gr.Plot(label="What-if: expected tokens per unit time against the node budget")
     inputs = [gamma, a_first, a_later, budget, curve, k0, slope, c, trace_state]
     outputs = [readout, tokens_plot, rate_plot]
     for widget in (gamma, a_first, a_later, budget, k0, slope, c):
