@@ -5,6 +5,7 @@ from a cleared page): the first visitor's page then walks the lesson, and the pa
 Screenshots go to SPECVIZ_SCREENSHOT_DIR (docs/screenshots) when set."""
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,13 @@ from specviz.labs import lesson
 from specviz.trace import CORRECTED, REJECTED
 from specviz.views import gallery
 from tests.browser import (
+    FIGURES_SHOWN,
     POLL_MS,
     error_badges,
     open_live,
     open_tab,
     plotted_rounds,
+    qualified,
     wait_for_done,
     wait_until_settled,
 )
@@ -244,3 +247,102 @@ def test_after_a_fresh_run_every_tabs_main_button_works_with_its_defaults(after_
         if shots:
             page.screenshot(path=str(Path(shots) / f"defaults-{tab.lower().replace(' ', '-')}"
                                      f"{'-run' if 'whole run' in ' '.join(buttons) else ''}.png"), full_page=True)
+
+
+SPEEDUP = re.compile(r"(\d+(?:\.\d+)?)×(?!\s*\d)")  # a figure followed by × (not a product: 100 × 70 ms)
+ALPHA = re.compile(r"(?<![\w(])α\s*(?:=|:)?\s*\**\s*(\d?\.\d+)")  # a value given as α (not α_i, not "α per")
+
+
+def _run_figures(page) -> dict:
+    """The run's measured speedup, its interval, its one prediction and its α, as its stats panel gives them."""
+    stats = page.locator("#sv-stats").inner_text()
+    measured = re.search(r"measured speedup\s+([\d.]+)×\s+\(([\d.]+)–([\d.]+)\)", stats)
+    predicted = re.search(r"predicted speedup\s+([\d.]+)×", stats)
+    alpha = re.search(r"α = ([\d.]+)", stats)
+    assert measured and predicted and alpha, stats[:400]
+    return {"speedups": [float(value) for value in (*measured.groups(), predicted.group(1))], "alpha": float(alpha.group(1))}
+
+
+def _tabs_and_lesson_steps(page):
+    """Open the live tab, every lab and every lesson step in turn, yielding each one's name once it has settled."""
+    open_live(page)
+    yield LIVE_TAB
+    for group, labs in TAB_GROUPS.items():
+        for tab in labs or [group]:
+            open_tab(page, tab)
+            page.wait_for_timeout(300)
+            wait_until_settled(page)
+            yield tab
+            if tab == "Lesson":
+                for step in range(2, len(lesson.STEPS) + 1):
+                    page.locator("#sv-lesson-next").click()
+                    wait_until_settled(page)
+                    yield f"Lesson step {step}"
+
+
+def test_every_speedup_and_alpha_a_run_shows_is_its_own_or_says_what_if_or_recorded(after_default_run):
+    """After the default run, every figure followed by × on every tab (and every lesson step) is the run's measured
+    speedup, an end of its interval, its one prediction or 1×, or stands in words that say it is a what-if, recorded
+    or simulated; and every value given as α is the run's one α, or is so qualified."""
+    page = after_default_run
+    run = _run_figures(page)
+    wrong, seen = [], 0
+    for tab in _tabs_and_lesson_steps(page):
+        for figure in page.evaluate(FIGURES_SHOWN):
+            for match in SPEEDUP.finditer(figure["text"]):
+                seen += 1
+                value = float(match.group(1))
+                if not qualified(figure) and not any(abs(value - own) < 0.006 for own in (*run["speedups"], 1.0)):
+                    wrong.append((tab, match.group(0), figure["around"][:120], figure["label"][:60]))
+            for match in ALPHA.finditer(figure["text"]):
+                value = float(match.group(1))
+                if not qualified(figure) and abs(value - run["alpha"]) > 0.0051:
+                    wrong.append((tab, match.group(0), figure["around"][:120], figure["label"][:60]))
+    assert seen >= 5 and not wrong, wrong
+
+
+def _race_finish_ms(page) -> dict:
+    """Press Race again and time, in the page, when each lane's finish line and the result appear."""
+    return page.evaluate("""() => new Promise(done => {
+        const race = document.querySelector('#sv-race'), flip = race.querySelector('.sv-race-flip');
+        const lanes = [...race.querySelectorAll('.sv-race-finish')], seen = {}, start = performance.now();
+        flip.click();
+        const look = () => {
+            lanes.forEach((lane, index) => { if (!(index in seen) && getComputedStyle(lane).opacity === '1')
+                seen[index] = performance.now() - start; });
+            if (Object.keys(seen).length === lanes.length || performance.now() - start > 30000) done(seen);
+            else setTimeout(look, 10);
+        };
+        setTimeout(look, 30);
+    })""")
+
+
+def test_the_race_finishes_in_the_ratio_of_the_two_runs_times_on_a_projector_and_a_phone(after_default_run, page,
+                                                                                          app_url, tmp_path):
+    """The default run's race: the plain lane's text finishes after the speculative one's in the ratio of their
+    measured times (within 5%), its last line is the measured speedup, and on a phone the lanes stack in its width."""
+    fresh = after_default_run
+    open_live(fresh)
+    race = fresh.locator("#sv-race")
+    race.scroll_into_view_if_needed()
+    ends = [int(re.search(r"--sv-race-end:(\d+)", style).group(1))
+            for style in race.locator(".sv-race-clock").evaluate_all("clocks => clocks.map(c => c.getAttribute('style'))")]
+    finish = _race_finish_ms(fresh)
+    assert len(finish) == 2, finish
+    assert finish["1"] / finish["0"] == pytest.approx(ends[1] / ends[0], rel=0.05), (finish, ends)
+    run = _run_figures(fresh)
+    assert f"{run['speedups'][0]:.2f}× ({run['speedups'][1]:.2f}–{run['speedups'][2]:.2f})" in race.inner_text()
+    _shot(fresh, tmp_path, "race-projector.png")
+    context, phone = _open(page, app_url, PHONE, mobile=True)
+    try:
+        phone.get_by_role("button", name="Run", exact=True).tap()
+        wait_for_done(phone, timeout_ms=300_000)
+        lanes = phone.locator("#sv-race .sv-race-lane")
+        lanes.first.scroll_into_view_if_needed()
+        first, second = lanes.nth(0).bounding_box(), lanes.nth(1).bounding_box()
+        assert second["y"] >= first["y"] + first["height"] - 1  # stacked, the plain lane under the speculative one
+        assert first["x"] >= 0 and first["x"] + first["width"] <= PHONE["width"]
+        phone.wait_for_timeout(min(max(ends), 12_000) + 500)  # the race played to its end (12 s at most: race.LONGEST_S)
+        _shot(phone, tmp_path, "race-phone.png")
+    finally:
+        context.close()

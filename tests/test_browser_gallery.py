@@ -52,6 +52,9 @@ def test_a_recorded_real_run_opens_in_one_click_with_its_provenance(page, tmp_pa
         aligned = page.locator("#sv-rows .sv-aligned")
         assert aligned.count() > 0 and page.locator("#sv-rows .sv-align-own .sv-own").count() >= aligned.count()
         assert "across tokenizers" in page.locator("#sv-stats").inner_text()
+    race = page.locator("#sv-race")  # every entry was compared with plain decoding: its race, from its own timings
+    assert "The race" in race.inner_text() and race.locator(".sv-race-lane").count() == 2
+    assert f"{entry.trace().baseline.wall_ms / 1e3:.1f} s" in race.locator(".sv-lane-plain").inner_text()
     assert error_badges(page) == 0
     screenshot_tab(page, tmp_path, f"gallery-{name}.png")
     # Round anatomy draws the opened run and repeats the live tab's speedup sentence (speedup.py) word for word

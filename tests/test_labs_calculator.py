@@ -239,6 +239,6 @@ def test_the_theory_tab_draws_its_best_gamma_and_the_last_run_and_names_the_pape
                                                                     temperature=1.0))
     text, heatmap, curves, *_ = theory_views(0.75, 4, 0.02, False, trace)  # a run not compared with plain decoding
     dots = [item for figure in (heatmap, curves) for item in figure.data if (item.name or "").startswith("last run")]
-    assert len(dots) == 2 and all(dot.name.endswith("× (theory)") for dot in dots)
+    assert len(dots) == 2 and all(dot.name.endswith("× (predicted)") for dot in dots)
     assert all("not measured" in dot.hovertemplate for dot in dots)
-    assert "Red dot: your last live run, at the speedup the theory gives" in text
+    assert "Red dot: your last live run, at its predicted speedup" in text

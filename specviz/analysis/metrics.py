@@ -28,7 +28,7 @@ from specviz.analysis.speedup import (  # noqa: F401  (c's steps, v(k) and the s
     waterfall,
 )
 from specviz.analysis.tree_metrics import depth_counts
-from specviz.trace import Trace
+from specviz.trace import ACCEPTED, REJECTED, Token, Trace
 
 
 @dataclass
@@ -119,6 +119,33 @@ def summarize(trace: Trace) -> Metrics:
         speedup_predicted=predicted.predicted if (predicted := waterfall(trace, alpha)) is not None else None,
         identical=identical,
     )
+
+
+def target_doubt(token: Token) -> float | None:
+    """1 − the probability of the target's top choice at the token's position: how unsure the target was there
+    (from the untempered distribution in a greedy run, where p itself is one-hot); None where no top list was kept.
+
+    >>> from specviz.trace import TopToken
+    >>> target_doubt(Token(5, "a", "accepted", 1, 0.7, target_top=[TopToken(5, "a", 0.75), TopToken(6, "b", 0.2)]))
+    0.25
+    """
+    top = token.target_top_untempered or token.target_top
+    return 1.0 - top[0].prob if top else None
+
+
+def doubt_by_verdict(trace: Trace) -> tuple[float, float, int, int] | None:
+    """(mean doubt at rejected drafts, at accepted ones, how many of each): where drafts fail, the target is unsure
+    (target_doubt); None until both verdicts were seen."""
+    doubts = {ACCEPTED: [], REJECTED: []}
+    for round_ in trace.rounds:
+        for token in round_.tokens:
+            doubt = target_doubt(token)
+            if token.kind in doubts and doubt is not None:
+                doubts[token.kind].append(doubt)
+    if not doubts[ACCEPTED] or not doubts[REJECTED]:
+        return None
+    rejected, accepted = doubts[REJECTED], doubts[ACCEPTED]
+    return sum(rejected) / len(rejected), sum(accepted) / len(accepted), len(rejected), len(accepted)
 
 
 def measured_gamma(trace: Trace) -> float:

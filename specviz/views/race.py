@@ -83,7 +83,7 @@ def race_html(trace: Trace | None, metrics: Metrics | None = None) -> str:
     played = "at the pace they ran" if speed == 1.0 else f"at {speed:.1f} times the pace they ran, both alike"
     untimed = "" if both[1].timed else " (the plain run's token times were not kept: its tokens come at its average pace)"
     head = (f'<div class="sv-race-head"><b>The race</b>: the same prompt, both decoders, played {played}{untimed}. '
-            '<label class="sv-race-again"><input type="checkbox" class="sv-race-flip">Race again</label></div>')
+            '<label class="sv-race-again"><input type="checkbox" class="sv-race-flip"/>Race again</label></div>')
     body = "".join(_lane_html(lane, speed, "sv-lane-spec" if index == 0 else "sv-lane-plain")
                    for index, lane in enumerate(both))
     finish_s = slowest_s / speed

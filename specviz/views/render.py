@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 
+from specviz.analysis.metrics import target_doubt
 from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
 from specviz.views.render_align import align_groups
 from specviz.views.render_tree import Column, Turn, hidden_tooltip, tree_columns, turn_lines, untested_tooltip
@@ -26,6 +27,9 @@ LEGEND_HTML = (
     '<span class="sv-tok sv-corrected">corrected</span>'
     '<span class="sv-tok sv-bonus">bonus</span>'
     '<span class="sv-hint">tap or hover a token: p(x), q(x), r, min(1, p/q)</span>'
+    '<label class="sv-shade-toggle" title="Shade each token by the target&#x27;s doubt at its position: 1 − the '
+    'probability of its top choice there (untempered in a greedy run). Rejections gather where it is high.">'
+    '<input type="checkbox" class="sv-shade-flip"/>shade by the target&#x27;s doubt</label>'
     "</div>"
 )
 VISIBLE_WHITESPACE = {" ": "·", "\n": "↵", "\t": "→", "\r": "␍"}
@@ -57,16 +61,21 @@ def token_tooltip(token: Token, turn: Turn | None = None) -> str:
         lines.append(f"r = {token.uniform:.4f} {verdict} min(1, {ratio}) = {token.accept_prob:.4f}")
     if token.overlap is not None:
         lines.append(f"β = Σ min(p, q) = {token.overlap:.4f}")
+    doubt = target_doubt(token)
+    if doubt is not None:
+        lines.append(f"the target's doubt here: 1 − its top choice's p = {doubt:.3f}")
     return "\n".join(lines)
 
 
 def token_html(token: Token, round_index: int, turn: Turn | None = None) -> str:
     title = html.escape(token_tooltip(token, turn), quote=True)
     node = "" if token.node is None or turn is None else f' data-node="{token.node}"'
+    doubt = target_doubt(token)
+    shade = "" if doubt is None else f' style="--sv-doubt:{doubt:.3f}"'  # the legend's "shade by the target's doubt"
     # tabindex: a tap (a phone) or a click (a projector) focuses the token, and CSS shows data-details in a panel
     # at the foot of the screen until a tap elsewhere; title stays for a mouse's hover
     return (f'<span class="sv-tok sv-{token.kind}" title="{title}" data-details="{title}" tabindex="0" '
-            f'data-round="{round_index}" data-position="{token.position}"{node}>{visible_text(token.text)}</span>')
+            f'data-round="{round_index}" data-position="{token.position}"{node}{shade}>{visible_text(token.text)}</span>')
 
 
 def round_html(round_: Round) -> str:
@@ -152,7 +161,8 @@ def rows_html(trace: Trace | None, last: int | None = None) -> str:
     then the previous one plus new rows, and Gradio sends only the appended rows instead of the whole history.
     """
     if trace is None or not trace.rounds:
-        return f'{LEGEND_HTML}<div class="sv-empty">No run yet: pick an example and press Run or Step.</div>'
+        return (f'{LEGEND_HTML}<div class="sv-empty">No run yet: press Run (or Step, one round at a time); example '
+                'prompts are under Settings.</div>')
     rounds = trace.rounds if last is None else trace.rounds[-last:]
     hidden = len(trace.rounds) - len(rounds)
     note = f'<div class="sv-more">… {hidden} earlier rounds</div>' if hidden else ""

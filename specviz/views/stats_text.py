@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from specviz.analysis.metrics import C_BASES, DEFINITIONS, Metrics
+from specviz.analysis.metrics import C_BASES, DEFINITIONS, Metrics, doubt_by_verdict
 from specviz.analysis.tree_metrics import TreeMetrics, node_budget, summarize_tree, why_no_tree
 from specviz.analysis.vocab_metrics import shared_mass
 from specviz.trace import USER_STOP, Trace
@@ -170,6 +170,11 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
         + _stop_text(trace),
     ]
+    doubt = doubt_by_verdict(trace)
+    if doubt is not None:
+        lines.insert(3, f"**where drafts fail**: the target's doubt (1 − its top choice's p) averaged **{doubt[0]:.2f}** at "
+                        f"the {doubt[2]} rejected drafts against **{doubt[1]:.2f}** at the {doubt[3]} accepted ones "
+                        "(tick *shade by the target's doubt* above the rows to see it token by token)")
     if trace.config.get("adaptive"):
         lengths = [round_.drafted for round_ in trace.rounds]
         lines.insert(5, f"adaptive γ ≤ {trace.config['gamma']}: {sum(lengths) / len(lengths):.2f} drafts per round on average, "

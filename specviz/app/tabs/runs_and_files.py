@@ -10,7 +10,7 @@ import functools
 
 import gradio as gr
 
-from specviz.app.pair_menu import CUSTOM_PAIR, PAIRS, pair_help
+from specviz.app.pair_menu import CUSTOM_PAIR, PAIRS, default_pair, pair_help
 from specviz.app.policy import current_policy
 from specviz.app.request import RunRequest
 from specviz.app.views import LiveView, views
@@ -24,20 +24,22 @@ def gallery_buttons() -> list[tuple[gr.Button, gallery.Entry]]:
     if not found:
         return []
     with gr.Column(elem_id="sv-gallery"):
-        gr.Markdown("### Recorded runs\nReal drafts and real rejections of a real pair (Qwen2.5-Coder-1.5B drafted "
-                    "for by its 0.5B sibling), saved as traces with where, when and how they were made. Each opens in "
-                    "*Watch it run* without loading a model, and sets the controls so that Run repeats it live.")
+        gr.Markdown("### Recorded runs\nReal drafts and real rejections, each compared with plain decoding: the "
+                    "page's default run, and a real pair (Qwen2.5-Coder-1.5B drafted for by its 0.5B sibling), saved "
+                    "as traces with where, when and how they were made. Each opens in *Watch it run* without loading "
+                    "a model, with its race under the rows, and sets the controls so that Run repeats it live.")
         return [(gr.Button(entry.title, size="sm", elem_id=f"sv-gallery-{entry.name}"), entry) for entry in found]
 
 
-FIRST_SCREEN = "2-coder-prose-t0"  # the recorded run a first visitor sees: greedy prose, 26 rejections in 96 tokens
+FIRST_SCREEN = "0-default-run"  # the recorded run a first visitor sees: the controls' own default run
 
 
 def first_screen() -> tuple:
-    """What the live tab shows as the page opens, before any model loads: the real pair's recorded run, labelled as
-    recorded, its rows red and blue where the 0.5B draft was wrong; the controls stay on this server's own pair, so
-    one click on Run decodes live. Nothing where that entry does not ship. Drawn once per server (CPU time that every
-    page load of a class would otherwise spend); each session gets its own trace."""
+    """What the live tab shows as the page opens, before any model loads: the page's default run (its pair, prompt
+    and settings, which the controls show), recorded, and labelled so: what the controls say is what the rows show,
+    and Run decodes the same live. Where this machine's default pair is another (no 4-bit kernels here), or the entry
+    does not ship, the empty rows instead. Drawn once per server (CPU time that every page load of a class would
+    otherwise spend); each session gets its own trace."""
     view = _first_view()
     return dataclasses.replace(view, trace=copy.deepcopy(view.trace)).values()
 
@@ -45,11 +47,13 @@ def first_screen() -> tuple:
 @functools.lru_cache(maxsize=1)
 def _first_view() -> LiveView:
     entry = next((entry for entry in gallery.entries() if entry.name == FIRST_SCREEN), None)
-    if entry is None:
+    trace = entry.trace() if entry is not None else None
+    if trace is None or trace.config != RunRequest(pair=default_pair()).to_config(current_policy()).to_dict():
         return views(None)
-    view = views(entry.trace())
-    view.headline = f"*Recorded*: {view.headline}"
-    view.status = f"**Recorded, not live**: {entry.title}. **Run** decodes your prompt live."
+    view = views(trace)
+    view.headline = f"*Recorded on {entry.provenance['machine']}, {entry.provenance['date'][:10]}*: {view.headline}"
+    view.status = ("**Recorded, not live**: these controls' run, as it ran there. **Run** decodes it live on this "
+                   "machine.")
     view.download = None
     return view
 

@@ -57,7 +57,7 @@ def theory_views(alpha, gamma, c, use_measured_cost, trace):
     reach = axis_gammas(int(gamma), best, point[2] if point else None)
     if point is not None:
         text += ("\n\nRed dot: your last live run, at " + (
-            "the speedup the theory gives its α, γ and c (tick *compare with plain decoding* there to measure it)."
+            "its predicted speedup (tick *compare with plain decoding* there to measure it)."
             if theoretical else "its measured speedup."))
     live_r_prime = None  # r′ = tokens per round ÷ (γ + 1) of the last live run, for Chen et al. 2023's round-cost model
     if trace is not None and trace.rounds:

@@ -126,9 +126,9 @@ def _checked_measured(measured) -> Measured:
 
 def _measured_label(alpha: float, c: float, gamma: int, value: float, theoretical: bool = False) -> str:
     """The red dot's legend name, short (the legend must leave the plot its width); the hover has α, c and γ."""
-    return f"last run {value:.2f}× ({'theory' if theoretical else 'measured'})"
+    return f"last run {value:.2f}× ({'predicted' if theoretical else 'measured'})"
 
 
 def _measured_hover(alpha: float, c: float, gamma: int, value: float, theoretical: bool) -> str:
-    kind = "the theory's speedup (not measured)" if theoretical else "measured speedup"
+    kind = "its predicted speedup (not measured)" if theoretical else "measured speedup"
     return f"last live run: {kind} {value:.2f}×<br>α {alpha:.2f}, c {c:.3f}, γ {gamma}<extra></extra>"
