@@ -216,7 +216,7 @@ DEFAULT_BUTTONS = [  # tab, its main buttons (pressed in order, with the tab's d
     ("Verification rules", ["Compare over the whole run"], "#sv-rules-table", "The live run's α"),
     ("Round anatomy", ["Draw the live run"], "#sv-anatomy-summary", "round"),
     ("When it pays", [], "#sv-pays-verdicts", "this run"),  # the live run joins the recorded regimes
-    ("You are the drafter", ["Start"], "#sv-you-score", "Your α will appear here"),
+    ("You are the drafter", ["Start"], "#sv-you-score", "Your acceptance rate will appear here"),
     ("Simulated models", ["Run on the simulated models"], "[role=tabpanel]:visible", "Simulated speedup"),
     ("Memory bandwidth", ["Measure this machine (the offline target, k = 1..32 tokens)"], "[role=tabpanel]:visible",
      "bandwidth-bound"),

@@ -116,12 +116,12 @@ def test_you_are_the_drafter(page, tmp_path):
     picker.locator("input[type=radio]").first.check()
     page.get_by_role("button", name="Propose", exact=True).click()
     score = page.locator("#sv-you-score")
-    score.get_by_text("Your α =", exact=False).wait_for(timeout=60_000)
+    score.get_by_text("Your acceptance rate =", exact=False).wait_for(timeout=60_000)
     page.get_by_label("…or type your own proposal (up to 8 tokens)").fill(" Paris, and it is")
     page.get_by_role("button", name="Propose", exact=True).click()
     page.wait_for_function("document.querySelectorAll('#sv-you-rows .sv-row').length == 2", timeout=60_000, polling=POLL_MS)
     text = score.inner_text()
-    assert "the real draft's α =" in text and "Last proposal:" in text
+    assert "the real draft's mean overlap β̄ =" in text and "Last proposal:" in text
     assert page.locator("#sv-you-rows .sv-accepted, #sv-you-rows .sv-rejected").count() >= 2
     screenshot_tab(page, tmp_path, "lab-you-are-the-drafter.png")
 

@@ -78,7 +78,7 @@ def test_the_theory_tab_draws_the_trace_and_the_oracle_at_its_alpha_and_c():
     from specviz.app.tabs.theory import EXECUTION_TRACE_CAPTION, theory_views
 
     *_, trace_figure, oracle_sentence, oracle_figure = theory_views(0.6, 4, 0.1, False, None)
-    assert trace_figure.layout.title.text == "What-if: expected timeline of 40 tokens at α = 0.60, c = 0.100"
+    assert trace_figure.layout.title.text == "What-if: 40 tokens at α = 0.60, c = 0.100"
     assert "α = 0.60, c = 0.100" in oracle_sentence and "1.572×" in oracle_sentence
     assert "α = 0.60, c = 0.100" in [trace.name for trace in oracle_figure.data]
     assert "Figure 5" in EXECUTION_TRACE_CAPTION and "40 tokens" in EXECUTION_TRACE_CAPTION

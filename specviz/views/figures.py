@@ -176,16 +176,16 @@ def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | 
     gammas = list(range(1, max_gamma + 1))
     ideal = [theory.speedup(alpha, g, c) for g in gammas]
     figure = base_figure()
-    figure.add_scatter(x=gammas, y=ideal, mode="lines+markers", name="what-if: S = E/(γc+1)", line_color=BLUE)
+    figure.add_scatter(x=gammas, y=ideal, mode="lines+markers", name="S = E/(γc+1)", line_color=BLUE)
     best = theory.optimal_gamma(alpha, c, max_gamma=max_gamma)
-    figure.add_scatter(x=[best], y=[theory.speedup(alpha, best, c)], mode="markers", name=f"what-if best: γ = {best}",
+    figure.add_scatter(x=[best], y=[theory.speedup(alpha, best, c)], mode="markers", name=f"best: γ = {best}",
                        marker=dict(symbol="star", size=15, color=BLUE))
     if verify_cost:
         costed = [theory.speedup_with_verify_cost(alpha, g, c, verify_cost) for g in gammas]
-        figure.add_scatter(x=gammas, y=costed, mode="lines+markers", name="what-if: with v(k)",
+        figure.add_scatter(x=gammas, y=costed, mode="lines+markers", name="with v(k)",
                            line=dict(color=ORANGE, dash="dot"))
         best_costed = theory.optimal_gamma(alpha, c, verify_cost=verify_cost, max_gamma=max_gamma)
-        figure.add_scatter(x=[best_costed], y=[costed[best_costed - 1]], mode="markers", name=f"what-if best: γ = {best_costed}",
+        figure.add_scatter(x=[best_costed], y=[costed[best_costed - 1]], mode="markers", name=f"best: γ = {best_costed}",
                            marker=dict(symbol="star", size=15, color=ORANGE))
     if measured is not None:
         mean = "" if float(gamma_used).is_integer() else f" at mean γ {gamma_used:.1f}"
@@ -195,7 +195,7 @@ def speedup_figure(alpha: float, c: float, gamma_used: float, measured: float | 
     if tree_budget:
         figure.add_annotation(x=gamma_used, y=theory.speedup(alpha, max(round(gamma_used), 1), c), ax=45, ay=-40,
                               text=f"tree: budget {tree_budget} nodes", showarrow=True, arrowhead=2)
-    figure.update_layout(**LAYOUT, title="This run's speedup, and what-if curves over γ",
+    figure.update_layout(**LAYOUT, title="Speedup: the run, what-ifs over γ",
                          xaxis=dict(title=f"γ, drafted tokens per round (α = {alpha:.2f}, c = {c:.3f})", dtick=1),
                          yaxis=dict(title="speedup ×"))
     return legend_below(figure, rows=(len(figure.data) + 1) // 2)

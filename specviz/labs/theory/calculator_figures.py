@@ -54,7 +54,7 @@ def speedup_heatmap(c: float, verify_cost: calculator.VerifyCost | None = None, 
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
     layout = {**LAYOUT, "legend": dict(orientation="h", yanchor="top", y=-0.3, x=0), "height": 400,  # legend below:
               "margin": {**LAYOUT["margin"], "b": 115}}  # above, its entries would run into the title
-    figure.update_layout(**layout, title=f"What-if: speedup over α × γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
+    figure.update_layout(**layout, title=f"Speedup over α × γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
                          xaxis=dict(title="α (acceptance rate)", range=[0, 1]),
                          yaxis=dict(title="γ (drafted tokens per round)", dtick=1 if max_gamma <= 16 else None))
     return figure
@@ -71,7 +71,7 @@ def speedup_curves(c: float, alphas=(0.5, 0.6, 0.7, 0.8, 0.9), verify_cost: calc
         _add_curve(figure, alpha, c, gammas, verify_cost, colour, name=f"α = {alpha:.2f}")
     if measured is not None:
         alpha, run_c, gamma, value = _checked_measured(measured)
-        _add_curve(figure, alpha, run_c, gammas, verify_cost, RED, name="what-if: theory at the run's α, c",
+        _add_curve(figure, alpha, run_c, gammas, verify_cost, RED, name="theory at the run's α, c",
                    dash="dash", star=False)
         figure.add_scatter(x=[gamma], y=[value], mode="markers+text",
                            name=_measured_label(alpha, run_c, gamma, value, theoretical),
@@ -80,7 +80,7 @@ def speedup_curves(c: float, alphas=(0.5, 0.6, 0.7, 0.8, 0.9), verify_cost: calc
                            marker=dict(symbol="circle", size=13, color=RED, line=dict(color="black", width=1)))
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
     layout = {**LAYOUT, "legend": LEGEND_RIGHT, "margin": {**LAYOUT["margin"], "r": 150 + MODEBAR_MARGIN}}
-    figure.update_layout(**layout, title=f"What-if: speedup against γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
+    figure.update_layout(**layout, title=f"Speedup against γ (c = {c:.3f}, {calculator.cost_model_label(verify_cost)})",
                          xaxis=dict(title="γ (drafted tokens per round)", dtick=1 if max_gamma <= 16 else None),
                          yaxis=dict(title="speedup ×", rangemode="tozero"))
     return figure

@@ -44,7 +44,7 @@ def execution_trace_figure(alpha: float, c: float, tokens: int = trace_lab.PICTU
         figure.add_annotation(x=end, y=label, xanchor="left", showarrow=False, font=dict(color=INK),
                               text=f" {end:.1f} steps ({tokens / end:.2f}×)")
     figure.update_layout(**{**LAYOUT, "height": 260}, barmode="overlay", bargap=0.35,
-                         title=f"What-if: expected timeline of {tokens} tokens at α = {float(alpha):.2f}, c = {float(c):.3f}",
+                         title=f"What-if: {tokens} tokens at α = {float(alpha):.2f}, c = {float(c):.3f}",
                          xaxis=dict(title="time (target steps)", range=[0, longest * 1.18]),
                          yaxis=dict(autorange="reversed", categoryorder="array", categoryarray=list(rows)))
     return figure

@@ -39,7 +39,7 @@ def oracle_gain_figure(alpha: float, c: float, costs=CURVE_COSTS) -> go.Figure:
                      annotation_text=f"largest on the 0.01 grid: {top:.3f}× (α = {top_alpha:.2f}, c = {top_c:.2f})")
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
     layout = {**LAYOUT, "legend": LEGEND_RIGHT, "margin": {**LAYOUT["margin"], "r": 150 + MODEBAR_MARGIN}}
-    figure.update_layout(**layout, title="What-if: oracle γ over the best fixed γ (i.i.d. acceptance α)",
+    figure.update_layout(**layout, title="What-if: oracle γ ÷ best fixed γ (i.i.d. α)",
                          xaxis=dict(title="α (acceptance rate)", range=[0, 1]),
                          yaxis=dict(title="oracle speedup ÷ best fixed speedup", range=[0.95, 1.7]))
     return figure

@@ -158,7 +158,7 @@ def tokens_figure(view: TreeView) -> go.Figure:
                                      "%{customdata[2]} expanded per level<br>E[tokens per round] = %{y:.3f}<extra></extra>")
     _add_chain(figure, budgets, view.chain.tokens, f"chain: E = {view.chain.tokens:.3f}")
     _mark_budget(figure, view.chosen, view.chosen.tokens)
-    _layout(figure, "What-if: expected tokens per round against the node budget", dict(title="E[tokens per round]",
+    _layout(figure, "What-if: tokens per round by budget", dict(title="E[tokens per round]",
                                                                              rangemode="tozero"))
     return figure
 
@@ -183,7 +183,7 @@ def rate_figure(view: TreeView, verify_cost: VerifyCost, cost_label: str) -> go.
                        marker=dict(symbol="star", size=16, color=ORANGE, line=dict(color=INK, width=1)),
                        hovertemplate=f"{label}<br>%{{y:.3f}}× plain decoding<extra></extra>")
     _mark_budget(figure, view.chosen, view.chosen.rate)
-    _layout(figure, f"What-if: expected tokens per unit time (× plain decoding)<br><sup>v(k) {cost_label}</sup>",
+    _layout(figure, f"What-if: tokens per unit time (× plain)<br><sup>v(k) {cost_label}</sup>",
             dict(title="speedup ×"),
             yaxis2=dict(title="v(n + 1)", overlaying="y", side="right", rangemode="tozero", showgrid=False))
     return figure

@@ -74,6 +74,6 @@ def payoff_figure(regimes: list[Regime], max_gamma: int = MAX_GAMMA) -> go.Figur
                                                arrayminus=[regime.measured_speedup - regime.measured_low])
     figure.add_hline(y=1.0, line_color=GREY, line_dash="dash")
     figure.update_layout(**{**LAYOUT, "height": 400, "legend": BELOW, "margin": {**LAYOUT["margin"], "b": 110}},
-                         title="What-if: the speedup each regime's costs predict at every γ (◆ measured)",
+                         title="What-if over γ (◆ measured)",
                          xaxis=dict(title="γ (drafted tokens per round)", dtick=2), yaxis=dict(title="speedup ×"))
     return figure
