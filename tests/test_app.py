@@ -13,6 +13,7 @@ from gradio_client import Client, handle_file
 from specviz.app import live
 from specviz.app.callbacks import friendly_message, make_config
 from specviz.app.request import DRAFT_MODEL, LOOKUP_THEN_DRAFT, OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
+from specviz.app.views import LiveView
 from tests.conftest import AT_REST, comes_to_rest, save_tiny_llama
 
 OFFLINE = OFFLINE_PAIR
@@ -328,7 +329,8 @@ def test_out_of_memory_mid_run_is_a_clear_error_and_the_next_run_works(monkeypat
     with pytest.raises(gr.Error, match="ran out of memory"):
         for _ in live.run(**controls):
             pass
-    *_, trace, trace_file = list(live.run(**controls))[-1]  # the next run goes to its end
+    last = dict(zip(LiveView.names(), list(live.run(**controls))[-1]))  # the next run goes to its end
+    trace, trace_file = last["trace"], last["download"]
     assert trace.stop_reason and trace_file and len(trace.token_ids) > 0
 
 

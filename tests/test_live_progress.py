@@ -135,9 +135,9 @@ def test_stop_before_the_first_round_keeps_the_previous_run(slow_loading):
 def test_step_reports_loading_then_shows_one_round(slow_loading):
     outputs = list(live.step(None, live.JobSlot(), **vars(REQUEST)))
     assert any(STAGE in _status(output) for output in outputs[:-1])
-    *_, trace, _, session = outputs[-1]
+    *_, trace, _, _, session = outputs[-1]  # ..., the trace, the race, the download, Step's session
     assert len(trace.rounds) == 1 and not session.finished
-    *_, trace, _, session = list(live.step(session, live.JobSlot(), **vars(REQUEST)))[-1]
+    *_, trace, _, _, session = list(live.step(session, live.JobSlot(), **vars(REQUEST)))[-1]
     assert len(trace.rounds) == 2 and slow_loading == ["loaded"]  # the second click loads nothing
 
 

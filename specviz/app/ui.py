@@ -109,10 +109,10 @@ def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
         histogram_plot = gr.Plot(label="Tokens per round", elem_id="sv-histogram-plot", min_width=320)
     download = gr.DownloadButton("Download this run's trace (JSON)", value=None, visible=True, size="sm",
                                  elem_id="sv-download")
-    outputs = {"rows": rows, "race": race, "final_text": final_text, "stats": stats, "headline": headline,
-               "alpha_plot": alpha_plot,
+    outputs = {"rows": rows, "final_text": final_text, "stats": stats, "headline": headline, "alpha_plot": alpha_plot,
                "pq_plot": pq_plot, "speedup_plot": speedup_plot, "histogram_plot": histogram_plot,
-               "round_slider": round_slider, "status": status, "trace": trace_state, "download": download}
+               "round_slider": round_slider, "status": status, "trace": trace_state, "race": race,
+               "download": download}
     if list(outputs) != LiveView.names():
         raise AssertionError(f"the live tab's outputs {list(outputs)} do not match LiveView's fields")
     return LiveTab(controls, custom_row, buttons, None, outputs, position_slider, None, None, [])

@@ -33,7 +33,6 @@ class LiveView:
     the trace file last, as API callers read them)."""
 
     rows: Any = field(default_factory=_keep)  # HTML: one row of coloured tokens per round
-    race: Any = field(default_factory=_keep)  # HTML under the rows: plain against speculative decoding (race.py)
     final_text: Any = field(default_factory=_keep)  # HTML: the generated text
     stats: Any = field(default_factory=_keep)  # Markdown: the run's numbers, each with its definition
     headline: Any = field(default_factory=_keep)  # Markdown beside the rows: the speedup, α, rejections in one line
@@ -44,6 +43,9 @@ class LiveView:
     round_slider: Any = field(default_factory=_keep)  # p vs q's round: its range follows the run
     status: Any = field(default_factory=_keep)  # Markdown beside the Run button: loading stage, progress, stopped
     trace: Any = field(default_factory=_keep)  # the session's Trace (gr.State), which the lab tabs read
+    # HTML under the rows: plain against speculative decoding (race.py); after the older outputs, so that API callers
+    # who read them by position find them where they were
+    race: Any = field(default_factory=_keep)
     download: Any = field(default_factory=_keep)  # the trace's JSON file, offered once a run has ended
 
     @staticmethod

@@ -47,6 +47,7 @@ def _summarize(temperature, category, method, group, verify_costs) -> dict:
     summary = {"temperature": temperature, "category": category, "method": method, "prompts": len(group),
                "tokens_per_s": statistics.median(r["tokens_per_s"] for r in group),
                "speedup": _median([r["speedup"] for r in group]),
+               "speedup_interval": interval([r["speedup"] for r in group], statistics.median),
                "peak_rss_mb": max(r["rss_mb"] for r in group)}
     flags = [r["identical"] for r in group if r["identical"] is not None]
     summary["identical"] = f"{sum(flags)}/{len(flags)}" if flags else None
@@ -128,6 +129,7 @@ def headline_figures(rows: list[dict], summaries: list[dict]) -> dict:
             speedups = [s["speedup"] for s in per_category if s["method"] == method and s["speedup"]]
             if method != "plain" and speedups:
                 entry[f"{method}_speedup_geomean_over_categories"] = statistics.geometric_mean(speedups)
+                entry[f"{method}_speedup_geomean_interval"] = interval(speedups, statistics.geometric_mean)
                 entry[f"{method}_worst_category_speedup"] = min(speedups)
             theory_ratios = [s["measured_over_theory"] for s in per_category
                              if s["method"] == method and s.get("measured_over_theory")]
@@ -154,9 +156,40 @@ def _median_ratio(by_prompt: dict, numerator: str, denominator: str) -> float | 
                     if numerator in p and denominator in p and p[denominator]["tokens_per_s"]])
 
 
+INTERVAL_LEVEL = 0.95  # the benchmark's intervals: the middle 95% of resamples over its prompts (or categories)
+
+
+def interval(values: list, statistic, resamples: int = 2000) -> list[float] | None:
+    """[low, high] of `statistic` (a median, a geometric mean) over `values` resampled with replacement: how much the
+    figure rests on which prompts were drawn; None with fewer than three values. Seeded: the same rows give the same
+    interval.
+
+    >>> interval([1.0, 1.0, 1.0, 1.0], statistics.median)
+    [1.0, 1.0]
+    """
+    import numpy as np
+
+    values = np.asarray([value for value in values if value is not None], dtype=float)
+    if values.size < 3:
+        return None
+    draws = values[np.random.default_rng(0).integers(0, values.size, (resamples, values.size))]
+    figures = [statistic(row) for row in draws.tolist()]
+    tail = (1 - INTERVAL_LEVEL) / 2
+    return [float(value) for value in np.quantile(figures, [tail, 1 - tail])]
+
+
 def _median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
+
+
+def _range(value, before: str = "") -> str:
+    """An interval as "(1.10–1.40)"; anything else as it is; "" for None."""
+    if value is None:
+        return ""
+    if isinstance(value, list) and len(value) == 2:
+        return f"{before}({value[0]:.2f}–{value[1]:.2f})"
+    return str(value)
 
 
 def _fmt(value, spec: str = ".2f", suffix: str = "") -> str:
@@ -173,7 +206,8 @@ def markdown(results: dict) -> str:
              + ", ".join(f"v({k}) = {v:.2f}" for k, v in results["verify_costs"].items()), "", "## Figures", ""]
     for key, entry in results["figures"].items():
         if isinstance(entry, dict):
-            shown = (f"{name} {_fmt(value, '.3f') if isinstance(value, float) else value}" for name, value in entry.items())
+            shown = (f"{name} {_fmt(value, '.3f') if isinstance(value, float) else _range(value)}"
+                     for name, value in entry.items())
             lines.append(f"- **{key}**: " + "; ".join(shown))
         else:
             lines.append(f"- **{key}**: {entry}")
@@ -190,7 +224,8 @@ def markdown(results: dict) -> str:
             of_limit = s["tokens_per_s"] / s["limit_tokens_per_s"] if s.get("limit_tokens_per_s") else None
             lines.append(
                 f"| {s['category']} | {s['method']} | {s['prompts']} | {s['tokens_per_s']:.1f} "
-                f"| {_fmt(s['speedup'], '.2f', 'x')} | {_fmt(s.get('alpha'), '.2f')} | {_fmt(s.get('tokens_per_round'), '.2f')} "
+                f"| {_fmt(s['speedup'], '.2f', 'x')}{_range(s.get('speedup_interval'), ' ')} | {_fmt(s.get('alpha'), '.2f')} "
+                f"| {_fmt(s.get('tokens_per_round'), '.2f')} "
                 f"| {_fmt(s.get('mean_draft_length'), '.2f')} | {_fmt(s.get('mean_depth'), '.2f')} | {_fmt(s.get('c'), '.4f')} "
                 f"| {_fmt(s.get('speedup_theory'), '.2f', 'x')} | {_fmt(s.get('measured_over_theory'), '.2f')} "
                 f"| {s['identical'] or '–'} | {_fmt(of_limit, '.0%')} |")
