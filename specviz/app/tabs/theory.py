@@ -56,9 +56,12 @@ def theory_views(alpha, gamma, c, use_measured_cost, trace):
     point, theoretical = _live_point(trace, verify_cost)
     reach = axis_gammas(int(gamma), best, point[2] if point else None)
     if point is not None:
+        metrics = summarize(trace)
+        interval = ("" if metrics.speedup_low is None else
+                    f" ({metrics.speedup_low:.2f}–{metrics.speedup_high:.2f}, its 95% interval)")
         text += ("\n\nRed dot: your last live run, at " + (
-            "its predicted speedup (tick *compare with plain decoding* there to measure it)."
-            if theoretical else "its measured speedup."))
+            f"its predicted speedup, {point[3]:.2f}× (tick *compare with plain decoding* there to measure it)."
+            if theoretical else f"its measured speedup, {point[3]:.2f}×{interval}."))
     live_r_prime = None  # r′ = tokens per round ÷ (γ + 1) of the last live run, for Chen et al. 2023's round-cost model
     if trace is not None and trace.rounds:
         live_r_prime = summarize(trace).tokens_per_round / (int(trace.config["gamma"]) + 1)
