@@ -32,7 +32,8 @@ def test_plain_decoding_goes_in_turn_with_the_rounds_and_gives_what_it_gives_alo
     rounds, trace = [], None
     for round_, trace in comparison.compared_decode(pipeline, PROMPT, config):
         rounds.append(round_)
-        assert (trace.baseline is not None) == bool(trace.stop_reason)  # the last trace carries it
+        caught_up = len(trace.baseline.token_ids)  # every trace carries the plain run so far
+        assert caught_up == len(trace.token_ids) or trace.baseline.token_ids[-1] in pipeline.eos_ids or trace.stop_reason
     baseline = trace.baseline
     alone = plain.baseline_decode(_in_turn_pipeline(), PROMPT, config)
     assert baseline.token_ids == alone.token_ids  # its own generator and its own cache: nothing shared with the rounds
@@ -175,3 +176,30 @@ def test_the_engine_records_each_rounds_recording_time_and_they_sum_to_the_runs(
     trace = engine.run_speculative(fake_pipeline(4), PROMPT, DecodeConfig(gamma=2, max_new_tokens=12, chat=False))
     assert all(round_.record_ms is not None and round_.record_ms >= 0 for round_ in trace.rounds)
     assert sum(round_.record_ms for round_ in trace.rounds) == pytest.approx(trace.record_ms)
+
+
+def test_a_run_stopped_midway_is_measured_over_what_both_runs_decoded():
+    """Stop after three rounds: the plain run has caught up to the same tokens, so the page still has a measured
+    speedup, its interval and its prediction, and the race waits for a stop reason."""
+    from specviz.trace import USER_STOP
+    from specviz.views import race
+
+    config = DecodeConfig(gamma=3, max_new_tokens=60, chat=False, temperature=0.0, seed=2)
+    decoding = comparison.compared_decode(_in_turn_pipeline(), PROMPT, config)
+    for _ in range(5):
+        _, trace = next(decoding)
+    decoding.close()
+    assert not trace.stop_reason and trace.baseline.token_ids == trace.token_ids
+    metrics = summarize(trace)
+    assert metrics.speedup_measured is not None and metrics.speedup_predicted is not None
+    assert metrics.speedup_low <= metrics.speedup_measured <= metrics.speedup_high
+    assert race.race_html(trace) == ""  # still running: no race yet
+    trace.stop_reason = USER_STOP  # what the page marks a stopped run with
+    assert "The race" in race.race_html(trace)
+
+
+def test_a_run_of_too_few_rounds_says_why_it_has_no_interval():
+    trace = _paired_trace([20.0, 22.0, 21.0], [[10.0] * 3] * 3)
+    metrics = summarize(trace)
+    assert metrics.speedup_measured is not None and metrics.speedup_low is None
+    assert "(no interval: 3 rounds, too few to tell)" in measurement_words(metrics)

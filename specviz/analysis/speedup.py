@@ -191,6 +191,7 @@ RESAMPLES = 2000
 # (two threads) slowed far more than the plain run's one-token steps. The plain tokens' spread alone cannot say it: a
 # quiet VM spread them by up to 84%, so where the load cannot be read the page gives the spread and no verdict.
 BUSY_CORES = 0.2
+FEWEST_PAIRS = 4  # rounds an interval needs: fewer give none, and the page says why
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,7 @@ def _paired_rounds(trace: Trace) -> tuple[list[int], list[float], list[list[int]
     run was not decoded in turn with the rounds."""
     baseline, rounds = trace.baseline, trace.rounds
     if (baseline is None or not baseline.after_round or len(baseline.after_round) != len(baseline.token_ms)
-            or len(rounds) < 4):
+            or len(rounds) < FEWEST_PAIRS):
         return None
     block_ms, block_tokens = [0.0] * len(rounds), [0] * len(rounds)
     for ms, index in zip(baseline.token_ms, baseline.after_round):

@@ -29,9 +29,10 @@ from specviz.trace import Round, Trace
 
 def compared_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
                     policy: GammaPolicy | None = None) -> Iterator[tuple[Round, Trace]]:
-    """speculative_decode's rounds, with plain decoding of the same prompt in between (module docstring). The last
-    trace holds the Baseline (each plain token's ms and the round it followed), the cores other processes kept
-    busy meanwhile, and the machine's cores."""
+    """speculative_decode's rounds, with plain decoding of the same prompt in between (module docstring). Each trace
+    holds the Baseline so far (each plain token's ms and the round it followed: as many tokens as the rounds, so a
+    run stopped midway is measured over what it decoded); the last also the cores other processes kept busy
+    meanwhile, and the machine's cores. Without a second cache, the Baseline comes with the last trace only."""
     plain_model = pipeline.plain_target()
     in_turn = plain_model is not pipeline.target  # else both would write one cache: plain decoding waits to the end
     plain = PlainRun(pipeline, prompt, config, plain_model)
@@ -40,6 +41,7 @@ def compared_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
         if in_turn:
             while not plain.finished and len(plain.generated) < len(trace.token_ids):
                 plain.step(after_round=round_.index)
+            trace.baseline = plain.baseline()  # so far: a run stopped now still has its measured speedup
         if trace.stop_reason:
             while not plain.finished:
                 plain.step(after_round=round_.index if in_turn else None)

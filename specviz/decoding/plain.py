@@ -41,6 +41,7 @@ class PlainRun:
         self.after_round: list[int] = []  # the speculative round each token followed (comparison.py)
         self.step_ms: list[float] = []  # each one-token forward's ms (the prompt's forward is not one)
         self.logits: torch.Tensor | None = None  # [1, V] for the next token
+        self.texts = TokenTexts(pipeline.tokenizer)  # each token's text, decoded once
         self.finished = False
 
     def step(self, after_round: int | None = None) -> int:
@@ -71,10 +72,9 @@ class PlainRun:
         wall_ms = sum(self.token_ms)
         step_ms = statistics.fmean(self.step_ms) if self.step_ms else wall_ms  # a slow moment is a real cost
         text = self.pipeline.tokenizer.decode(self.generated, skip_special_tokens=True)
-        texts = TokenTexts(self.pipeline.tokenizer)
         return Baseline(text=text, token_ids=list(self.generated), wall_ms=wall_ms, step_ms=step_ms,
                         token_ms=list(self.token_ms), after_round=list(self.after_round),
-                        token_texts=[texts(token) for token in self.generated])
+                        token_texts=[self.texts(token) for token in self.generated])
 
 
 def baseline_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Baseline:

@@ -39,8 +39,10 @@ class Lane:
 
 
 def lanes(trace: Trace | None) -> tuple[Lane, Lane] | None:
-    """(speculative, plain) lanes of a run compared with plain decoding; None without a plain run."""
-    if trace is None or trace.baseline is None or not trace.rounds or not trace.baseline.token_ids:
+    """(speculative, plain) lanes of a run compared with plain decoding, once it has ended (or been stopped); None
+    without a plain run, and while the run goes on (its plain run is then only as long as its rounds)."""
+    if (trace is None or trace.baseline is None or not trace.rounds or not trace.baseline.token_ids
+            or not trace.stop_reason):
         return None
     pieces, elapsed = [], 0.0
     record_share = trace.record_ms / len(trace.rounds)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import html
 
 from specviz.analysis.metrics import C_BASES, DEFINITIONS, Metrics, doubt_by_verdict
+from specviz.analysis.speedup import FEWEST_PAIRS
 from specviz.analysis.tree_metrics import TreeMetrics, node_budget, summarize_tree, why_no_tree
 from specviz.analysis.vocab_metrics import shared_mass
 from specviz.trace import USER_STOP, Trace
@@ -70,8 +71,11 @@ def tree_line(trace: Trace, tree: TreeMetrics) -> str:
 
 
 def interval_words(metrics: Metrics) -> str:
-    """The measured speedup's interval in brackets, "(1.05–1.41)", or "" where none was taken."""
+    """The measured speedup's interval in brackets, "(1.05–1.41)"; why there is none where a run measured too few
+    rounds for one; else ""."""
     if metrics.speedup_low is None or metrics.speedup_high is None:
+        if metrics.speedup_measured is not None and metrics.rounds < FEWEST_PAIRS:
+            return f"(no interval: {count(metrics.rounds, 'round')}, too few to tell)"
         return ""
     return f"({metrics.speedup_low:.2f}–{metrics.speedup_high:.2f})"
 
