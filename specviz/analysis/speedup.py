@@ -82,9 +82,8 @@ def step_costs(trace: Trace) -> tuple[float, float, str]:
     (k + 1 tokens: it overstates a step on a CPU).
     """
     if trace.baseline is not None and trace.baseline.step_ms > 0:
-        return _run_draft_step_ms(trace, trace.rounds[1:] or trace.rounds, statistics.fmean), trace.baseline.step_ms, \
-            "baseline"
-    draft_step_ms = _run_draft_step_ms(trace, _steady(trace), statistics.median)
+        return _draft_step_ms(trace.rounds[1:] or trace.rounds, statistics.fmean), trace.baseline.step_ms, "baseline"
+    draft_step_ms = _draft_step_ms(_steady(trace), statistics.median)
     if trace.draft_step_ms > 0 and trace.target_forward_ms:
         return trace.draft_step_ms, trace.target_forward_ms[0], "calibrated"
     if trace.target_forward_ms:
@@ -98,15 +97,20 @@ def _steady(trace: Trace) -> list:
     return trace.rounds[WARM_UP_ROUNDS:] if len(trace.rounds) > WARM_UP_ROUNDS + 2 else trace.rounds[1:] or trace.rounds
 
 
-def _run_draft_step_ms(trace: Trace, rounds: list, average) -> float:
-    """This run's draft time per draft forward over `rounds`, `average`d (per drafted token where drafting ran no
-    forward)."""
-    steady = rounds
-    per_forward = [r.draft_ms / r.draft_forwards for r in steady if r.draft_forwards]
+def _draft_step_ms(rounds: list, average) -> float:
+    """The draft time per draft forward over `rounds`, `average`d (per drafted token where drafting ran no forward)."""
+    per_forward = [r.draft_ms / r.draft_forwards for r in rounds if r.draft_forwards]
     if per_forward:
         return average(per_forward)
-    drafted = sum(r.drafted for r in steady)
-    return sum(r.draft_ms for r in steady) / drafted if drafted else 0.0
+    drafted = sum(r.drafted for r in rounds)
+    return sum(r.draft_ms for r in rounds) / drafted if drafted else 0.0
+
+
+def recording_ms(trace: Trace) -> list[float]:
+    """Each round's recording for the views (Round.record_ms), or an even share of Trace.record_ms in a trace that
+    did not keep it per round."""
+    share = trace.record_ms / len(trace.rounds) if trace.rounds else 0.0
+    return [share if r.record_ms is None else r.record_ms for r in trace.rounds]
 
 
 def run_verify_cost(trace: Trace) -> dict[int, float] | None:
@@ -202,9 +206,6 @@ class SpeedupInterval:
     high: float
     pairs: int  # the rounds paired with the plain tokens decoded right after them
 
-    def includes_one(self) -> bool:
-        return self.low <= 1.0 <= self.high
-
 
 def speedup_interval(trace: Trace) -> SpeedupInterval | None:
     """The measured speedup's interval, from the spread of this run's paired timings; None without a plain run timed
@@ -256,9 +257,8 @@ def _paired_rounds(trace: Trace) -> tuple[list[int], list[float], list[list[int]
                 local[index + 1] if index + 1 < len(local) else None)
     if any(speed is None or speed <= 0 for speed in local):
         return None
-    record_share = trace.record_ms / len(rounds)
-    units = [(r.draft_ms + r.verify_ms + (record_share if r.record_ms is None else r.record_ms)) / speed
-             for r, speed in zip(rounds, local)]
+    units = [(r.draft_ms + r.verify_ms + recorded) / speed
+             for r, recorded, speed in zip(rounds, recording_ms(trace), local)]
     tokens = [len(r.emitted) for r in rounds]
     strata: dict[object, list[int]] = {}
     for index, round_ in enumerate(rounds):
@@ -352,9 +352,8 @@ def waterfall(trace: Trace, alpha: float | None = None) -> Waterfall | None:
                  (OUTSIDE, measured_ms - (draft_ms + sum(verify_ms)) / tokens)]
         return Waterfall(step_ms, cost_ms / expected, parts, measured_ms, plain_ms)
     prompt_ms = verify_ms[0] - step_ms * verify_steps[0]  # round 1's verify forward beyond v(k+1) steps
-    record_share = trace.record_ms / len(trace.rounds)
-    outside = [r.verify_ms - verify + (record_share if r.record_ms is None else r.record_ms)
-               for r, verify in zip(trace.rounds, verify_ms)]  # sampling, tests, bookkeeping, recording: per round
+    outside = [r.verify_ms - verify + recorded  # sampling, tests, bookkeeping, recording: per round
+               for r, verify, recorded in zip(trace.rounds, verify_ms, recording_ms(trace))]
     typical_outside = statistics.fmean(outside[1:] or outside)
     predicted_total = cost_ms + prompt_ms + typical_outside * len(trace.rounds)
     parts = [(TOKENS_AS_FELL, predicted_total / tokens - predicted_total / expected), drafting, verifying,

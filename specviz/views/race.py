@@ -17,7 +17,7 @@ import html
 from dataclasses import dataclass
 
 from specviz.analysis.metrics import Metrics, summarize
-from specviz.analysis.speedup import run_wall_ms
+from specviz.analysis.speedup import recording_ms, run_wall_ms
 from specviz.trace import Trace
 
 LONGEST_S = 12.0  # a race whose slower lane took longer is played faster, both lanes alike, and says so
@@ -45,9 +45,8 @@ def lanes(trace: Trace | None) -> tuple[Lane, Lane] | None:
             or not trace.stop_reason):
         return None
     pieces, elapsed = [], 0.0
-    record_share = trace.record_ms / len(trace.rounds)
-    for round_ in trace.rounds:  # a round's tokens all appear when it ends
-        elapsed += round_.draft_ms + round_.verify_ms + (record_share if round_.record_ms is None else round_.record_ms)
+    for round_, recorded in zip(trace.rounds, recording_ms(trace)):  # a round's tokens all appear when it ends
+        elapsed += round_.draft_ms + round_.verify_ms + recorded
         pieces.extend((token.text, elapsed) for token in round_.emitted)
     speculative = Lane("Speculative decoding", pieces, run_wall_ms(trace), len(trace.token_ids), True)
     return speculative, _plain_lane(trace)
