@@ -77,6 +77,7 @@ class LoadedGGUF:
     dtype: torch.dtype = torch.float32  # of the logits; the weights keep the GGUF's own types
     backend: str = BACKEND
     linear_kernel: str = "llama.cpp"  # the matrix kernels (loading.LoadedModel names transformers' CPU choice here)
+    repacked: bool = False  # whether llama.cpp repacked the weights for its batched kernels
 
     @property
     def logits_width(self) -> int:
@@ -89,24 +90,25 @@ class LoadedGGUF:
         return LlamaCppModel(self, vocab_size)
 
 
-def load_gguf(model_id: str, path: Path | None = None) -> LoadedGGUF:
-    """Load a GGUF (an offline model's, else the file `model_id` names) with llama.cpp, memory-mapped, on the CPU."""
+def load_gguf(model_id: str, path: Path | None = None, repack: bool = False) -> LoadedGGUF:
+    """Load a GGUF (an offline model's, else the file `model_id` names) with llama.cpp, memory-mapped, on the CPU.
+
+    repack: let llama.cpp copy the weights into its interleaved layout (its "extra buffer types"), which runs a batch
+    of rows as one GEMM for the types it repacks (Q4_0, Q4_K, IQ4_NL on x86). The caller asks repacking.repacking_works
+    first: on some CPUs it crashes the process."""
     llama_cpp, internals = _bindings()
     path = Path(path or gguf_file(model_id))
-    job.stage(f"Loading {model_id} with llama.cpp ({path.name})")
+    job.stage(f"Loading {model_id} with llama.cpp ({path.name}{', repacked' if repack else ''})")
     params = llama_cpp.llama_model_default_params()
     params.n_gpu_layers = 0  # the CPU: the regime this backend is here to show
-    # No repacked copy of the weights: llama.cpp's CPU repacking copies the quantized weights into an interleaved
-    # layout beside the mapped file, and it pays only for batches longer than a round's few tokens
-    # (docs/results.md, "Repacking does not help here")
-    params.use_extra_bufts = False
+    params.use_extra_bufts = repack
     try:
         weights = internals.LlamaModel(path_model=str(path), params=params, verbose=False)
     except ValueError as error:
         raise ModelUnavailable(f"llama.cpp could not load {path} ({error}).") from error
     tokenizer = gguf_tokenizer(model_id, path)
     eos = sorted({token for token in range(weights.n_vocab()) if llama_cpp.llama_vocab_is_eog(weights.vocab, token)})
-    return LoadedGGUF(model_id, path, weights, tokenizer, eos)
+    return LoadedGGUF(model_id, path, weights, tokenizer, eos, repacked=repack)
 
 
 def gguf_file(model_id: str) -> Path:
