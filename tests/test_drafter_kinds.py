@@ -24,7 +24,7 @@ def test_the_kinds_table_lists_every_kind_a_spec_can_name_once_in_order():
 
 
 def test_the_written_forms_are_the_names_a_user_types():
-    assert [kind.written for kind in kinds.KINDS.values()] == ["ngram", "distilled", "int4", "int4:MODEL", "MODEL"]
+    assert [kind.written for kind in kinds.KINDS.values()] == ["ngram", "suffix", "distilled", "int4", "int4:MODEL", "MODEL"]
     assert kinds.lookup_first_written() == "ngram+DRAFT"
 
 

@@ -61,7 +61,7 @@ def test_a_drafter_drafts_a_tree_exactly_when_chains_only_is_empty(name, trees):
 
 def test_each_kind_row_names_the_drafter_class_it_builds_and_reads_trees_from_it():
     assert {name: kind.trees for name, kind in kinds.KINDS.items()} == {
-        "ngram": False, "distilled": False, "int4": True, "int4-model": True, "model": True}
+        "ngram": False, "suffix": False, "distilled": False, "int4": True, "int4-model": True, "model": True}
     assert all(kind.trees == (kind.drafter.chains_only == "") for kind in kinds.KINDS.values())
 
 

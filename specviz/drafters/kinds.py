@@ -25,6 +25,7 @@ from specviz.config import (
     NGRAM_DRAFTER,
     QUANTIZED_DRAFT_MODEL,
     QUANTIZED_DRAFTER,
+    SUFFIX_DRAFTER,
     TRANSFORMERS,
     DecodeConfig,
     DrafterSpec,
@@ -33,6 +34,7 @@ from specviz.drafters.base import Drafter, refuse_tree
 from specviz.drafters.distilled import FeatureDrafter
 from specviz.drafters.lookup import PromptLookupDrafter
 from specviz.drafters.model import DraftModelDrafter
+from specviz.drafters.suffix import SuffixDrafter
 from specviz.drafters.weights import distilled_draft, int4_draft_step, int4_model_step
 from specviz.models import loading as models
 from specviz.models.cache import WEIGHTS, WeightsCache
@@ -73,6 +75,11 @@ class DrafterKind:
 def _ngram(spec, target, config, eos_ids, cache) -> Built:
     target_model = target.language_model(target.logits_width)
     return Built(target_model, PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos_ids), None)
+
+
+def _suffix(spec, target, config, eos_ids, cache) -> Built:
+    target_model = target.language_model(target.logits_width)
+    return Built(target_model, SuffixDrafter(target_model.vocab_size), None)
 
 
 def _distilled(spec, target, config, eos_ids, cache) -> Built:
@@ -136,6 +143,9 @@ def _across_tokenizers(draft, target, config, cache, mismatch) -> Built:
 KINDS = {kind.name: kind for kind in (
     DrafterKind(NGRAM_DRAFTER, "prompt lookup", "copies the tokens that followed the last few tokens' earlier match in "
                 "the text, no model", _ngram, PromptLookupDrafter, assistant=False, runs_model=False),
+    DrafterKind(SUFFIX_DRAFTER, "suffix drafting", "continues the text as its ending was most often continued before in "
+                "the text, no model", _suffix, SuffixDrafter,
+                assistant=False, runs_model=False),
     DrafterKind(DISTILLED_DRAFTER, "the distilled head", "the small head distilled from the offline target, shipped in "
                 "assets/", _distilled, FeatureDrafter, assistant=False, runs_model=False,
                 backends=(TRANSFORMERS,)),  # it reads the target's hidden states of one path
@@ -176,7 +186,8 @@ def check(config: DecodeConfig) -> None:
             raise ValueError(f"{name} limits the {what}, and {kind.label} runs none: set it to 0 or choose a draft model")
     if config.backend not in kind.backends:
         raise ValueError(f"the {str(spec)!r} drafter runs on the {' or '.join(kind.backends)} backend, not "
-                         f"{config.backend}: on {LLAMA_CPP} draft with prompt lookup ('ngram') or a draft model's GGUF")
+                         f"{config.backend}: on {LLAMA_CPP} draft with prompt lookup ('ngram'), suffix drafting "
+                         "('suffix') or a draft model's GGUF")
     if config.tree and not kind.trees:
         raise refuse_tree(_Named(spec.kind, kind.drafter.chains_only))
 
