@@ -38,6 +38,7 @@ MAX_TOP_K = 1_000_000
 MAX_PROMPT_CHARS = 50_000  # far beyond any model's context here; refused before the tokenizer sees it
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls except tab, LF and CR
 _SURROGATE = re.compile("[\ud800-\udfff]")  # only ever alone in a Python str: not encodable text
+_REQUANTIZED = re.compile(r"@[A-Z][A-Z0-9_]*$")  # a model id's "@Q4_0": its GGUF requantized (models/requantize.py)
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,10 @@ class DecodeConfig:
                 raise ValueError(f"{name} model must be a non-empty id or path")
         if self.target in BUILT_IN_DRAFTERS or self.target.startswith(LOOKUP_FIRST):
             raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
+        for model in (self.target, DrafterSpec.parse(self.draft).model or ""):
+            if self.backend != LLAMA_CPP and _REQUANTIZED.search(model):
+                raise ValueError(f"{model!r} names a GGUF requantized for llama.cpp's kernels: it runs on the "
+                                 f"{LLAMA_CPP} backend")
         DrafterSpec.parse(self.draft)  # refuses a draft name that names no drafter (drafters/kinds.check: what it can do)
         return self
 

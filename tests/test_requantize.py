@@ -88,3 +88,44 @@ def test_repacking_works_on_this_cpu_for_the_embedded_model_or_says_why(tmp_path
     with open("/proc/cpuinfo") as info:
         amx = " amx_tile" in info.read()
     assert works or amx, why  # it crashed only on AMX CPUs in VMs so far
+
+
+def test_a_model_id_asks_for_its_gguf_requantized_by_its_ending():
+    base, row = requantize.split_variant("offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0")
+    assert base == "offline:Qwen2.5-Coder-1.5B-Instruct" and row is requantize.REQUANTIZATIONS["Q4_0"]
+    assert requantize.split_variant("~/models/me@home/model.gguf") == ("~/models/me@home/model.gguf", None)
+    with pytest.raises(ValueError, match="requantized to Q3_X, which is none of Q4_0"):
+        requantize.split_variant("offline:Qwen2.5-Coder-1.5B-Instruct@Q3_X")
+    assert requantize.describe("offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0") == \
+        "Qwen2.5-Coder-1.5B-Instruct, requantized from Q4_K_M to Q4_0 for batched verification"
+    assert requantize.describe("offline:Qwen2.5-Coder-1.5B-Instruct") == "Qwen2.5-Coder-1.5B-Instruct"
+
+
+def test_a_pair_runs_requantized_on_llama_cpp_only_and_a_requantized_id_is_refused_elsewhere():
+    from specviz.config import LLAMA_CPP, DecodeConfig
+    from specviz.models import presets, split_gguf
+
+    target, draft = presets.resolve_preset("qwen2.5-coder", LLAMA_CPP)
+    assert (target, draft) == ("offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0", "offline:Qwen2.5-Coder-0.5B-Instruct@Q4_0")
+    assert presets.resolve_preset("qwen2.5-coder")[0] == "offline:Qwen2.5-Coder-1.5B-Instruct"
+    DecodeConfig(target=target, draft=draft, backend=LLAMA_CPP).validate()
+    with pytest.raises(ValueError, match="requantized for llama.cpp's kernels: it runs on the llama.cpp backend"):
+        DecodeConfig(target=target, draft="ngram").validate()
+    with pytest.raises(ValueError, match="runs on the llama.cpp backend"):
+        DecodeConfig(target="offline:Qwen2.5-Coder-1.5B-Instruct", draft=draft).validate()
+    # an offline model's install check reads through the ending
+    assert split_gguf.first_missing([target]) == split_gguf.first_missing([target.removesuffix("@Q4_0")])
+
+
+def test_the_stats_say_what_a_requantized_target_is_and_what_the_output_is_exact_to():
+    from specviz.trace import Trace
+    from specviz.views.stats_text import _requantized_words
+
+    def trace(target):
+        return Trace({}, "", 0, target_name=target, draft_name="suffix", device="cpu", dtype="float32")
+
+    words = _requantized_words(trace("offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0"))
+    # Markdown-escaped, as every name from a trace
+    assert "requantized from Q4\\_K\\_M to Q4\\_0 for batched verification" in words and "exactly" in words
+    assert _requantized_words(trace("offline:Qwen2.5-Coder-1.5B-Instruct")) == ""
+    assert _requantized_words(trace("gpt2@Q9_9")) == ""  # a recorded name that names no requantization says nothing

@@ -89,10 +89,11 @@ class RunRequest:
 
         def runs_it(models: tuple) -> bool:  # the pair's target, and its draft as recorded or as a 4-bit copy
             pair_target, pair_draft = models
-            if pair_target is None or pair_target != target:
+            backend = config.get("backend", TRANSFORMERS)
+            if pair_target is None or target not in (pair_target, presets.backend_model(pair_target, backend)):
                 return False
             quantized = pair_draft if pair_draft in BUILT_IN_DRAFTERS else str(DrafterSpec(QUANTIZED_DRAFT_MODEL, pair_draft))
-            return lookup_only or str(base) in (pair_draft, quantized)
+            return lookup_only or str(base) in (pair_draft, quantized, presets.device_draft(pair_draft, backend=backend))
 
         pair = next((name for name, models in PAIRS.items() if runs_it(models)), CUSTOM_PAIR)
         custom = pair == CUSTOM_PAIR
@@ -127,7 +128,8 @@ class RunRequest:
             numbers = self._checked_fields(policy)
         except ValueError as error:
             raise ValueError(_sentence(error)) from None
-        target_id = (PAIRS[self.pair][0] or self.target or "").strip()
+        target_id = presets.backend_model(PAIRS[self.pair][0], self.backend) if PAIRS[self.pair][0] else (
+            self.target or "").strip()
         draft_id = self.draft_id()
         if not target_id or not draft_id:
             raise ValueError("Give both a target and a draft model id (or choose prompt lookup).")

@@ -17,7 +17,6 @@ the build's time: docs/usage.md). Nothing here imports them until a model loads.
 from __future__ import annotations
 
 import ctypes
-import logging
 import os
 import shutil
 import time
@@ -28,31 +27,12 @@ import numpy as np
 import torch
 
 from specviz import job
+from specviz.models.llama_bindings import INSTALL_COMMAND, available, bindings  # noqa: F401  (re-exported)
 from specviz.models.offline import ModelUnavailable
 
 BACKEND = "llama.cpp"
-INSTALL_COMMAND = "pip install -r requirements-llama.txt"  # builds llama.cpp from source, once
 CONTEXT_TOKENS = 4096  # each context's KV cache: prompt plus generation (the app's longest runs fit)
 BATCH_TOKENS = 512  # tokens one llama_decode reads at most; a longer prompt is read in pieces
-
-
-def available() -> bool:
-    """Whether the llama.cpp bindings are installed (without importing them)."""
-    import importlib.util
-
-    return importlib.util.find_spec("llama_cpp") is not None
-
-
-def _bindings():
-    """The bindings, quiet (llama.cpp logs every load to stderr), or ModelUnavailable with the install line."""
-    try:
-        import llama_cpp
-        from llama_cpp import _internals
-    except ImportError as error:
-        raise ModelUnavailable(f"The llama.cpp backend needs the llama.cpp Python bindings; run: {INSTALL_COMMAND} "
-                               f"({error})") from error
-    logging.getLogger("llama-cpp-python").setLevel(logging.ERROR)
-    return llama_cpp, _internals
 
 
 def threads() -> int:
@@ -78,6 +58,7 @@ class LoadedGGUF:
     backend: str = BACKEND
     linear_kernel: str = "llama.cpp"  # the matrix kernels (loading.LoadedModel names transformers' CPU choice here)
     repacked: bool = False  # whether llama.cpp repacked the weights for its batched kernels
+    repack_note: str = ""  # why not, where this CPU's repacking failed in a test process (models/repacking.py)
 
     @property
     def logits_width(self) -> int:
@@ -90,14 +71,22 @@ class LoadedGGUF:
         return LlamaCppModel(self, vocab_size)
 
 
-def load_gguf(model_id: str, path: Path | None = None, repack: bool = False) -> LoadedGGUF:
-    """Load a GGUF (an offline model's, else the file `model_id` names) with llama.cpp, memory-mapped, on the CPU.
+def load_gguf(model_id: str, path: Path | None = None, repack: bool | None = None) -> LoadedGGUF:
+    """Load a GGUF (an offline model's, else the file `model_id` names; `model_id@Q4_0` that file requantized, see
+    models/requantize.py) with llama.cpp, memory-mapped, on the CPU.
 
-    repack: let llama.cpp copy the weights into its interleaved layout (its "extra buffer types"), which runs a batch
-    of rows as one GEMM for the types it repacks (Q4_0, Q4_K, IQ4_NL on x86). The caller asks repacking.repacking_works
-    first: on some CPUs it crashes the process."""
-    llama_cpp, internals = _bindings()
+    repack: let llama.cpp copy the weights into its interleaved layout (its "extra buffer types", on by default in
+    its own tools), which runs a batch of rows as one GEMM for the types it repacks (Q4_0, Q4_K, IQ4_NL on x86) and
+    made every one-token step faster on the AVX-512 machine of docs/results.md ("Verification that costs one
+    forward"). None: wherever a child process showed that it works on this CPU (models/repacking.py: on some it
+    crashes the process); the refusal's reason is kept in `repack_note`."""
+    from specviz.models.repacking import repacking_works
+
+    llama_cpp, internals = bindings()
     path = Path(path or gguf_file(model_id))
+    note = ""
+    if repack is None:
+        repack, note = repacking_works(path)
     job.stage(f"Loading {model_id} with llama.cpp ({path.name}{', repacked' if repack else ''})")
     params = llama_cpp.llama_model_default_params()
     params.n_gpu_layers = 0  # the CPU: the regime this backend is here to show
@@ -108,16 +97,23 @@ def load_gguf(model_id: str, path: Path | None = None, repack: bool = False) -> 
         raise ModelUnavailable(f"llama.cpp could not load {path} ({error}).") from error
     tokenizer = gguf_tokenizer(model_id, path)
     eos = sorted({token for token in range(weights.n_vocab()) if llama_cpp.llama_vocab_is_eog(weights.vocab, token)})
-    return LoadedGGUF(model_id, path, weights, tokenizer, eos, repacked=repack)
+    return LoadedGGUF(model_id, path, weights, tokenizer, eos, repacked=repack, repack_note=note)
 
 
 def gguf_file(model_id: str) -> Path:
     """The GGUF behind an offline model id (the embedded SmolLM2, a split model assembled from its parts), or a
-    .gguf file's path; ModelUnavailable in one sentence otherwise."""
+    .gguf file's path, requantized where the id ends in "@TYPE"; ModelUnavailable in one sentence otherwise."""
     from specviz.config import OFFLINE_MODEL
     from specviz.models.offline import gguf_path
+    from specviz.models.requantize import requantized_gguf, split_variant
     from specviz.models.split_gguf import SPLIT_MODELS, assembled_gguf
 
+    try:
+        base, requantization = split_variant(model_id)
+    except ValueError as error:
+        raise ModelUnavailable(f"{str(error)[:1].upper()}{str(error)[1:]}.") from None
+    if requantization is not None:  # made from the base's GGUF on first use, then kept
+        return requantized_gguf(gguf_file(base), requantization)
     if model_id == OFFLINE_MODEL:
         return gguf_path()
     if model_id in SPLIT_MODELS:
@@ -167,7 +163,7 @@ class LlamaCppModel:
     """
 
     def __init__(self, loaded: LoadedGGUF, vocab_size: int, context_tokens: int = CONTEXT_TOKENS):
-        llama_cpp, internals = _bindings()
+        llama_cpp, internals = bindings()
         self._llama_cpp = llama_cpp
         self.loaded = loaded
         self.name = loaded.model_id

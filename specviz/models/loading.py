@@ -26,6 +26,7 @@ from specviz.models.language_model import TransformersModel, synchronize  # noqa
 from specviz.models.offline import ModelUnavailable, offline_checkpoint
 from specviz.models.protocol import LanguageModel  # noqa: F401  (re-exported)
 from specviz.models.split_gguf import SPLIT_MODELS, checkpoint
+from specviz.models.threads import cpu_name  # noqa: F401  (re-exported)
 
 
 class IncompatibleModels(ValueError):
@@ -74,19 +75,6 @@ def cpu_kernels(device: torch.device) -> str:
     up to a few percent between AVX2 and AVX-512, so a trace replays exactly only on the kernels it ran on.
     """
     return torch.backends.cpu.get_cpu_capability() if device.type == "cpu" else ""
-
-
-def cpu_name() -> str:
-    """The CPU's model name from /proc/cpuinfo where there is one, else what platform says."""
-    import platform
-
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
-            info = file.read()
-    except OSError:
-        return platform.processor() or "unknown"
-    return next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
-                platform.processor() or "unknown")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from specviz.config import (
     DrafterSpec,
 )
 from specviz.models.loading import choose_device
+from specviz.models.requantize import REQUANTIZATIONS, variant
 from specviz.models.split_gguf import GEMMA_270M, QWEN_CODER_DRAFT, QWEN_CODER_TARGET
 
 PRESETS: dict[str, tuple[str, str]] = {
@@ -80,14 +81,33 @@ def offline_drafter(device: torch.device | None = None, backend: str = TRANSFORM
 INT4_ON_CPU = (QWEN_CODER_DRAFT.model_id, "Qwen/Qwen2.5-0.5B-Instruct")
 
 
+# The file each offline model runs as on llama.cpp: its shipped GGUF requantized (models/requantize.py) so that a
+# round's batch runs through llama.cpp's repacked GEMM. Repacked Q4_0 was the fastest one-token step of the layouts
+# measured, target and draft, and quantizes in seconds (docs/results.md, "Verification that costs one forward").
+LLAMA_CPP_WEIGHTS = {QWEN_CODER_TARGET.model_id: REQUANTIZATIONS["Q4_0"], QWEN_CODER_DRAFT.model_id: REQUANTIZATIONS["Q4_0"]}
+
+
+def backend_model(model_id: str, backend: str = TRANSFORMERS) -> str:
+    """The model as a pair runs it on `backend`: on llama.cpp, LLAMA_CPP_WEIGHTS' requantization of it.
+
+    >>> backend_model("offline:Qwen2.5-Coder-1.5B-Instruct", LLAMA_CPP)
+    'offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0'
+    >>> backend_model("offline:Qwen2.5-Coder-1.5B-Instruct")
+    'offline:Qwen2.5-Coder-1.5B-Instruct'
+    """
+    if backend == LLAMA_CPP and model_id in LLAMA_CPP_WEIGHTS:
+        return variant(model_id, LLAMA_CPP_WEIGHTS[model_id])
+    return model_id
+
+
 def device_draft(draft_id: str, device: torch.device | None = None, backend: str = TRANSFORMERS) -> str:
-    """The draft as it runs on this device: 'int4:' + draft_id for INT4_ON_CPU where the kernels run (on transformers;
-    llama.cpp runs the draft's GGUF as it is)."""
+    """The draft as it runs on this device: 'int4:' + draft_id for INT4_ON_CPU where the kernels run on transformers;
+    on llama.cpp its GGUF as backend_model gives it."""
     from specviz.models.int4 import available
 
     if draft_id in INT4_ON_CPU and backend == TRANSFORMERS and available(device or choose_device()):
         return str(DrafterSpec(QUANTIZED_DRAFT_MODEL, draft_id))
-    return draft_id
+    return backend_model(draft_id, backend)
 
 
 def resolve_preset(name: str, backend: str = TRANSFORMERS) -> tuple[str, str]:
@@ -97,4 +117,4 @@ def resolve_preset(name: str, backend: str = TRANSFORMERS) -> tuple[str, str]:
         target, draft = PRESETS[name]
     except KeyError:
         raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}") from None
-    return target, device_draft(draft, backend=backend)
+    return backend_model(target, backend), device_draft(draft, backend=backend)

@@ -38,7 +38,7 @@ def store_path() -> Path | None:
 def key(path: Path) -> str:
     """What the answer depends on: the CPU and its flags, the bindings' version, and the file (its name and size
     stand for its tensor types, which choose the kernels)."""
-    from specviz.models.loading import cpu_name
+    from specviz.models.threads import cpu_name
 
     return " | ".join([cpu_name(), f"flags {_flags_digest()}", f"llama_cpp_python {_bindings_version()}",
                        f"{path.name} {path.stat().st_size} bytes"])

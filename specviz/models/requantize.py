@@ -55,6 +55,48 @@ REQUANTIZATIONS = {row.name: row for row in (
     Requantization("Q8_0", "LLAMA_FTYPE_MOSTLY_Q8_0", repacked=False),
 )}
 SIDECAR = ".json"  # beside the GGUF: {"size", "sha256", "source_size", "type", "quantizer"}
+VARIANT = "@"  # a model id's ending that asks for its GGUF requantized: "offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0"
+
+
+def split_variant(model_id: str) -> tuple[str, Requantization | None]:
+    """(the model id without its requantization, the requantization or None); ValueError in words for an ending
+    that names none.
+
+    >>> split_variant("offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0")[1].name, split_variant("gpt2")
+    ('Q4_0', ('gpt2', None))
+    """
+    base, at, name = model_id.rpartition(VARIANT)
+    if not at or not base or not name.replace("_", "").isalnum() or name.upper() != name:
+        return model_id, None  # no ending, or an "@" that is part of a path
+    if name not in REQUANTIZATIONS:
+        raise ValueError(f"{model_id!r} asks for its GGUF requantized to {name}, which is none of "
+                         f"{', '.join(REQUANTIZATIONS)}")
+    return base, REQUANTIZATIONS[name]
+
+
+def variant(model_id: str, requantization: Requantization) -> str:
+    return f"{model_id}{VARIANT}{requantization.name}"
+
+
+def describe(model_id: str) -> str:
+    """How the page names a model: 'Qwen2.5-Coder-1.5B-Instruct, requantized from Q4_K_M to Q4_0 for batched
+    verification' for a requantized one, else its name."""
+    base, requantization = split_variant(model_id)
+    name = base.removeprefix("offline:")
+    if requantization is None:
+        return name
+    return f"{name}, requantized from {source_type(base)} to {requantization.name} for batched verification"
+
+
+def source_type(model_id: str) -> str:
+    """The quantization a shipped GGUF's file name gives ('Q4_K_M'), else 'its own quantization'."""
+    from specviz.models.split_gguf import SPLIT_MODELS
+
+    file_name = SPLIT_MODELS[model_id].gguf_file if model_id in SPLIT_MODELS else Path(model_id).name
+    for shipped in ("q4_k_m", "q4_k_s", "q8_0", "q4_1", "q4_0"):
+        if shipped in file_name.lower():
+            return shipped.upper()
+    return "its own quantization"
 
 
 def requantized_path(source: Path, requantization: Requantization) -> Path:
@@ -95,8 +137,9 @@ def record(source: Path, requantization: Requantization) -> dict:
 
 
 def _quantize(source: Path, requantization: Requantization, destination: Path, threads: int | None) -> None:
-    import llama_cpp
+    from specviz.models.llama_bindings import bindings
 
+    llama_cpp, _ = bindings()  # quiet: llama.cpp's quantizer logs every tensor
     handle, temporary = tempfile.mkstemp(prefix=f".{destination.name}.", suffix=".partial", dir=destination.parent)
     os.close(handle)
     try:

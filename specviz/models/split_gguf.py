@@ -106,9 +106,11 @@ def available(model: SplitModel) -> bool:
 
 
 def first_missing(model_ids) -> SplitModel | None:
-    """The first of `model_ids` that is a split model and not `available`; None when there is none (other ids pass)."""
-    return next((SPLIT_MODELS[model_id] for model_id in model_ids
-                 if model_id in SPLIT_MODELS and not available(SPLIT_MODELS[model_id])), None)
+    """The first of `model_ids` that is a split model (or its requantization, "…@Q4_0") and not `available`; None
+    when there is none (other ids pass)."""
+    bases = [(model_id or "").rpartition("@")[0] or model_id for model_id in model_ids]
+    return next((SPLIT_MODELS[base] for base in bases if base in SPLIT_MODELS and not available(SPLIT_MODELS[base])),
+                None)
 
 
 def not_installed(model: SplitModel, missing: list[str] | None = None) -> str:

@@ -50,3 +50,16 @@ def size_torch_threads(root: Path = CGROUP) -> tuple[int, int]:
     if wanted < before:
         torch.set_num_threads(wanted)
     return before, torch.get_num_threads()
+
+
+def cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo where there is one, else what platform says."""
+    import platform
+
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as file:
+            info = file.read()
+    except OSError:
+        return platform.processor() or "unknown"
+    return next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                platform.processor() or "unknown")

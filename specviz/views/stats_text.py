@@ -13,6 +13,8 @@ from specviz.analysis.metrics import C_BASES, DEFINITIONS, Metrics, doubt_by_ver
 from specviz.analysis.speedup import FEWEST_PAIRS
 from specviz.analysis.tree_metrics import TreeMetrics, node_budget, summarize_tree, why_no_tree
 from specviz.analysis.vocab_metrics import shared_mass
+from specviz.models.requantize import describe as describe_model
+from specviz.models.requantize import split_variant
 from specviz.trace import USER_STOP, Trace
 from specviz.words import count, rate
 
@@ -172,7 +174,7 @@ def stats_markdown(trace: Trace, metrics: Metrics) -> str:
         speedup_line(trace, metrics),
         _engine_terms(metrics, tree if tree.is_tree else None),
         f"{_plain(trace.target_name)} ← {_plain(trace.draft_name)} on **{_plain(trace.device)}** ({_plain(trace.dtype)}); "
-        + _stop_text(trace),
+        + _stop_text(trace) + _requantized_words(trace),
     ]
     doubt = doubt_by_verdict(trace)
     if doubt is not None:
@@ -246,3 +248,15 @@ def _plain(text) -> str:
     """A string from a trace shown as literal text in Markdown: HTML escaped, Markdown's marks backslashed."""
     escaped = html.escape(str(text), quote=True)
     return "".join("\\" + char if char in "\\`*_[]()|~!" else char for char in escaped)
+
+
+def _requantized_words(trace: Trace) -> str:
+    """What a requantized target is ("…@Q4_0"), and what the output is exact to; "" for any other target."""
+    try:
+        _, requantization = split_variant(trace.target_name)
+    except ValueError:
+        return ""
+    if requantization is None:
+        return ""
+    return (f" · the target is {_plain(describe_model(trace.target_name))}: the output follows that file's "
+            "distribution exactly, and the plain run decoded the same file")
