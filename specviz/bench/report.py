@@ -211,7 +211,8 @@ def markdown(results: dict) -> str:
             lines.append(f"- **{key}**: " + "; ".join(shown))
         else:
             lines.append(f"- **{key}**: {entry}")
-    lines += peer_table.markdown(peer_table.ratios_to_peer([r for r in results["rows"] if "error" not in r]))
+    ran = [r for r in results["rows"] if "error" not in r]
+    lines += peer_table.markdown(peer_table.ratios_to_peer(ran), peer_table.peer_of(ran))
     for failure in results.get("failed", []):  # a peer that failed on a prompt: out of every figure, said here
         lines.append(f"- **failed** at T = {failure['temperature']:g} on prompt #{failure['id']}: {failure['method']}, "
                      f"{failure['error']}")

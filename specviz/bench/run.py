@@ -16,7 +16,8 @@ Methods (`--methods`, all by default; those needing a draft model run only with 
 - hf_prompt_lookup: generate(prompt_lookup_num_tokens=γ); hf_assisted: generate(assistant_model=…) at specviz's γ and draft stop;
   hf_assisted_defaults: the same at transformers' defaults (20 tokens, stop below 0.4);
 - llama_plain, llama_speculative, llama_ngram: llama.cpp's own tools on the same GGUF files (bench/llama_peer.py):
-  plain decoding, speculative decoding with each --draft model's GGUF at γ, and n-gram drafting at γ.
+  plain decoding, speculative decoding with each --draft model's GGUF at γ, and n-gram drafting at γ;
+  llama_plain_shipped: llama.cpp's plain decoding of the shipped GGUF a requantized target ("…@Q4_0") was made from.
 specviz and specviz_adaptive run once per drafter: prompt lookup ("ngram") and each --draft model. With
 --backend llama.cpp, specviz's methods (plain included) run their forwards on llama.cpp (models/llama_cpp.py), and
 transformers' methods are not offered.
@@ -55,9 +56,10 @@ from specviz.models import profiling
 
 DEFAULT_PROMPTS = paths.ASSETS / "bench_prompts.jsonl"
 METHODS = ("plain", "hf_generate", "specviz", "specviz_adaptive", "specviz_tree", "hf_prompt_lookup", "hf_assisted",
-           "hf_assisted_defaults", "llama_plain", "llama_speculative", "llama_ngram")
+           "hf_assisted_defaults", "llama_plain", "llama_plain_shipped", "llama_speculative", "llama_ngram")
 HF_METHODS = ("hf_generate", "hf_prompt_lookup", "hf_assisted", "hf_assisted_defaults")  # they need a transformers model
-LLAMA_METHODS = ("llama_plain", "llama_speculative", "llama_ngram")  # llama.cpp's own tools (bench/llama_peer.py)
+# llama.cpp's own tools (bench/llama_peer.py)
+LLAMA_METHODS = ("llama_plain", "llama_plain_shipped", "llama_speculative", "llama_ngram")
 QUICK = dict(limit=1, max_new_tokens=32, temperatures=[0.0], repeats=1)
 
 
@@ -105,7 +107,7 @@ def plan_methods(methods: list[str], drafts: list[str], extra_gammas: list[int] 
     hf_assisted once per draft model."""
     plan = []
     for kind in methods:
-        if kind in ("plain", "hf_generate", "hf_prompt_lookup", "llama_plain", "llama_ngram"):
+        if kind in ("plain", "hf_generate", "hf_prompt_lookup", "llama_plain", "llama_plain_shipped", "llama_ngram"):
             plan.append(Method(kind))
         elif kind == "llama_speculative":  # a draft model's GGUF: neither prompt lookup nor a 4-bit copy of transformers'
             plan += [Method(kind, draft) for draft in drafts if DrafterSpec.parse(draft).kind == DRAFT_MODEL]
@@ -212,12 +214,15 @@ class Runner:
         text is tokenized back into the target's ids, for the identity check against plain decoding."""
         from specviz.bench import llama_peer
         from specviz.models.llama_cpp import gguf_file, threads
+        from specviz.models.requantize import split_variant
 
         tokenizer = self.target.tokenizer
         text = tokenizer.decode(encode_prompt(tokenizer, prompt, config.chat))
         settings = dict(temperature=config.temperature, seed=config.seed, threads=threads())
         model = gguf_file(config.target)
-        if method.kind == "llama_plain":
+        if method.kind == "llama_plain_shipped":  # the file the target was requantized from
+            model = gguf_file(split_variant(config.target)[0])
+        if method.kind in ("llama_plain", "llama_plain_shipped"):
             run = llama_peer.plain(model, text, config.max_new_tokens, **settings)
         else:
             draft = gguf_file(DrafterSpec.parse(method.drafter).model) if method.drafter else None
