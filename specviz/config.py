@@ -19,6 +19,8 @@ DRAFT_MODEL = "model"  # a draft model of the target's tokenizer, written as its
 BUILT_IN_DRAFTERS = (NGRAM_DRAFTER, SUFFIX_DRAFTER, DISTILLED_DRAFTER, QUANTIZED_DRAFTER)  # the kinds that name no model
 DRAFTER_KINDS = (*BUILT_IN_DRAFTERS, QUANTIZED_DRAFT_MODEL, DRAFT_MODEL)
 LOOKUP_FIRST = "ngram+"  # before a draft: prompt lookup where it matches and its record is the better, else that draft
+SUFFIX_FIRST = "suffix+"  # the same with suffix drafting as the copying source
+COPIERS = {LOOKUP_FIRST: NGRAM_DRAFTER, SUFFIX_FIRST: SUFFIX_DRAFTER}  # a name's prefix -> the costless drafter it puts first
 QUANTIZED_MODEL = "int4:"  # before a draft model: that model run through the 4-bit CPU kernels (models/int4.py)
 # The offline target's default drafter, chosen per device by models.presets.offline_drafter: measured fastest (README).
 OFFLINE_DRAFTER = LOOKUP_FIRST + QUANTIZED_DRAFTER  # on a CPU
@@ -50,11 +52,14 @@ class DrafterSpec:
     DrafterSpec(kind='int4-model', model='Qwen/Qwen2.5-0.5B-Instruct', lookup_first=True)
     >>> str(DrafterSpec(DISTILLED_DRAFTER, lookup_first=True)), str(DrafterSpec(DRAFT_MODEL, "gpt2"))
     ('ngram+distilled', 'gpt2')
+    >>> DrafterSpec.parse("suffix+gpt2").first, str(DrafterSpec.parse("suffix+gpt2"))
+    ('suffix', 'suffix+gpt2')
     """
 
     kind: str  # one of DRAFTER_KINDS
     model: str | None = None  # the draft model's id or folder (QUANTIZED_DRAFT_MODEL, DRAFT_MODEL); None for the rest
     lookup_first: bool = False  # prompt lookup drafts where it matches and has paid off, this drafter elsewhere
+    first: str = NGRAM_DRAFTER  # with lookup_first: the costless drafter that copies (prompt lookup or suffix drafting)
 
     def __post_init__(self):
         """Refuse what no name writes, in DecodeConfig.validate's sentences where a user could type it."""
@@ -63,26 +68,29 @@ class DrafterSpec:
             raise ValueError(f"a drafter is one of {', '.join(DRAFTER_KINDS)}, with a model for the last two only; got "
                              f"{self.kind!r} with model {self.model!r}")
         model = self.model or ""
+        if self.first not in COPIERS.values():
+            raise ValueError(f"the drafter that copies first is one of {', '.join(COPIERS.values())}, got {self.first!r}")
         if self.lookup_first and (self.kind in (NGRAM_DRAFTER, SUFFIX_DRAFTER) or
                                   self.kind == DRAFT_MODEL and model.strip() in ("", NGRAM_DRAFTER, SUFFIX_DRAFTER)):
-            raise ValueError(f"{LOOKUP_FIRST!r} must be followed by a draft model or {DISTILLED_DRAFTER!r}, got {str(self)!r}")
+            raise ValueError(f"{self.prefix!r} must be followed by a draft model or {DISTILLED_DRAFTER!r}, got {str(self)!r}")
         if self.kind == QUANTIZED_DRAFT_MODEL and (not model.strip() or model in BUILT_IN_DRAFTERS):
             raise ValueError(f"{QUANTIZED_MODEL!r} must be followed by a draft model id or folder, got {str(self)!r}")
         if self.kind == DRAFT_MODEL and (not model.strip() or model in BUILT_IN_DRAFTERS or model.startswith(QUANTIZED_MODEL)
-                                         or not self.lookup_first and model.startswith(LOOKUP_FIRST)):
+                                         or not self.lookup_first and model.startswith(tuple(COPIERS))):
             raise ValueError(f"draft model must be a non-empty id or path that names no other drafter, got {model!r}")
 
     @classmethod
     def parse(cls, text) -> DrafterSpec:
-        """The spec a draft name asks for: '[ngram+](ngram | suffix | distilled | int4 | int4:MODEL | MODEL)'."""
+        """The spec a draft name asks for: '[ngram+ | suffix+](ngram | suffix | distilled | int4 | int4:MODEL | MODEL)'."""
         if not isinstance(text, str) or not text.strip():
             raise ValueError("draft model must be a non-empty id or path")
-        lookup_first, name = text.startswith(LOOKUP_FIRST), text.removeprefix(LOOKUP_FIRST)
+        prefix = next((prefix for prefix in COPIERS if text.startswith(prefix)), "")
+        lookup_first, name, first = bool(prefix), text.removeprefix(prefix), COPIERS.get(prefix, NGRAM_DRAFTER)
         if name in BUILT_IN_DRAFTERS:
-            return cls(name, None, lookup_first)
+            return cls(name, None, lookup_first, first)
         if name.startswith(QUANTIZED_MODEL):
-            return cls(QUANTIZED_DRAFT_MODEL, name.removeprefix(QUANTIZED_MODEL), lookup_first)
-        return cls(DRAFT_MODEL, name, lookup_first)
+            return cls(QUANTIZED_DRAFT_MODEL, name.removeprefix(QUANTIZED_MODEL), lookup_first, first)
+        return cls(DRAFT_MODEL, name, lookup_first, first)
 
     def __str__(self) -> str:
         return self.written(self.model)
@@ -90,7 +98,12 @@ class DrafterSpec:
     def written(self, model: str | None) -> str:
         """The name with `model` in the model's place: a benchmark label shows a folder by its last part."""
         name = {QUANTIZED_DRAFT_MODEL: QUANTIZED_MODEL + str(model), DRAFT_MODEL: str(model)}.get(self.kind, self.kind)
-        return (LOOKUP_FIRST if self.lookup_first else "") + name
+        return (self.prefix if self.lookup_first else "") + name
+
+    @property
+    def prefix(self) -> str:
+        """What a name writes before the drafter to put `first` first: 'ngram+' or 'suffix+'."""
+        return next(prefix for prefix, copier in COPIERS.items() if copier == self.first)
 
     def with_lookup(self) -> DrafterSpec:
         """The same drafter after prompt lookup (ValueError for prompt lookup itself)."""
@@ -163,7 +176,7 @@ class DecodeConfig:
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
                 raise ValueError(f"{name} model must be a non-empty id or path")
-        if self.target in BUILT_IN_DRAFTERS or self.target.startswith(LOOKUP_FIRST):
+        if self.target in BUILT_IN_DRAFTERS or self.target.startswith(tuple(COPIERS)):
             raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
         for model in (self.target, DrafterSpec.parse(self.draft).model or ""):
             if self.backend != LLAMA_CPP and _REQUANTIZED.search(model):

@@ -119,24 +119,37 @@ def test_the_app_runs_the_coder_pair_with_its_preset_and_shows_it():
 
 def test_the_page_sets_the_coder_pairs_preset_for_the_backend_chosen():
     """On llama.cpp the Qwen pair's preset is adaptive γ up to 4 with the stop of 0.6 (presets.PRESET_SETTINGS):
-    choosing the pair with llama.cpp picked, or llama.cpp with the pair chosen, sets the page to it and says why
-    under the menu; going back to transformers sets γ 12 and a fixed γ again."""
+    choosing the pair with llama.cpp picked sets the page to it and says why under the menu. Choosing another
+    backend with the pair chosen keeps the user's γ and adaptive γ, but for adaptive γ's largest draft, which takes
+    the preset's; the draft stop and the reason follow the backend."""
     from specviz.app import ui
     from specviz.app.pair_menu import CODER_PAIR, OFFLINE_PAIR
     from specviz.app.request import RunRequest
     from specviz.config import LLAMA_CPP, TRANSFORMERS
 
-    def shown(updates):  # (help, γ, stop, adaptive), as the page would show them
-        return (updates[0]["info"], *(update["value"] for update in updates[1:]))
+    def shown(updates):  # (help, γ, stop, adaptive), as the page would show them; None where left as it is
+        return (updates[0]["info"], *(update.get("value") if isinstance(update, dict) else None
+                                      for update in updates[1:]))
 
-    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP))
+    help_text, *settings = shown(ui._pair_changed(CODER_PAIR, LLAMA_CPP, OFFLINE_PAIR)[2:6])
     assert settings == [4, 0.6, True] and "Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6" in help_text
-    assert shown(ui._pair_changed(CODER_PAIR, LLAMA_CPP, OFFLINE_PAIR)[2:6]) == shown(ui._backend_changed(CODER_PAIR,
-                                                                                                         LLAMA_CPP))
-    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS))
-    assert settings == [12, 0.6, False] and "Preset: γ 12 with a draft stop of 0.6" in help_text
-    assert shown(ui._backend_changed(OFFLINE_PAIR, LLAMA_CPP))[1:] == (4, 0.0, False)  # no preset: the plain defaults
+    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP, False))
+    assert settings == [None, 0.6, None] and "Preset on llama.cpp" in help_text  # the user's γ stays
+    assert shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP, True))[1:] == (4, 0.6, None)  # adaptive: its largest draft
+    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS, True))
+    assert settings == [12, 0.6, None] and "Preset: γ 12 with a draft stop of 0.6" in help_text
+    assert shown(ui._pair_changed(OFFLINE_PAIR, LLAMA_CPP, CODER_PAIR)[2:6])[1:] == (4, 0.0, False)  # no preset
     assert RunRequest(pair=CODER_PAIR, backend=LLAMA_CPP).draft_stop() == 0.6  # an API call that leaves it out
+
+
+def test_the_backend_choice_is_offered_once_the_bindings_import(monkeypatch):
+    """Installed while the server ran: the next page load shows the choice, with no restart."""
+    from specviz.app import ui
+
+    monkeypatch.setattr(ui, "llama_cpp_available", lambda: False)
+    assert ui._backend_offered()["visible"] is False
+    monkeypatch.setattr(ui, "llama_cpp_available", lambda: True)
+    assert ui._backend_offered()["visible"] is True
 
 
 def test_an_unreachable_hub_pair_is_refused_at_once_and_the_menu_goes_back(monkeypatch):

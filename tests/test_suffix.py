@@ -98,3 +98,32 @@ def test_greedy_speculative_decoding_with_suffix_drafts_is_plain_decoding():
     trace = engine.run_speculative(pipeline, prompt, config)
     assert trace.token_ids == plain.baseline_decode(pipeline, prompt, config).token_ids
     assert sum(round_.accepted for round_ in trace.rounds) > 0  # the repeats were drafted and accepted
+
+
+def test_suffix_drafting_can_copy_before_a_draft_model():
+    spec = DrafterSpec.parse("suffix+offline:Qwen2.5-Coder-0.5B-Instruct")
+    assert spec.lookup_first and spec.first == SUFFIX_DRAFTER and spec.model == "offline:Qwen2.5-Coder-0.5B-Instruct"
+    assert str(spec) == "suffix+offline:Qwen2.5-Coder-0.5B-Instruct" and str(spec.without_lookup()) == spec.model
+    assert DrafterSpec.parse("ngram+int4").first == "ngram"
+    assert "'suffix+DRAFT'" in kinds.help_text()
+    for wrong in ("suffix+ngram", "suffix+suffix", "ngram+suffix", "suffix+"):
+        with pytest.raises(ValueError):
+            DrafterSpec.parse(wrong)
+
+
+@pytest.mark.slow
+def test_suffix_first_builds_suffix_drafting_before_the_model_and_stays_exact():
+    from specviz.config import OFFLINE_MODEL
+    from specviz.decoding import engine, plain
+    from specviz.decoding.pipeline import build_pipeline
+    from specviz.drafters.lookup import LookupThenModelDrafter
+    from specviz.models import offline
+
+    if offline.installed_gguf() is None:
+        pytest.skip(offline.INSTALL_COMMAND)
+    config = DecodeConfig(target=OFFLINE_MODEL, draft="suffix+int4", gamma=4, max_new_tokens=32).validate()
+    pipeline = build_pipeline(config)
+    assert isinstance(pipeline.drafter, LookupThenModelDrafter) and isinstance(pipeline.drafter.lookup, SuffixDrafter)
+    prompt = "Count from one to ten in words, then again."
+    trace = engine.run_speculative(pipeline, prompt, config)
+    assert trace.token_ids == plain.baseline_decode(pipeline, prompt, config).token_ids

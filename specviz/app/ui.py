@@ -68,6 +68,7 @@ def build_app() -> gr.Blocks:
         wire_gallery(live.gallery, list(live.outputs.values()), step_state, live.controls, live.custom_row,
                      tabs, LIVE_TAB)
         demo.load(first_screen, None, list(live.outputs.values()), queue=False)  # a recorded run, before any model
+        demo.load(_backend_offered, None, live.controls["backend"], queue=False)
     return demo
 
 
@@ -222,15 +223,30 @@ def _pair_changed(choice: str, backend: str, accepted: str | None):
     offline_smollm = PAIRS[choice][0] == OFFLINE_MODEL
     return (gr.update(visible=choice == CUSTOM_PAIR),
             gr.update(value=LOOKUP_THEN_DRAFT if offline_smollm else DRAFT_MODEL, info=drafter_help(choice)),
-            *_backend_changed(choice, backend), gr.skip(), choice)
+            *_pair_settings_on(choice, backend), gr.skip(), choice)
 
 
-def _backend_changed(choice: str, backend: str):
-    """Another backend: the pair's settings on it (a preset differs by backend), and the reason under the menu."""
+def _pair_settings_on(choice: str, backend: str):
+    """The pair's settings on a backend (a preset differs by backend), and the reason under the menu."""
     policy = current_policy()
     settings = pair_settings(choice, policy, backend)
     return (gr.update(info=pair_help(choice, policy, backend=backend)), gr.update(value=settings["gamma"]),
             gr.update(value=settings["draft_confidence"]), gr.update(value=settings["adaptive"]))
+
+
+def _backend_changed(choice: str, backend: str, adaptive: bool):
+    """Another backend: the reason under the menu and the pair's draft stop on it; γ and adaptive γ stay as the
+    user set them, but for adaptive γ's largest draft, which takes the pair's on that backend."""
+    policy = current_policy()
+    settings = pair_settings(choice, policy, backend)
+    return (gr.update(info=pair_help(choice, policy, backend=backend)),
+            gr.update(value=settings["gamma"]) if adaptive else gr.skip(),
+            gr.update(value=settings["draft_confidence"]), gr.skip())
+
+
+def _backend_offered():
+    """The backend choice, shown once llama.cpp's bindings import (installed while the server ran, too)."""
+    return gr.update(visible=llama_cpp_available())
 
 
 def _custom_named(pair: str, target: str, draft: str):
@@ -259,7 +275,8 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     controls["pair"].input(_pair_changed, [controls["pair"], controls["backend"], accepted],
                             [live.custom_row, controls["drafter"], *settings, live.outputs["status"], accepted],
                             queue=False)
-    controls["backend"].change(_backend_changed, [controls["pair"], controls["backend"]], settings, queue=False)
+    controls["backend"].input(_backend_changed, [controls["pair"], controls["backend"], controls["adaptive"]], settings,
+                              queue=False)
     gr.on([controls["target"].change, controls["draft"].change], _custom_named,  # a Gemma typed in: its terms
           [controls["pair"], controls["target"], controls["draft"]], controls["pair"], queue=False)
     run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state, trace_state], inputs_kwargs=controls,

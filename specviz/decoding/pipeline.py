@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from specviz.config import DecodeConfig
+from specviz.config import SUFFIX_DRAFTER, DecodeConfig
 from specviz.drafters import kinds
 from specviz.drafters.base import Drafter
 from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
+from specviz.drafters.suffix import SuffixDrafter
 from specviz.models import loading as models
 from specviz.models.cache import WEIGHTS, WeightsCache
 from specviz.models.split_gguf import first_missing, not_installed
@@ -74,8 +75,9 @@ def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipel
     eos = eos_ids(target)
     target_model, drafter, draft_model = kinds.build(spec, target, config, eos, cache)  # the kind's builder
     kinds.check_built(drafter, config)  # a draft of another tokenizer drafts chains only: said before any forward
-    if spec.lookup_first:
-        lookup = PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos)
+    if spec.lookup_first:  # prompt lookup or suffix drafting copies first (DrafterSpec.first)
+        lookup = (SuffixDrafter(target_model.vocab_size) if spec.first == SUFFIX_DRAFTER
+                  else PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos))
         drafter = LookupThenModelDrafter(lookup, drafter, str(spec))
     return Pipeline(target_model, drafter, target.tokenizer, eos, target.device, target.dtype, draft_model, cache,
                     new_target=lambda: target.language_model(target_model.vocab_size))

@@ -158,6 +158,7 @@ KINDS = {kind.name: kind for kind in (
 )}
 # Prompt lookup first is no kind of its own: build_pipeline wraps any kind but prompt lookup in it.
 LOOKUP_FIRST_DESCRIPTION = "copies where prompt lookup matches and copying has paid off, drafts with the draft model elsewhere"
+SUFFIX_FIRST_DESCRIPTION = "the same with suffix drafting as the copying source"
 
 
 def lookup_first_written() -> str:
@@ -173,7 +174,9 @@ def describe(spec: DrafterSpec | str) -> str:
 def help_text() -> str:
     """Every way to name a drafter, one clause each: "'ngram': copies …; …; 'ngram+DRAFT': copies where …"."""
     clauses = [f"'{kind.written}': {kind.description}" for kind in KINDS.values()]
-    return "; ".join([*clauses, f"'{lookup_first_written()}': {LOOKUP_FIRST_DESCRIPTION}"])
+    suffix_first = str(DrafterSpec(DRAFT_MODEL, "DRAFT", lookup_first=True, first=SUFFIX_DRAFTER))
+    return "; ".join([*clauses, f"'{lookup_first_written()}': {LOOKUP_FIRST_DESCRIPTION}",
+                      f"'{suffix_first}': {SUFFIX_FIRST_DESCRIPTION}"])
 
 
 def check(config: DecodeConfig) -> None:

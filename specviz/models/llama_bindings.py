@@ -14,9 +14,12 @@ INSTALL_COMMAND = "pip install -r requirements-llama.txt"  # builds llama.cpp fr
 
 
 def available() -> bool:
-    """Whether the llama.cpp bindings are installed (without importing them)."""
+    """Whether the llama.cpp bindings are installed (without importing them), also where they were installed since
+    this process started (the import system's cached folder listings are read afresh)."""
+    import importlib
     import importlib.util
 
+    importlib.invalidate_caches()
     return importlib.util.find_spec("llama_cpp") is not None
 
 
