@@ -49,7 +49,7 @@ class DrafterSpec:
     Only this class reads or writes draft names; `str(spec)` writes the name back, so `parse(str(spec)) == spec`.
 
     >>> DrafterSpec.parse("ngram+int4:Qwen/Qwen2.5-0.5B-Instruct")
-    DrafterSpec(kind='int4-model', model='Qwen/Qwen2.5-0.5B-Instruct', lookup_first=True)
+    DrafterSpec(kind='int4-model', model='Qwen/Qwen2.5-0.5B-Instruct', lookup_first=True, first='ngram')
     >>> str(DrafterSpec(DISTILLED_DRAFTER, lookup_first=True)), str(DrafterSpec(DRAFT_MODEL, "gpt2"))
     ('ngram+distilled', 'gpt2')
     >>> DrafterSpec.parse("suffix+gpt2").first, str(DrafterSpec.parse("suffix+gpt2"))

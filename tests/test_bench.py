@@ -65,6 +65,8 @@ def test_lookup_first_drafters_are_labelled_by_folder_name_and_never_run_as_assi
     assert bench.Method("specviz", "distilled").label == "specviz[distilled]"
     plan = bench.plan_methods(["hf_assisted"], ["ngram+some/draft", "distilled", "some/draft", "ngram+int4", "int4"])
     assert [m.label for m in plan] == ["hf_assisted[draft]", "hf_assisted[int4]"]  # the int4 copy is a plain model
+    plan = bench.plan_methods(["llama_speculative"], ["suffix", "suffix+some/draft", "some/draft"])
+    assert [m.label for m in plan] == ["llama_speculative[draft]"]  # llama.cpp's own, once per draft model
 
 
 def test_identity_flags_compare_with_plain_and_only_when_greedy():

@@ -110,7 +110,8 @@ def plan_methods(methods: list[str], drafts: list[str], extra_gammas: list[int] 
         if kind in ("plain", "hf_generate", "hf_prompt_lookup", "llama_plain", "llama_plain_shipped", "llama_ngram"):
             plan.append(Method(kind))
         elif kind == "llama_speculative":  # a draft model's GGUF: neither prompt lookup nor a 4-bit copy of transformers'
-            plan += [Method(kind, draft) for draft in drafts if DrafterSpec.parse(draft).kind == DRAFT_MODEL]
+            plan += [Method(kind, draft) for draft in drafts  # once per draft model: "suffix+D" drafts with D too
+                     if DrafterSpec.parse(draft).kind == DRAFT_MODEL and not DrafterSpec.parse(draft).lookup_first]
         elif kind in ("specviz", "specviz_adaptive"):
             for drafter in [NGRAM_DRAFTER, *drafts]:
                 plan.append(Method(kind, drafter))
