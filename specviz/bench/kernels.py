@@ -19,7 +19,9 @@ shipped file's, unrepacked, timed in the same repeats. Repacking is tried only w
 works on this CPU (models/repacking.py).
 
 The physical bound beside them: the bytes a one-token forward reads (every tensor but the token embedding, which is
-gathered a row at a time) over the memory bandwidth measured here (a two-thread sum over 1 GiB).
+gathered a row at a time) over the memory bandwidth measured here (a two-thread sum over 1 GiB). `--limits` prints
+only the machine's two limits: that bandwidth, and the 8-bit multiply-adds a second of torch's int8 GEMM, which
+bound what each further token of a batch must cost.
 """
 
 from __future__ import annotations
@@ -89,6 +91,23 @@ def bandwidth_gb_s(threads: int, gib: int = 1, repeats: int = 5) -> float:
         data.sum()
         best = min(best, time.perf_counter() - started)
     return data.numel() * 4 / best / 1e9
+
+
+def int8_gmacs(threads: int, repeats: int = 5) -> float:
+    """What the cores multiply at best: 8-bit multiply-adds a second (in G) of torch's int8 GEMM (oneDNN, with
+    AVX-512 VNNI where the CPU has it), the best of `repeats` over a 1024 × 4096 by 4096 × 4096 product."""
+    import torch
+
+    torch.set_num_threads(threads)
+    left = torch.randint(-128, 127, (1024, 4096), dtype=torch.int8)
+    right = torch.randint(-128, 127, (4096, 4096), dtype=torch.int8)
+    torch._int_mm(left, right)  # warm up
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        torch._int_mm(left, right)
+        best = min(best, time.perf_counter() - started)
+    return 1024 * 4096 * 4096 / best / 1e9
 
 
 def files(quantizations: list[str], draft_quantizations: list[str]) -> list[tuple[str, str, Path]]:
@@ -171,7 +190,13 @@ def main(argv=None) -> int:
     parser.add_argument("--context", type=int, default=256, help="tokens in the cache before each timed forward")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, help="a folder for results.json and table.md")
+    parser.add_argument("--limits", action="store_true",
+                        help="only the machine's limits: memory bandwidth and int8 multiply-adds a second")
     args = parser.parse_args(argv)
+    if args.limits:
+        print(f"memory bandwidth, two-thread sum over 1 GiB: {bandwidth_gb_s(args.threads):.1f} GB/s")
+        print(f"int8 GEMM (torch, oneDNN), {args.threads} threads: {int8_gmacs(args.threads):.0f} G multiply-adds/s")
+        return 0
     if args.max_k < 1 or args.repeats < 1 or args.context < 1:
         print("--max-k, --repeats and --context must each be at least 1", file=sys.stderr)
         return 2
