@@ -200,16 +200,19 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
             small.wait_for_function("document.querySelector('#sv-pair').innerText.includes("
                                     "'Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6')",
                                     timeout=10_000, polling=POLL_MS)
-            # another backend keeps the user's γ and fixed γ
-            assert (gamma.input_value(), stop.input_value(), adaptive.is_checked()) == ("12", "0.6", False)
+            # the transformers preset as it was left: llama.cpp's preset
+            assert (gamma.input_value(), stop.input_value(), adaptive.is_checked()) == ("4", "0.6", True)
             backend.get_by_label("transformers").check()
             small.wait_for_function("document.querySelector('#sv-pair').innerText.includes('Preset: γ 12')",
                                     timeout=10_000, polling=POLL_MS)
-            adaptive.check()  # with adaptive γ chosen, γ is its largest draft, which follows the backend's preset
+            assert (gamma.input_value(), adaptive.is_checked()) == ("12", False)
+            gamma.fill("7")  # a γ the user set stays when the backend changes
+            gamma.press("Enter")
             backend.get_by_label("llama.cpp").check()
-            small.wait_for_function("[...document.querySelectorAll('input[type=number]')].some(i => i.value == '4')",
+            small.wait_for_function("document.querySelector('#sv-pair').innerText.includes('Preset on llama.cpp')",
                                     timeout=10_000, polling=POLL_MS)
-            assert (gamma.input_value(), adaptive.is_checked()) == ("4", True)
+            small.wait_for_timeout(500)
+            assert (gamma.input_value(), adaptive.is_checked()) == ("7", False)
     finally:
         small.close()
 

@@ -120,8 +120,9 @@ def test_the_app_runs_the_coder_pair_with_its_preset_and_shows_it():
 def test_the_page_sets_the_coder_pairs_preset_for_the_backend_chosen():
     """On llama.cpp the Qwen pair's preset is adaptive γ up to 4 with the stop of 0.6 (presets.PRESET_SETTINGS):
     choosing the pair with llama.cpp picked sets the page to it and says why under the menu. Choosing another
-    backend with the pair chosen keeps the user's γ and adaptive γ, but for adaptive γ's largest draft, which takes
-    the preset's; the draft stop and the reason follow the backend."""
+    backend with the pair chosen sets that backend's preset where the other's was left as it was, and otherwise keeps
+    the user's γ and adaptive γ, but for adaptive γ's largest draft, which takes the preset's; the draft stop and the
+    reason follow the backend."""
     from specviz.app import ui
     from specviz.app.pair_menu import CODER_PAIR, OFFLINE_PAIR
     from specviz.app.request import RunRequest
@@ -133,11 +134,14 @@ def test_the_page_sets_the_coder_pairs_preset_for_the_backend_chosen():
 
     help_text, *settings = shown(ui._pair_changed(CODER_PAIR, LLAMA_CPP, OFFLINE_PAIR)[2:6])
     assert settings == [4, 0.6, True] and "Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6" in help_text
-    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP, False))
-    assert settings == [None, 0.6, None] and "Preset on llama.cpp" in help_text  # the user's γ stays
-    assert shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP, True))[1:] == (4, 0.6, None)  # adaptive: its largest draft
-    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS, True))
-    assert settings == [12, 0.6, None] and "Preset: γ 12 with a draft stop of 0.6" in help_text
+    # as the transformers preset left them (γ 12, fixed): the llama.cpp preset
+    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP, 12, False))
+    assert settings == [4, 0.6, True] and "Preset on llama.cpp" in help_text
+    assert shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP, 7, False))[1:] == (None, 0.6, None)  # the user's γ stays
+    assert shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP, 7, True))[1:] == (4, 0.6, None)  # adaptive: its largest
+    help_text, *settings = shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS, 4, True))  # the llama.cpp preset's
+    assert settings == [12, 0.6, False] and "Preset: γ 12 with a draft stop of 0.6" in help_text
+    assert shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS, "", False))[1:] == (None, 0.6, None)  # an empty box
     assert shown(ui._pair_changed(OFFLINE_PAIR, LLAMA_CPP, CODER_PAIR)[2:6])[1:] == (4, 0.0, False)  # no preset
     assert RunRequest(pair=CODER_PAIR, backend=LLAMA_CPP).draft_stop() == 0.6  # an API call that leaves it out
 

@@ -129,3 +129,14 @@ def test_the_stats_say_what_a_requantized_target_is_and_what_the_output_is_exact
     assert "requantized from Q4\\_K\\_M to Q4\\_0 for batched verification" in words and "exactly" in words
     assert _requantized_words(trace("offline:Qwen2.5-Coder-1.5B-Instruct")) == ""
     assert _requantized_words(trace("gpt2@Q9_9")) == ""  # a recorded name that names no requantization says nothing
+
+
+def test_the_server_allows_a_requantized_offline_model_as_it_allows_the_model():
+    from specviz.app.policy import Policy
+
+    policy = Policy(hosted=True, allowed_models=frozenset())
+    policy.check_model("target", "offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0")
+    with pytest.raises(ValueError, match="not offered here"):
+        policy.check_model("target", "Qwen/Qwen2.5-1.5B@Q4_0")  # a hub model is judged as itself
+    with pytest.raises(ValueError, match="none of Q4_0"):
+        policy.check_model("target", "offline:Qwen2.5-Coder-1.5B-Instruct@Q9_X")

@@ -38,6 +38,7 @@ from specviz.config import (
 from specviz.models import split_gguf
 from specviz.models.offline import cache_root
 from specviz.models.presets import PRESETS  # the preset pairs are what a hosted server offers
+from specviz.models.requantize import split_variant
 from specviz.models.split_gguf import SPLIT_MODELS
 
 HOSTED_PROMPT_CHARS, HOSTED_NEW_TOKENS, HOSTED_GAMMA = 4000, 256, 8  # hosted defaults: a shared CPU stays responsive
@@ -67,6 +68,7 @@ class Policy:
             self.check_model("draft", config.drafter.model)
 
     def check_model(self, role: str, model_id: str) -> None:
+        model_id = split_variant(model_id)[0]  # "…@Q4_0" is that model's GGUF requantized: the model decides
         if model_id == OFFLINE_MODEL or model_id in SPLIT_MODELS or model_id in BUILT_IN_DRAFTERS:  # offline, by name
             return
         if not is_hub_id(model_id):

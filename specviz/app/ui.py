@@ -234,11 +234,19 @@ def _pair_settings_on(choice: str, backend: str):
             gr.update(value=settings["draft_confidence"]), gr.update(value=settings["adaptive"]))
 
 
-def _backend_changed(choice: str, backend: str, adaptive: bool):
-    """Another backend: the reason under the menu and the pair's draft stop on it; γ and adaptive γ stay as the
-    user set them, but for adaptive γ's largest draft, which takes the pair's on that backend."""
+def _backend_changed(choice: str, backend: str, gamma, adaptive: bool):
+    """Another backend: the reason under the menu and the pair's draft stop on it. γ and adaptive γ as the pair's
+    preset on the other backend left them follow the preset on this one; a γ or adaptive γ the user set stays, but for
+    adaptive γ's largest draft, which takes the pair's on this backend."""
     policy = current_policy()
     settings = pair_settings(choice, policy, backend)
+    before = pair_settings(choice, policy, next(other for other in BACKENDS if other != backend))
+    try:
+        untouched = float(gamma) == before["gamma"] and bool(adaptive) == before["adaptive"]
+    except (TypeError, ValueError):
+        untouched = False  # a box left empty or mistyped: the user's, kept for Run to refuse in words
+    if untouched:
+        return _pair_settings_on(choice, backend)
     return (gr.update(info=pair_help(choice, policy, backend=backend)),
             gr.update(value=settings["gamma"]) if adaptive else gr.skip(),
             gr.update(value=settings["draft_confidence"]), gr.skip())
@@ -275,8 +283,8 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     controls["pair"].input(_pair_changed, [controls["pair"], controls["backend"], accepted],
                             [live.custom_row, controls["drafter"], *settings, live.outputs["status"], accepted],
                             queue=False)
-    controls["backend"].input(_backend_changed, [controls["pair"], controls["backend"], controls["adaptive"]], settings,
-                              queue=False)
+    controls["backend"].input(_backend_changed, [controls["pair"], controls["backend"], controls["gamma"],
+                                                 controls["adaptive"]], settings, queue=False)
     gr.on([controls["target"].change, controls["draft"].change], _custom_named,  # a Gemma typed in: its terms
           [controls["pair"], controls["target"], controls["draft"]], controls["pair"], queue=False)
     run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state, trace_state], inputs_kwargs=controls,
