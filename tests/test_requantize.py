@@ -7,17 +7,10 @@ import signal
 
 import pytest
 
-from specviz.models import llama_cpp, offline, repacking, requantize
+from specviz.models import offline, repacking, requantize
+from tests.test_llama_cpp import llama_cpp_only
 
-NEEDS_BINDINGS = [pytest.mark.slow, pytest.mark.skipif(
-    not llama_cpp.available() or offline.installed_gguf() is None,
-    reason=f"needs the llama.cpp bindings ({llama_cpp.INSTALL_COMMAND}) and {offline.INSTALL_COMMAND}")]
-
-
-def needs_bindings(test):
-    for mark in NEEDS_BINDINGS:
-        test = mark(test)
-    return test
+needs_bindings = llama_cpp_only  # the real GGUF on llama.cpp: seconds, so the slow tier
 
 
 def test_each_requantization_names_a_constant_the_bindings_define():
