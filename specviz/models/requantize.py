@@ -30,6 +30,8 @@ from pathlib import Path
 from specviz import job
 from specviz.models.offline import CHUNK, ModelUnavailable, cache_root, exclusive
 
+SHIPPED_TYPES = ("q4_k_m", "q4_k_s", "q8_0", "q4_1", "q4_0")  # how a shipped GGUF's file name gives its type
+
 
 @dataclass(frozen=True)
 class Requantization:
@@ -41,8 +43,8 @@ class Requantization:
 
     def file_name(self, source: Path) -> str:
         stem = source.stem.lower()
-        for shipped in ("-q4_k_m", "-q4_k_s", "-q8_0"):
-            stem = stem.removesuffix(shipped)
+        for shipped in SHIPPED_TYPES:
+            stem = stem.removesuffix(f"-{shipped}")
         return f"{stem}-requantized-{self.name.lower()}.gguf"
 
 
@@ -93,7 +95,7 @@ def source_type(model_id: str) -> str:
     from specviz.models.split_gguf import SPLIT_MODELS
 
     file_name = SPLIT_MODELS[model_id].gguf_file if model_id in SPLIT_MODELS else Path(model_id).name
-    for shipped in ("q4_k_m", "q4_k_s", "q8_0", "q4_1", "q4_0"):
+    for shipped in SHIPPED_TYPES:
         if shipped in file_name.lower():
             return shipped.upper()
     return "its own quantization"
