@@ -86,9 +86,25 @@ def test_a_sampled_run_on_llama_cpp_replays_round_for_round():
     assert first_difference(trace) is None
 
 
+@llama_cpp_only
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_token_trees_run_on_llama_cpp_exactly(temperature):
+    """A tree of the model's own GGUF as its draft, on llama.cpp (one sequence per path, models/llama_sequences.py):
+    greedy, it gives plain decoding's tokens; sampled, every round replays; and trees with siblings were verified."""
+    from specviz.decoding.replay import first_difference
+
+    settings = config(draft=OFFLINE_MODEL, gamma=3, tree=True, tree_budget=8, temperature=temperature, seed=3,
+                      max_new_tokens=32)
+    pipeline = build_pipeline(settings)
+    trace = engine.run_speculative(pipeline, PROMPT, settings)
+    assert any(round_.is_tree for round_ in trace.rounds)  # rounds with siblings were verified
+    if temperature == 0:
+        assert trace.token_ids == plain.baseline_decode(pipeline, PROMPT, settings).token_ids
+    assert first_difference(trace) is None
+
+
 @pytest.mark.parametrize("changes, refusal", [
-    (dict(tree=True), "llama.cpp backend verifies chains"),
-    (dict(draft_vocab=100, draft="int4:x"), "llama.cpp backend verifies chains"),
+    (dict(draft_vocab=100, draft="int4:x"), "llama.cpp backend scores whole heads"),
 ])
 def test_what_llama_cpp_cannot_run_is_refused_by_the_config(changes, refusal):
     with pytest.raises(ValueError, match=refusal):

@@ -33,15 +33,16 @@ def transformers_tiny():
 
 
 def llama_cpp_offline():
-    """The embedded SmolLM2-135M GGUF on llama.cpp: a batched forward and one-token forwards round differently, so
-    rows agree to a tolerance (their argmaxes are checked exactly in test_llama_cpp.py)."""
+    """The embedded SmolLM2-135M GGUF on llama.cpp, a context made for token trees: a batched forward and one-token
+    forwards round differently, so rows agree to a tolerance (their argmaxes are checked exactly in
+    test_llama_cpp.py)."""
     from specviz.config import LLAMA_CPP, OFFLINE_MODEL
     from specviz.models import llama_cpp, loading, offline
 
     if not llama_cpp.available() or offline.installed_gguf() is None:
         pytest.skip(f"needs the llama.cpp bindings ({llama_cpp.INSTALL_COMMAND}) and {offline.INSTALL_COMMAND}")
     loaded = loading.load_model(OFFLINE_MODEL, backend=LLAMA_CPP)
-    return loaded.language_model(loaded.logits_width), 0.05
+    return loaded.language_model(loaded.logits_width, trees=True), 0.05
 
 
 BACKENDS = [fake, simulated, transformers_tiny, pytest.param(llama_cpp_offline, marks=pytest.mark.slow)]
@@ -94,3 +95,32 @@ def test_a_chain_fed_as_a_tree_keeps_the_accepted_path(backend):
     assert model.cached_length == 6 and model.tree_parents == []
     after = model.feed(torch.tensor(PROMPT[6:7]))
     torch.testing.assert_close(after, rows[2:3], atol=tolerance, rtol=tolerance)
+
+
+# A tree grown in two feeds (as drafters/tree.py grows one): entries 0, 1 are children of the committed text;
+# 2, 3 children of 0; 4 a child of 1. Each entry's path, as entry indices from the root.
+TREE_FEEDS = [([3, 8], [-1, -1]), ([6, 1, 9], [0, 0, 1])]
+TREE_PATHS = {0: [0], 1: [1], 2: [0, 2], 3: [0, 3], 4: [1, 4]}
+
+
+@pytest.mark.parametrize("kept", [[0, 3], [1, 4], []])
+def test_a_branching_tree_gives_each_entry_its_own_paths_logits(backend, kept):
+    model, tolerance = backend
+    tokens = [token for feed, _ in TREE_FEEDS for token in feed]
+    try:
+        model.reset()
+        model.feed(torch.tensor(PROMPT[:4]))
+        rows = torch.cat([model.feed_tree(torch.tensor(feed), parents) for feed, parents in TREE_FEEDS])  # [5, V]
+    except ValueError as refusal:
+        pytest.skip(f"this backend reads chains only: {refusal}")
+    assert model.cached_length == 4 + len(tokens) and model.tree_parents == [-1, -1, 0, 0, 1]
+    model.keep_path(kept)
+    assert model.cached_length == 4 + len(kept) and model.tree_parents == []
+    after_kept = model.feed(torch.tensor([2]))
+    for entry, path in TREE_PATHS.items():  # each entry's logits are its path's, fed as a chain
+        model.reset()
+        chain = model.feed(torch.tensor(PROMPT[:4] + [tokens[node] for node in path]))
+        torch.testing.assert_close(rows[entry : entry + 1], chain, atol=tolerance, rtol=tolerance)
+    model.reset()
+    chain = model.feed(torch.tensor(PROMPT[:4] + [tokens[node] for node in kept] + [2]))
+    torch.testing.assert_close(after_kept, chain, atol=tolerance, rtol=tolerance)  # the other paths left the cache

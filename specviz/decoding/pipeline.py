@@ -20,7 +20,7 @@ from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
 from specviz.drafters.suffix import SuffixDrafter
 from specviz.models import loading as models
 from specviz.models.cache import WEIGHTS, WeightsCache
-from specviz.models.split_gguf import first_missing, not_installed
+from specviz.models.split_gguf import unobtainable
 
 
 @dataclass
@@ -68,9 +68,9 @@ def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipel
     """Load (or reuse) the models named by config and check that they can work together."""
     spec = config.drafter
     kinds.check(config)  # what the drafter's kind cannot do, before any model loads
-    missing = first_missing((config.target, spec.model))
-    if missing is not None:  # refused before the other model's long first assembly and conversion
-        raise models.ModelUnavailable(not_installed(missing))
+    refusal = unobtainable((config.target, spec.model))
+    if refusal is not None:  # refused before the other model's long first assembly and conversion
+        raise models.ModelUnavailable(refusal)
     target = models.load_model(config.target, cache=cache, backend=config.backend)
     eos = eos_ids(target)
     target_model, drafter, draft_model = kinds.build(spec, target, config, eos, cache)  # the kind's builder
@@ -80,7 +80,7 @@ def build_pipeline(config: DecodeConfig, cache: WeightsCache = WEIGHTS) -> Pipel
                   else PromptLookupDrafter(target_model.vocab_size, config.ngram_size, eos))
         drafter = LookupThenModelDrafter(lookup, drafter, str(spec))
     return Pipeline(target_model, drafter, target.tokenizer, eos, target.device, target.dtype, draft_model, cache,
-                    new_target=lambda: target.language_model(target_model.vocab_size))
+                    new_target=lambda: target.language_model(target_model.vocab_size, trees=config.tree))
 
 
 def encode_prompt(tokenizer, prompt: str, chat: bool, system_prompt: str | None = None) -> list[int]:

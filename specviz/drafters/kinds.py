@@ -113,7 +113,7 @@ def _model(spec, target, config, eos_ids, cache) -> Built:
         vocab = models.shared_vocab_size(target, draft)
     except models.IncompatibleModels as mismatch:
         return _across_tokenizers(draft, target, config, cache, mismatch)
-    target_model, draft_model = target.language_model(vocab), draft.language_model(vocab)
+    target_model, draft_model = (model.language_model(vocab, trees=config.tree) for model in (target, draft))
     return Built(target_model, _drafter(draft_model, config, eos_ids), draft_model)
 
 

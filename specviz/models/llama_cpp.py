@@ -27,12 +27,15 @@ import numpy as np
 import torch
 
 from specviz import job
+from specviz.config import MAX_TREE_NODES
 from specviz.models.llama_bindings import INSTALL_COMMAND, available, bindings  # noqa: F401  (re-exported)
+from specviz.models.llama_sequences import COMMITTED, SequencePlan, TreeSequences
 from specviz.models.offline import ModelUnavailable
 
 BACKEND = "llama.cpp"
 CONTEXT_TOKENS = 4096  # each context's KV cache: prompt plus generation (the app's longest runs fit)
 BATCH_TOKENS = 512  # tokens one llama_decode reads at most; a longer prompt is read in pieces
+TREE_PATHS = MAX_TREE_NODES  # the root-to-leaf paths a context holds, one llama.cpp sequence each: any tree fits
 
 
 def threads() -> int:
@@ -64,11 +67,13 @@ class LoadedGGUF:
     def logits_width(self) -> int:
         return int(self.weights.n_vocab())
 
-    def language_model(self, vocab_size: int, keep_features: bool = False) -> LlamaCppModel:
+    def language_model(self, vocab_size: int, keep_features: bool = False, trees: bool = False) -> LlamaCppModel:
+        """A context of its own; `trees`: one that takes branching token trees (LlamaCppModel: without flash
+        attention)."""
         if keep_features:
             raise ValueError("the llama.cpp backend returns logits only: a drafter that reads the target's hidden "
                              "states (the distilled head) needs the transformers backend")
-        return LlamaCppModel(self, vocab_size)
+        return LlamaCppModel(self, vocab_size, trees=trees)
 
 
 def load_gguf(model_id: str, path: Path | None = None, repack: bool | None = None) -> LoadedGGUF:
@@ -158,11 +163,12 @@ class LlamaCppModel:
     """The LanguageModel Protocol (models/protocol.py) over one llama.cpp context: sequence 0 of its KV cache.
 
     feed() puts k tokens in one llama_decode at positions cached_length.., asking for logits at the last
-    logits_to_keep of them; crop() removes the sequence's entries from a position on. Chains only: a token tree
-    would need one llama.cpp sequence per path (feed_tree refuses one).
+    logits_to_keep of them; crop() removes the sequence's entries from a position on. feed_tree() puts a token
+    tree's entries in one llama_decode as well, one sequence per path (models/llama_sequences.py); keep_path()
+    leaves sequence 0 holding the committed text and the kept path, and nothing else.
     """
 
-    def __init__(self, loaded: LoadedGGUF, vocab_size: int, context_tokens: int = CONTEXT_TOKENS):
+    def __init__(self, loaded: LoadedGGUF, vocab_size: int, context_tokens: int = CONTEXT_TOKENS, trees: bool = False):
         llama_cpp, internals = bindings()
         self._llama_cpp = llama_cpp
         self.loaded = loaded
@@ -173,15 +179,21 @@ class LlamaCppModel:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx, params.n_batch, params.n_ubatch = self.max_length, BATCH_TOKENS, BATCH_TOKENS
         params.n_threads = params.n_threads_batch = threads()
+        params.n_seq_max, params.kv_unified = TREE_PATHS, True  # one cache the sequences of a tree share
         params.swa_full = True  # a sliding-window layer keeps every entry, so a rollback never needs a re-read
-        # flash attention on auto, as llama.cpp's own tools run (the bindings' Llama class turns it off): the logits
-        # then equal llama-completion's, which the benchmark compares with
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
+        # Flash attention on auto, as llama.cpp's own tools run (the bindings' Llama class turns it off): the logits
+        # then equal llama-completion's, which the benchmark compares with. A context for token trees runs without it:
+        # once a tree's other paths leave the cache, the next token may take a freed cell below a kept one, and the
+        # CPU flash-attention kernel then gives wrong logits (measured on the pinned build: up to 1.05 off, where the
+        # plain attention path agrees exactly; tests/test_model_protocol.py).
+        self.trees = trees
+        params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED if trees
+                                  else llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO)
         self.context = internals.LlamaContext(model=loaded.weights, params=params, verbose=False)
-        self.batch = internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=1, verbose=False)
+        self.batch = internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=TREE_PATHS, verbose=False)
         self.width = loaded.logits_width  # of each logits row llama.cpp writes
         self._cached_length = 0
-        self.tree_parents: list[int] = []  # a chain fed by feed_tree, until keep_path
+        self.tree = TreeSequences(TREE_PATHS)  # the entries fed by feed_tree, until keep_path
         self.tokens_fed = self.forward_calls = 0
         self.forward_seconds = 0.0
 
@@ -189,46 +201,68 @@ class LlamaCppModel:
     def cached_length(self) -> int:
         return self._cached_length
 
+    @property
+    def tree_parents(self) -> list[int]:
+        return self.tree.parents
+
     def reset(self) -> None:
         self.context.kv_cache_clear()
         self._cached_length = 0
-        self.tree_parents = []
+        self.tree.reset()
 
     def feed(self, token_ids: torch.Tensor, logits_to_keep: int = 1, sync: bool = True) -> torch.Tensor:
         """Append token_ids [k]; logits [logits_to_keep, vocab_size] (float32, CPU) of the last positions."""
-        if self.tree_parents:
+        if self.tree.parents:
             raise ValueError(f"{self.name}: keep a path of the token tree (keep_path) before feeding a sequence")
         return self._feed(token_ids.view(-1).tolist(), logits_to_keep)
 
     def feed_tree(self, token_ids: torch.Tensor, parents: list[int], logits_to_keep: int | None = None,
                   sync: bool = True) -> torch.Tensor:
-        """A chain given as a tree (each entry a child of the one before): fed as a sequence, kept by keep_path."""
-        every_parent = self.tree_parents + [int(parent) for parent in parents]
-        if every_parent != list(range(-1, len(every_parent) - 1)) or len(parents) != token_ids.numel():
-            raise ValueError(f"{self.name}: the llama.cpp backend verifies chains only, not token trees")
-        logits = self._feed(token_ids.view(-1).tolist(), logits_to_keep or len(parents))
-        self.tree_parents = every_parent
-        return logits
+        """Token-tree entries token_ids [m], entry j a child of parents[j], in one llama_decode; logits
+        [logits_to_keep (default m), vocab_size] of the last entries. Each entry sits at its depth's position in the
+        sequences of the paths through it, so it attends to the committed text and its own ancestors only."""
+        ids, parents = token_ids.view(-1).tolist(), [int(parent) for parent in parents]
+        keep = logits_to_keep or len(ids)
+        if len(parents) != len(ids) or not ids or not 1 <= keep <= len(ids) or len(ids) > BATCH_TOKENS:
+            raise ValueError(f"{self.name}: feed a tree of {len(ids)} entries (at most {BATCH_TOKENS}) with "
+                             f"{len(parents)} parents, keeping the logits of {keep}")
+        if self._cached_length + len(ids) > self.max_length:
+            raise ValueError(f"{self.name}: {self._cached_length + len(ids)} tokens overflow the context of "
+                             f"{self.max_length}")
+        base = self._cached_length - len(self.tree.parents)  # the committed text's length
+        try:
+            plan = self.tree.add(parents, base, branches=self.trees)
+        except ValueError as error:
+            raise ValueError(f"{self.name}: {error}") from None
+        for source, sequence, end in plan.copies:  # a new path first shares its ancestors' cache entries
+            self.context.kv_cache_seq_cp(source, sequence, -1, end)
+        return self._feed(ids, keep, plan)
 
     def keep_path(self, path: list[int]) -> None:
-        if path != list(range(len(path))) or len(path) > len(self.tree_parents):
-            raise ValueError(f"{self.name}: {path} is not a path from the root of the chain")
-        base = self._cached_length - len(self.tree_parents)
-        self.tree_parents = []
-        self.crop(base + len(path))
+        """Keep the entries of `path` (root to leaf) as committed text: their sequence, cut after the path's end,
+        becomes sequence 0 and every other entry of the tree leaves the cache."""
+        sequence = self.tree.kept(path)
+        base = self._cached_length - len(self.tree.parents)
+        self.context.kv_cache_seq_rm(sequence, base + len(path), -1)
+        self.context.kv_cache_seq_keep(sequence)  # entries of other paths go; the kept ones lose other ids
+        if sequence != COMMITTED:
+            self.context.kv_cache_seq_cp(sequence, COMMITTED, -1, -1)
+            self.context.kv_cache_seq_rm(sequence, -1, -1)
+        self.tree.reset()
+        self._cached_length = base + len(path)
 
     def crop(self, length: int) -> None:
         """Remove the cache's entries from position `length` on."""
-        if self.tree_parents:
-            if length > self._cached_length - len(self.tree_parents):
+        if self.tree.parents:
+            if length > self._cached_length - len(self.tree.parents):
                 raise ValueError(f"{self.name}: crop into a token tree; keep a path of it first (keep_path)")
-            self.tree_parents = []
+            self.keep_path([])
         if length < self._cached_length:
-            if not self.context.kv_cache_seq_rm(0, length, -1):
+            if not self.context.kv_cache_seq_rm(COMMITTED, length, -1):
                 raise RuntimeError(f"{self.name}: llama.cpp could not remove cache entries after position {length}")
             self._cached_length = length
 
-    def _feed(self, ids: list[int], logits_to_keep: int) -> torch.Tensor:
+    def _feed(self, ids: list[int], logits_to_keep: int, plan: SequencePlan | None = None) -> torch.Tensor:
         job.check()  # a stopped run ends here, before the next forward
         if not ids or not 1 <= logits_to_keep <= len(ids):
             raise ValueError(f"{self.name}: feed {len(ids)} tokens keeping the logits of {logits_to_keep}")
@@ -240,22 +274,25 @@ class LlamaCppModel:
         for start in range(0, len(ids), BATCH_TOKENS):  # a long prompt in pieces; a round's tokens in one batch
             piece = ids[start:start + BATCH_TOKENS]
             keep = max(0, logits_to_keep - (len(ids) - start - len(piece)))  # of this piece's last positions
-            rows.append(self._decode(piece, min(keep, len(piece))))
+            rows.append(self._decode(piece, min(keep, len(piece)), plan))
         logits = torch.cat([row for row in rows if row.numel()])[-logits_to_keep:]  # [logits_to_keep, V]
         self.forward_seconds += time.perf_counter() - started
         self.tokens_fed += len(ids)
         self.forward_calls += 1
         return logits[:, : self.vocab_size]
 
-    def _decode(self, ids: list[int], keep: int) -> torch.Tensor:
-        """One llama_decode of ids at the next positions; logits [keep, width] of the last `keep` (copied out)."""
+    def _decode(self, ids: list[int], keep: int, plan: SequencePlan | None) -> torch.Tensor:
+        """One llama_decode of ids, at the next positions in sequence 0 or where a tree's plan puts them; logits
+        [keep, width] of the last `keep` (copied out)."""
         batch = self.batch.batch
         batch.n_tokens = len(ids)
         for index, token in enumerate(ids):
             batch.token[index] = token
-            batch.pos[index] = self._cached_length + index
-            batch.n_seq_id[index] = 1
-            batch.seq_id[index][0] = 0
+            batch.pos[index] = plan.positions[index] if plan else self._cached_length + index
+            members = plan.members[index] if plan else (COMMITTED,)
+            batch.n_seq_id[index] = len(members)
+            for slot, sequence in enumerate(members):
+                batch.seq_id[index][slot] = sequence
             batch.logits[index] = index >= len(ids) - keep
         self.context.decode(self.batch)
         self._cached_length += len(ids)

@@ -13,7 +13,6 @@ Three sources of models, all through `load_model(model_id)`, each loaded once in
 
 from __future__ import annotations
 
-import functools
 import os
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ import torch
 from specviz import job
 from specviz.config import LLAMA_CPP, OFFLINE_MODEL, TRANSFORMERS
 from specviz.models.cache import WEIGHTS, WeightsCache
+from specviz.models.hub import reachable as hub_reachable  # noqa: F401  (re-exported)
 from specviz.models.language_model import TransformersModel, synchronize  # noqa: F401  (re-exported)
 from specviz.models.offline import ModelUnavailable, offline_checkpoint
 from specviz.models.protocol import LanguageModel  # noqa: F401  (re-exported)
@@ -101,8 +101,9 @@ class LoadedModel:
                 ids.update(int(value) for value in source)
         return sorted(ids)
 
-    def language_model(self, vocab_size: int, keep_features: bool = False) -> LanguageModel:
-        """The engine's view of this model, with a KV cache of its own. On CUDA with SPECVIZ_CUDA_GRAPHS=1, one
+    def language_model(self, vocab_size: int, keep_features: bool = False, trees: bool = False) -> LanguageModel:
+        """The engine's view of this model, with a KV cache of its own (`trees`: every transformers model takes token
+        trees through its attention mask, so nothing changes). On CUDA with SPECVIZ_CUDA_GRAPHS=1, one
         whose decoding forwards replay as CUDA graphs (models/static_cache.py), where the model allows it."""
         if self.device.type == "cuda" and not keep_features and os.environ.get("SPECVIZ_CUDA_GRAPHS") == "1":
             from specviz.models.static_cache import StaticCacheModel, supports_static_cache
@@ -188,20 +189,6 @@ def _from_pretrained(auto_class: str, model_id: str, source: str, **kwargs):
         else:
             reason = "the Hugging Face hub cannot be reached and the model is not in the local cache"
         raise ModelUnavailable(f"Model {model_id!r} could not be loaded: {reason}.") from error
-
-
-@functools.lru_cache(maxsize=1)
-def hub_reachable(timeout_s: float = 3.0) -> bool:
-    """Whether huggingface.co answers; without it we load from the local cache only, at once, not after retries."""
-    import socket
-
-    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
-        return False
-    try:
-        with socket.create_connection(("huggingface.co", 443), timeout=timeout_s):
-            return True
-    except OSError:
-        return False
 
 
 def hub_model_at_hand(model_id: str) -> bool:
