@@ -100,6 +100,7 @@ class Baseline:
     token_texts: list[str] = field(default_factory=list)  # each token's text, as the rows write a token's (the race)
 
 
+MAX_TRACE_BYTES = 20 * 2**20  # the largest trace file a loader reads (a long run's trace is a few MB)
 USER_STOP = "you"  # Trace.stop_reason of a run its user stopped (the stats say "stopped by you after N rounds")
 
 
@@ -222,3 +223,22 @@ def _checked(hint, value, where: str):
     if hint in (str, dict) and isinstance(value, hint):
         return value
     raise ValueError(f"{where} must be {getattr(hint, '__name__', hint)}, got {type(value).__name__}")
+
+
+def trace_text(path) -> str:
+    """The text of a file that may hold a trace (trace JSON, or a page exported as HTML), read with nothing heavy
+    imported; ValueError in one sentence when it is too large, not text, or neither JSON nor HTML."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_TRACE_BYTES + 1)
+    except OSError as error:
+        raise ValueError(f"cannot be read ({error.strerror or error})") from None
+    if len(data) > MAX_TRACE_BYTES:
+        raise ValueError(f"is larger than {MAX_TRACE_BYTES // 2**20} MB, and a trace is far smaller")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError("is not text (UTF-8): a trace is JSON, or a page exported as HTML") from None
+    if not text.lstrip().startswith(("{", "<")):
+        raise ValueError("is not a trace: a trace is a JSON object, or a page exported as HTML")
+    return text

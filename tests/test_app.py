@@ -1,9 +1,11 @@
 """The launched app through gradio_client, as another program (or a browser) talks to it; and the live tab's
 callbacks in process, where a test needs to reach inside (settings refused before any model loads, out of memory)."""
 
+import json
 import re
 import time
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import psutil  # a dependency of accelerate
 import pytest
@@ -152,14 +154,23 @@ def test_tokenizers_that_share_no_token_are_refused(client, models_dir, offline_
 
 @pytest.mark.slow
 def test_malformed_trace_upload_is_refused(client, tmp_path):
-    bad = tmp_path / "bad.json"
-    bad.write_text("{not json")
-    with pytest.raises(Exception, match="not valid JSON"):
-        client.predict(handle_file(str(bad)), api_name="/import_trace")
-    wrong = tmp_path / "wrong.json"
-    wrong.write_text('{"schema": 1, "rounds": "x"}')
-    with pytest.raises(Exception, match="not a specviz trace"):
-        client.predict(handle_file(str(wrong)), api_name="/import_trace")
+    good = json.loads(Path(_run(client, max_new_tokens=8, temperature=1.0, seed=3)[-1]).read_text(encoding="utf-8"))
+    swapped = json.loads(json.dumps(good))
+    swapped["token_ids"][0] += 1  # a token the rounds never emitted
+    files = {  # a sentence each, the server serving after all of them
+        "{not json": "not valid JSON",
+        '{"schema": 1, "rounds": "x"}': "not a specviz trace",
+        json.dumps(good)[:-40]: "not valid JSON",
+        json.dumps(good).replace('"wall_ms": ', '"wall_ms": NaN, "x": ', 1): "not a specviz trace",
+        '{"a": ' + "[" * 50_000 + "]" * 50_000 + "}": "not valid JSON",
+        json.dumps(swapped): "contradicts itself at token_ids",
+    }
+    for index, (text, sentence) in enumerate(files.items()):
+        bad = tmp_path / f"bad{index}.json"
+        bad.write_text(text)
+        note = client.predict(handle_file(str(bad)), api_name="/import_trace")[-1]
+        assert note.startswith("**Not loaded.**") and sentence in note, note
+    assert _run(client, max_new_tokens=1)[0].count('<div class="sv-row">') >= 1
 
 
 @pytest.mark.slow

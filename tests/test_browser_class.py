@@ -40,7 +40,7 @@ def test_an_out_of_range_number_is_refused_on_the_status_line_and_nothing_runs(p
     box.fill("100000")
     box.press("Tab")
     page.get_by_role("button", name="Run", exact=True).click()
-    sentence = "max_new_tokens must be a whole number from 1 to 512, got 100000."
+    sentence = "max_new_tokens must be a whole number from 1 to 8192, got 100000."
     page.wait_for_function(f"document.querySelector('#sv-status').innerText.includes({sentence!r})",
                            timeout=30_000, polling=POLL_MS)
     toast = page.locator(".toast-body").filter(has_text=sentence)
@@ -146,4 +146,38 @@ def test_no_term_breaks_mid_word_on_a_phone(page, app_url):
         assert words_broken(small, "#sv-glossary") == []
     finally:
         phone.close()
+    open_live(page)
+
+
+def test_a_tampered_trace_is_refused_in_a_sentence_and_the_page_keeps_its_run(page, tmp_path):
+    """Issue 62: a saved trace with one rejected token's r lowered below its acceptance probability is refused under
+    the Load button, naming the round and the field, and the rows on the page stay; the same trace untouched loads."""
+    import json
+
+    run_with_the_draft_model(page, OFFLINE_COPY, max_new_tokens=8)
+    rows = row_count(page)
+    with page.expect_download() as download:
+        page.locator("#sv-download").click()
+    saved = tmp_path / "run.json"
+    download.value.save_as(saved)
+    data = json.loads(saved.read_text(encoding="utf-8"))
+    number, token = next((index + 1, token) for index, round_ in enumerate(data["rounds"])
+                         for token in round_["tokens"] if token["kind"] == "rejected")
+    token["uniform"] = token["accept_prob"] / 2
+    tampered = tmp_path / "tampered.json"
+    tampered.write_text(json.dumps(data), encoding="utf-8")
+    open_tab(page, "Runs & files")
+    page.locator("input[type=file]").first.set_input_files(str(tampered))
+    note = page.locator("#sv-load-note")
+    page.wait_for_function("document.querySelector('#sv-load-note').innerText.includes('Not loaded')",
+                           timeout=30_000, polling=POLL_MS)
+    assert f"tampered.json is not shown: the trace contradicts itself at round {number}, tokens[" in note.inner_text()
+    assert ".uniform: r = " in note.inner_text()
+    open_live(page)
+    assert row_count(page) == rows and error_badges(page, toasts=False) == 0
+    open_tab(page, "Runs & files")
+    page.locator("input[type=file]").first.set_input_files(str(saved))
+    page.wait_for_function("document.querySelector('#sv-load-note').innerText.includes('Loaded')",
+                           timeout=30_000, polling=POLL_MS)
+    assert "run.json" in note.inner_text()
     open_live(page)

@@ -4,7 +4,6 @@ buttons (ui.py)."""
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 import time
@@ -12,11 +11,16 @@ from pathlib import Path
 
 import gradio as gr
 
-from specviz.app.views import views
+from specviz.app import worker
+from specviz.app.callbacks import refused
+from specviz.app.policy import current_policy
+from specviz.app.views import LiveView, views
+from specviz.config import DecodeConfig
+from specviz.decoding.pipeline import build_pipeline
+from specviz.models.loading import IncompatibleModels, ModelUnavailable
 from specviz.trace import Trace
-from specviz.views.export import run_html, trace_from_text
+from specviz.views.export import run_html, trace_from_file
 
-MAX_TRACE_BYTES = 20 * 1024 * 1024
 TRACE_FILE_TTL_S = 3600  # downloadable trace files are kept this long
 
 
@@ -69,18 +73,48 @@ def export_page(trace: Trace | None):
 
 
 def import_trace(path):
-    """Load a saved trace and render it with no model at all."""
-    if not path:
-        raise gr.Error("Choose a trace file first (JSON, or a page exported as HTML).")
-    file = Path(path)
-    if file.stat().st_size > MAX_TRACE_BYTES:
-        raise gr.Error(f"That file is larger than {MAX_TRACE_BYTES // 2**20} MB; a trace is far smaller.")
+    """Load a saved trace and render it with no model at all. A file that is no trace, or one that contradicts itself
+    (analysis/consistency.py), is refused in a sentence under the button, and nothing else on the page changes."""
     try:
-        trace = trace_from_text(file.read_text(encoding="utf-8"))  # trace JSON, or an exported page
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise gr.Error(f"That file is not valid JSON ({str(error)[:200]}).") from error
-    except (KeyError, TypeError, ValueError) as error:
-        raise gr.Error(f"That JSON is not a specviz trace ({error}).") from error
+        trace = read_trace(path)
+    except ValueError as error:
+        sentence = str(error)
+        refused(sentence)  # the server's log: one line
+        gr.Warning(sentence)
+        return (*LiveView().values(), gr.skip(), f"**Not loaded.** {sentence}")
     view = views(trace)
     view.status, view.download = f"**Loaded a saved trace**: {len(trace.rounds)} rounds, replayed with no model", None
-    return (*view.values(), None)  # and no Step session: the next Step starts afresh
+    note = (f"**Loaded** {Path(path).name}: {len(trace.rounds)} rounds, {len(trace.token_ids)} tokens; its rows and "
+            "plots are on *Watch it run*.")
+    return (*view.values(), None, note)  # and no Step session: the next Step starts afresh
+
+
+def read_trace(path) -> Trace:
+    """The trace a file holds (trace JSON, or a page run_html exported), checked; ValueError in one sentence."""
+    if not path:
+        raise ValueError("Choose a trace file first (JSON, or a page exported as HTML).")
+    try:
+        return trace_from_file(path)
+    except ValueError as error:
+        raise ValueError(f"{Path(path).name} {error}.") from None
+
+
+def replay_check(trace: Trace | None) -> str:
+    """Re-run the shown trace on its own models and say whether every round reproduces (the CLI's `replay --check`):
+    the uniforms from its seed, p and q from the models. A sentence for the note under Load."""
+    if trace is None or not trace.rounds:
+        return "Load a trace (or run one) first: the check re-runs the trace on its own models."
+    from specviz.decoding.replay import first_difference
+
+    try:
+        config = DecodeConfig.from_dict(trace.config).validate()
+        current_policy().check(config, trace.prompt)
+        pipeline = worker.call(build_pipeline, config)
+        mismatch = worker.call(first_difference, trace, pipeline)
+    except (ValueError, ModelUnavailable, IncompatibleModels) as error:
+        refused(str(error))
+        return f"**Not checked.** {error}"
+    if mismatch is None:
+        return (f"**All {len(trace.rounds)} rounds reproduce** on {trace.target_name} ← {trace.draft_name}: the same "
+                "drafts, uniforms, verdicts and tokens, p and q within 1e-5.")
+    return f"**Round {mismatch.round_index + 1} does not reproduce**: {mismatch.reason}."

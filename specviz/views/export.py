@@ -12,8 +12,9 @@ import re
 from pathlib import Path
 
 from specviz import paths
+from specviz.analysis.consistency import ContradictoryTrace, checked
 from specviz.analysis.metrics import summarize
-from specviz.trace import Trace
+from specviz.trace import Trace, trace_text
 from specviz.views import figures, render
 from specviz.views.gallery import trace_data
 from specviz.views.stats_text import stats_markdown
@@ -55,15 +56,30 @@ def run_html(trace: Trace) -> str:
     )
 
 
+def trace_from_file(path) -> Trace:
+    """The trace a file holds, checked (trace_from_text); ValueError in one sentence that follows the file's name:
+    "is not valid JSON (…)", "is not a specviz trace (…)", "contradicts itself at round 3, …"."""
+    text = trace_text(path)
+    try:
+        return trace_from_text(text)
+    except ContradictoryTrace as error:
+        raise ValueError(f"is not shown: {error}") from None
+    except (json.JSONDecodeError, RecursionError) as error:
+        raise ValueError(f"is not valid JSON ({str(error)[:200]})") from None
+    except (KeyError, TypeError, ValueError) as error:
+        raise ValueError(f"is not a specviz trace ({str(error)[:300]})") from None
+
+
 def trace_from_text(text: str) -> Trace:
-    """A trace from trace JSON, a gallery entry or a page run_html wrote; ValueError (or json's error) otherwise."""
+    """A trace from trace JSON, a gallery entry or a page run_html wrote, checked to hold together before anything of
+    it is drawn (analysis/consistency.py); ValueError (or json's error) otherwise."""
     if text.lstrip().startswith("<"):
         match = re.search(f'<script type="application/json" id="{TRACE_ELEMENT}">(.*?)</script>', text, re.DOTALL)
         if match is None:
             raise ValueError("an HTML file that holds no specviz trace")
         text = match.group(1)  # JSON reads the '<\\/' that _script_safe wrote as '</'
 
-    return Trace.from_dict(trace_data(json.loads(text)))  # a bare trace, or a gallery entry's (gallery.py)
+    return checked(Trace.from_dict(trace_data(json.loads(text))))  # a bare trace, or a gallery entry's (gallery.py)
 
 
 def markdown_lines_html(markdown: str) -> str:

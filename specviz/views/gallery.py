@@ -25,6 +25,7 @@ from importlib import metadata
 from pathlib import Path
 
 from specviz import paths
+from specviz.analysis.consistency import checked
 from specviz.config import OFFLINE_MODEL, DecodeConfig
 from specviz.trace import Trace
 
@@ -43,7 +44,7 @@ class Entry:
     path: Path
 
     def trace(self) -> Trace:
-        return Trace.from_dict(trace_data(json.loads(self.path.read_text(encoding="utf-8"))))
+        return checked(Trace.from_dict(trace_data(json.loads(self.path.read_text(encoding="utf-8")))))
 
     def caption(self) -> str:
         """One line under an opened run: the pair, the machine and the date it was recorded on."""
