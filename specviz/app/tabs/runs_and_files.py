@@ -67,8 +67,10 @@ def open_entry(entry: gallery.Entry) -> tuple:
     view = views(trace)
     models = (request.target, request.draft) if request.pair == CUSTOM_PAIR else PAIRS[request.pair]
     missing = split_gguf.first_missing(models)
-    again = (f"To run it live, install its models: `{missing.install_command}`" if missing is not None
-             else "**Run** repeats it live with these settings")
+    again = ("**Run** repeats it live with these settings" if missing is None
+             else f"To run it live, **Run** fetches {missing.name} from {missing.hub.where} first, or install it "
+                  f"offline: `{missing.install_command}`" if missing.hub is not None
+             else f"To run it live, install its models: `{missing.install_command}`")
     view.status, view.download = f"**{entry.title}**: {entry.about}. *{entry.caption()}.* {again}.", None
     settings = dict(zip(RunRequest.field_names(), request.api_args()))
     settings["pair"] = gr.update(value=request.pair, info=pair_help(request.pair, current_policy(), request.target,
