@@ -30,13 +30,14 @@ OFFLINE_DRAFTER_OFF_CPU = LOOKUP_FIRST + DISTILLED_DRAFTER  # elsewhere (a GPU h
 TRANSFORMERS, LLAMA_CPP = "transformers", "llama.cpp"
 BACKENDS = {
     TRANSFORMERS: "any transformers checkpoint (hub id, folder or offline model), float32 on a CPU",
-    LLAMA_CPP: "a GGUF in its own quantization through llama.cpp's kernels (offline models or a .gguf path; CPU, "
-               "chains only)",
+    LLAMA_CPP: "a GGUF in its own quantization through llama.cpp's kernels (offline models or a .gguf path; CPU)",
 }
 
 MAX_GAMMA = 64
 MAX_NEW_TOKENS = 8192
+MAX_TEMPERATURE = 2  # beyond it p is all but uniform: nothing left to see of a model
 MAX_TOP_K = 1_000_000
+MAX_TREE_NODES = 64  # a token tree's most nodes (a llama.cpp context holds as many paths: models/llama_cpp.py)
 MAX_PROMPT_CHARS = 50_000  # far beyond any model's context here; refused before the tokenizer sees it
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls except tab, LF and CR
 _SURROGATE = re.compile("[\ud800-\udfff]")  # only ever alone in a Python str: not encodable text
@@ -115,32 +116,74 @@ class DrafterSpec:
 
 
 @dataclass(frozen=True)
+class FieldRange:
+    """The values a numeric setting may take, and the sentence that says so."""
+
+    low: float
+    high: float
+    whole: bool  # a whole number (gamma) rather than any real number (temperature)
+    default: float | None = None  # a run setting's value when not given: DecodeConfig's, the page's and the CLI's
+    low_open: bool = False  # above `low`, never at it (top_p)
+    note: str = ""  # what a special value means, e.g. "0 means greedy"
+
+    def describe(self, low: float | None = None, high: float | None = None) -> str:
+        """'a whole number from 1 to 64'; `low`/`high` narrow the range (a server's caps, the page's sliders)."""
+        kind = "a whole number" if self.whole else "a number"
+        open_low = self.low_open and low is None
+        low, high = _plain(self.low if low is None else low), _plain(self.high if high is None else high)
+        span = f"above {low} and at most {high}" if open_low else f"from {low} to {high}"
+        return f"{kind} {span}" + (f" ({self.note})" if self.note else "")
+
+
+# Every numeric setting of a run, in one table: its range and its default. The CLI, the page, the HTTP API and
+# DecodeConfig.validate check against it through check_field, so each gets the same sentence, and DecodeConfig and
+# the page's RunRequest take their defaults from it. Only a hosted server narrows a range (app/policy.py: its caps
+# on γ and max new tokens), never widens it; docs/usage.md's table of settings is checked against this one.
+NUMBER_FIELDS = {
+    "gamma": FieldRange(1, MAX_GAMMA, whole=True, default=4),
+    "max_new_tokens": FieldRange(1, MAX_NEW_TOKENS, whole=True, default=64),
+    "temperature": FieldRange(0, MAX_TEMPERATURE, whole=False, default=0.0, note="0 means greedy"),
+    "top_k": FieldRange(0, MAX_TOP_K, whole=True, default=0, note="0 turns it off"),
+    "top_p": FieldRange(0, 1, whole=False, default=1.0, low_open=True, note="1 turns it off"),
+    "seed": FieldRange(0, 2**63 - 1, whole=True, default=0),
+    "ngram_size": FieldRange(1, 16, whole=True, default=3),
+    "lenience": FieldRange(0, 1, whole=False, default=1.0, low_open=True, note="1 is exact"),
+    "draft_confidence": FieldRange(0, 1, whole=False, default=0.0, note="0 never stops a draft early"),
+    "tree_budget": FieldRange(0, MAX_TREE_NODES, whole=True, default=0, note="0 means measured on this machine"),
+    "draft_window": FieldRange(0, 65536, whole=True, default=0, note="0 reads the whole prompt"),
+    "draft_vocab": FieldRange(0, 1_000_000, whole=True, default=0, note="0 scores every token"),
+}
+
+
+
+@dataclass(frozen=True)
 class DecodeConfig:
     target: str = OFFLINE_MODEL  # target model: hub id, local folder or OFFLINE_MODEL
     # the drafter's name: a built-in drafter or a draft model id/folder (DrafterSpec.parse reads it into `drafter`)
     draft: str = NGRAM_DRAFTER
-    gamma: int = 4  # γ: tokens drafted per round (with adaptive, the most a round may draft)
+    gamma: int = NUMBER_FIELDS["gamma"].default  # γ: tokens drafted per round (with adaptive, the most a round may draft)
     adaptive: bool = False  # choose each round's draft length in [0, γ] from running acceptance and measured costs
     # A draft model stops a round's draft after a token it drew with probability below this (0: never stops
     # early). Like transformers' assistant_confidence_threshold; it looks only at the draft, so it stays exact.
-    draft_confidence: float = 0.0
+    draft_confidence: float = NUMBER_FIELDS["draft_confidence"].default
     # Token trees (drafters/tree.py): each round drafts a tree of up to tree_budget nodes, γ deep, and the target
     # verifies every node in one forward. tree_budget 0: the budget this machine's measured v(k) affords.
     tree: bool = False
-    tree_budget: int = 0
+    tree_budget: int = NUMBER_FIELDS["tree_budget"].default
     # A draft model reads only draft_window prompt tokens (the first 4 and the latest; the int4 twin ignores it) and
     # scores only draft_vocab head rows (the lowest ids, the prompt's, EOS); 0: all. Exact either way, since q is what
     # the draft drew from (drafters/model.py, models/head_subset.py).
-    draft_window: int = 0
-    draft_vocab: int = 0
-    max_new_tokens: int = 64  # stop after this many generated tokens
-    temperature: float = 0.0  # 0 means greedy (both distributions one-hot)
-    top_k: int = 0  # keep the k most likely tokens; 0 turns it off
-    top_p: float = 1.0  # nucleus sampling mass in (0, 1]; 1 turns it off
-    seed: int = 0  # seeds the run's torch.Generator, so any run replays exactly
+    draft_window: int = NUMBER_FIELDS["draft_window"].default
+    draft_vocab: int = NUMBER_FIELDS["draft_vocab"].default
+    max_new_tokens: int = NUMBER_FIELDS["max_new_tokens"].default  # stop after this many generated tokens
+    temperature: float = NUMBER_FIELDS["temperature"].default  # 0 means greedy (both distributions one-hot)
+    top_k: int = NUMBER_FIELDS["top_k"].default  # keep the k most likely tokens; 0 turns it off
+    top_p: float = NUMBER_FIELDS["top_p"].default  # nucleus sampling mass in (0, 1]; 1 turns it off
+    seed: int = NUMBER_FIELDS["seed"].default  # seeds the run's torch.Generator, so any run replays exactly
     chat: bool = True  # wrap the prompt in the tokenizer's chat template when it has one
-    ngram_size: int = 3  # prompt lookup: longest n-gram matched against the context
-    lenience: float = 1.0  # accept with min(1, p/(l·q)); below 1 it is faster and NOT lossless (labs only)
+    ngram_size: int = NUMBER_FIELDS["ngram_size"].default  # prompt lookup: longest n-gram matched against the context
+    # accept with min(1, p/(l·q)); below 1 it is faster and NOT lossless (labs only)
+    lenience: float = NUMBER_FIELDS["lenience"].default
     # The chat's system message. None: the chat template's own default, which SmolLM2 and Qwen fill with a
     # sentence the user never typed; "": an empty one, so the model reads nothing hidden (the app's default).
     system_prompt: str | None = None
@@ -168,10 +211,9 @@ class DecodeConfig:
         check_system_prompt(self.system_prompt)
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {shown(self.backend)}")
-        if self.backend == LLAMA_CPP and (self.tree or self.draft_vocab):
-            what = "token trees" if self.tree else "draft_vocab (a draft head scored over some rows)"
-            raise ValueError(f"the llama.cpp backend verifies chains with whole heads: {what} needs the transformers "
-                             "backend")
+        if self.backend == LLAMA_CPP and self.draft_vocab:
+            raise ValueError("the llama.cpp backend scores whole heads: draft_vocab (a draft head scored over some "
+                             "rows) needs the transformers backend")
         for name in ("target", "draft"):
             value = getattr(self, name)
             if not isinstance(value, str) or not value.strip():
@@ -227,41 +269,6 @@ def _check_text(text: str, what: str, max_chars: int) -> str:
     return text
 
 
-@dataclass(frozen=True)
-class FieldRange:
-    """The values a numeric setting may take, and the sentence that says so."""
-
-    low: float
-    high: float
-    whole: bool  # a whole number (gamma) rather than any real number (temperature)
-    low_open: bool = False  # above `low`, never at it (top_p)
-    note: str = ""  # what a special value means, e.g. "0 means greedy"
-
-    def describe(self, low: float | None = None, high: float | None = None) -> str:
-        """'a whole number from 1 to 64'; `low`/`high` narrow the range (a server's caps, the page's sliders)."""
-        kind = "a whole number" if self.whole else "a number"
-        open_low = self.low_open and low is None
-        low, high = _plain(self.low if low is None else low), _plain(self.high if high is None else high)
-        span = f"above {low} and at most {high}" if open_low else f"from {low} to {high}"
-        return f"{kind} {span}" + (f" ({self.note})" if self.note else "")
-
-
-# Every numeric setting of a run, in one table: the CLI, the page, the HTTP API and DecodeConfig.validate check
-# against it through check_field, so each gets the same sentence. A server may narrow a range, never widen it.
-NUMBER_FIELDS = {
-    "gamma": FieldRange(1, MAX_GAMMA, whole=True),
-    "max_new_tokens": FieldRange(1, MAX_NEW_TOKENS, whole=True),
-    "temperature": FieldRange(0, 100, whole=False, note="0 means greedy"),
-    "top_k": FieldRange(0, MAX_TOP_K, whole=True, note="0 turns it off"),
-    "top_p": FieldRange(0, 1, whole=False, low_open=True, note="1 turns it off"),
-    "seed": FieldRange(0, 2**63 - 1, whole=True),
-    "ngram_size": FieldRange(1, 16, whole=True),
-    "lenience": FieldRange(0, 1, whole=False, low_open=True, note="1 is exact"),
-    "draft_confidence": FieldRange(0, 1, whole=False, note="0 never stops a draft early"),
-    "tree_budget": FieldRange(0, 4 * MAX_GAMMA, whole=True, note="0 means measured on this machine"),
-    "draft_window": FieldRange(0, 65536, whole=True, note="0 reads the whole prompt"),
-    "draft_vocab": FieldRange(0, 1_000_000, whole=True, note="0 scores every token"),
-}
 
 
 def check_field(name: str, value, low: float | None = None, high: float | None = None, exact: bool = False):
@@ -282,7 +289,8 @@ def check_field(name: str, value, low: float | None = None, high: float | None =
     high_value = field.high if high is None else high
     if (number is None or not low_value <= number <= high_value or (field.low_open and low is None and number == low_value)
             or (exact and field.whole and not isinstance(value, int))):
-        raise ValueError(f"{name} must be {field.describe(low, high)}, got {shown(value)}")
+        got = "nothing (an empty box, or text that is no number)" if value is None else shown(value)
+        raise ValueError(f"{name} must be {field.describe(low, high)}, got {got}")
     return number
 
 

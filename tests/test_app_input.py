@@ -15,9 +15,10 @@ TEST_RUN = RunRequest(pair=OFFLINE_PAIR, drafter=PROMPT_LOOKUP, prompt="Repeat a
                       max_new_tokens=4)
 OUT_OF_RANGE = [
     (dict(prompt="   "), "The prompt is empty"),
-    (dict(gamma=0), "gamma must be a whole number from 1 to 16, got 0."),
+    (dict(gamma=0), "gamma must be a whole number from 1 to 64, got 0."),
     (dict(temperature=-1), "temperature must be a number from 0 to 2 (0 means greedy), got -1."),
-    (dict(max_new_tokens=100000), "max_new_tokens must be a whole number from 1 to 512, got 100000."),
+    (dict(max_new_tokens=100000), "max_new_tokens must be a whole number from 1 to 8192, got 100000."),
+    (dict(temperature=2.5), "temperature must be a number from 0 to 2 (0 means greedy), got 2.5."),
     (dict(seed=-3), "seed must be a whole number from 0 to 9223372036854775807, got -3."),
     (dict(pair="Custom", target="", draft=""), "Give both a target and a draft"),
     (dict(pair="Custom", target="distilled", draft="ngram"), "can only be the drafter"),
@@ -25,13 +26,13 @@ OUT_OF_RANGE = [
     (dict(prompt="word " * 9000), "context holds"),
     (dict(prompt="x" * 100_000), "the limit is 50,000"),
     (dict(prompt="tab\tand line\nare fine, but not \x07 or \x1b[31m"), "control character (U+0007"),
-    (dict(gamma=-1), "gamma must be a whole number from 1 to 16, got -1."),
-    (dict(gamma=1000), "gamma must be a whole number from 1 to 16, got 1000."),
-    (dict(gamma=2.5), "gamma must be a whole number from 1 to 16, got 2.5."),
-    (dict(max_new_tokens=0), "max_new_tokens must be a whole number from 1 to 512, got 0."),
-    (dict(max_new_tokens=10**6), "max_new_tokens must be a whole number from 1 to 512, got 1000000."),
-    (dict(top_p=0), "top_p must be a number from 0.05 to 1 (1 turns it off), got 0."),
-    (dict(top_p=1.5), "top_p must be a number from 0.05 to 1 (1 turns it off), got 1.5."),
+    (dict(gamma=-1), "gamma must be a whole number from 1 to 64, got -1."),
+    (dict(gamma=1000), "gamma must be a whole number from 1 to 64, got 1000."),
+    (dict(gamma=2.5), "gamma must be a whole number from 1 to 64, got 2.5."),
+    (dict(max_new_tokens=0), "max_new_tokens must be a whole number from 1 to 8192, got 0."),
+    (dict(max_new_tokens=10**6), "max_new_tokens must be a whole number from 1 to 8192, got 1000000."),
+    (dict(top_p=0), "top_p must be a number above 0 and at most 1 (1 turns it off), got 0."),
+    (dict(top_p=1.5), "top_p must be a number above 0 and at most 1 (1 turns it off), got 1.5."),
     (dict(top_k=-1), "top_k must be a whole number from 0 to 1000000 (0 turns it off), got -1."),
 ]
 # Every field of /run with values of the wrong type: text where a number goes, numbers where text goes, null, lists.
@@ -89,8 +90,9 @@ def test_bad_input_is_a_clear_error_in_one_log_line_and_the_server_keeps_serving
 
 @pytest.mark.slow
 @pytest.mark.parametrize("overrides,message", [
-    (dict(gamma="abc"), "gamma must be a whole number from 1 to 16, got 'abc'."),
-    (dict(seed=None), "seed must be a whole number from 0 to 9223372036854775807, got None."),
+    (dict(gamma="abc"), "gamma must be a whole number from 1 to 64, got 'abc'."),
+    (dict(seed=None), "seed must be a whole number from 0 to 9223372036854775807, got nothing (an empty box, or "
+                      "text that is no number)."),
     (dict(prompt=7), "The prompt must be text, got 7."),
 ])
 def test_step_names_the_field_too(app_url, overrides, message):

@@ -28,7 +28,7 @@ def test_v_k_is_measured_as_far_as_the_tree_may_reach():
 
 def test_refusals_are_one_line(capsys):
     assert cli.main(["generate", "--prompt", "hi", "--tree-budget", "-1"]) != 0
-    assert "tree_budget must be a whole number from 0 to 256" in capsys.readouterr().err
+    assert "tree_budget must be a whole number from 0 to 64" in capsys.readouterr().err
     assert cli.main(["generate", "--prompt", "hi", "--tree", "--adaptive"]) != 0
     assert "adaptive γ chooses chain lengths" in capsys.readouterr().err
 

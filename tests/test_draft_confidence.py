@@ -132,7 +132,7 @@ def test_the_page_sets_the_coder_pairs_preset_for_the_backend_chosen():
         return (updates[0]["info"], *(update.get("value") if isinstance(update, dict) else None
                                       for update in updates[1:]))
 
-    help_text, *settings = shown(ui._pair_changed(CODER_PAIR, LLAMA_CPP, OFFLINE_PAIR)[2:6])
+    help_text, *settings = shown(ui._pair_changed(CODER_PAIR, LLAMA_CPP, OFFLINE_PAIR, "")[2:6])
     assert settings == [4, 0.6, True] and "Preset on llama.cpp: adaptive γ up to 4 with a draft stop of 0.6" in help_text
     # as the transformers preset left them (γ 12, fixed): the llama.cpp preset
     help_text, *settings = shown(ui._backend_changed(CODER_PAIR, LLAMA_CPP, 12, False))
@@ -142,7 +142,7 @@ def test_the_page_sets_the_coder_pairs_preset_for_the_backend_chosen():
     help_text, *settings = shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS, 4, True))  # the llama.cpp preset's
     assert settings == [12, 0.6, False] and "Preset: γ 12 with a draft stop of 0.6" in help_text
     assert shown(ui._backend_changed(CODER_PAIR, TRANSFORMERS, "", False))[1:] == (None, 0.6, None)  # an empty box
-    assert shown(ui._pair_changed(OFFLINE_PAIR, LLAMA_CPP, CODER_PAIR)[2:6])[1:] == (4, 0.0, False)  # no preset
+    assert shown(ui._pair_changed(OFFLINE_PAIR, LLAMA_CPP, CODER_PAIR, "")[2:6])[1:] == (4, 0.0, False)  # no preset
     assert RunRequest(pair=CODER_PAIR, backend=LLAMA_CPP).draft_stop() == 0.6  # an API call that leaves it out
 
 
@@ -175,8 +175,10 @@ def test_an_unreachable_hub_pair_is_refused_at_once_and_the_menu_goes_back(monke
                         "have openai-community/gpt2-xl in its cache. Choose an offline pair.")
     warned = []
     monkeypatch.setattr(ui.gr, "Warning", warned.append)
-    *_, menu, gamma, stop, adaptive, status, accepted = ui._pair_changed(hub, TRANSFORMERS, OFFLINE_PAIR)
+    *_, menu, gamma, stop, adaptive, status, accepted = ui._pair_changed(hub, TRANSFORMERS, OFFLINE_PAIR, "")
     assert menu["value"] == OFFLINE_PAIR and accepted == OFFLINE_PAIR and warned == [sentence]
     assert status == f"**Not available**: {sentence}" and gamma == stop == adaptive == ui.gr.skip()
-    *_, status, accepted = ui._pair_changed(OFFLINE_PAIR, TRANSFORMERS, OFFLINE_PAIR)  # the menu's own change back
-    assert status == ui.gr.skip() and accepted == OFFLINE_PAIR  # the refusal stays on the status line
+    *_, cleared, accepted = ui._pair_changed(OFFLINE_PAIR, TRANSFORMERS, OFFLINE_PAIR, status)  # the next choice
+    assert cleared == "" and accepted == OFFLINE_PAIR  # the refusal no longer holds: the status line forgets it
+    *_, kept, _ = ui._pair_changed(OFFLINE_PAIR, TRANSFORMERS, OFFLINE_PAIR, "**Stopped by you** after 3 rounds")
+    assert kept == ui.gr.skip()  # a run's own status stays

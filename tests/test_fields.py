@@ -35,7 +35,7 @@ def test_good_values_come_back_as_the_fields_type(name, value, expected):
     ("gamma", 0, "gamma must be a whole number from 1 to 64, got 0"),
     ("gamma", 2.5, "gamma must be a whole number from 1 to 64, got 2.5"),
     ("top_p", 0, "top_p must be a number above 0 and at most 1 (1 turns it off), got 0"),
-    ("temperature", -1, "temperature must be a number from 0 to 100 (0 means greedy), got -1"),
+    ("temperature", -1, "temperature must be a number from 0 to 2 (0 means greedy), got -1"),
     ("seed", -3, "seed must be a whole number from 0 to 9223372036854775807, got -3"),
     ("max_new_tokens", "x" * 100, "max_new_tokens must be a whole number from 1 to 8192, got 'xxxxxxxx"),
 ])
@@ -86,11 +86,12 @@ def parse_value(text):
 
 
 @pytest.mark.parametrize("name,value,sentence", [
-    ("gamma", "abc", "gamma must be a whole number from 1 to 16, got 'abc'."),
-    ("gamma", 17, "gamma must be a whole number from 1 to 16, got 17."),
-    ("max_new_tokens", None, "max_new_tokens must be a whole number from 1 to 512, got None."),
+    ("gamma", "abc", "gamma must be a whole number from 1 to 64, got 'abc'."),
+    ("gamma", 65, "gamma must be a whole number from 1 to 64, got 65."),
+    ("max_new_tokens", None, "max_new_tokens must be a whole number from 1 to 8192, got nothing (an empty box, or "
+                             "text that is no number)."),
     ("temperature", "hot", "temperature must be a number from 0 to 2 (0 means greedy), got 'hot'."),
-    ("top_p", [0.5], "top_p must be a number from 0.05 to 1 (1 turns it off), got [0.5]."),
+    ("top_p", [0.5], "top_p must be a number above 0 and at most 1 (1 turns it off), got [0.5]."),
     ("top_k", 2.5, "top_k must be a whole number from 0 to 1000000 (0 turns it off), got 2.5."),
     ("seed", True, "seed must be a whole number from 0 to 9223372036854775807, got True."),
     ("pair", 3, "pair must be one of 'Offline: SmolLM2-135M-Instruct (embedded)'"),
@@ -110,8 +111,8 @@ def test_the_apps_callback_names_the_field_of_any_wrong_value(name, value, sente
 
 
 @pytest.mark.parametrize("name,value,sentence", [
-    ("max_new_tokens", 100000, "max_new_tokens must be a whole number from 1 to 512, got 100000."),
-    ("gamma", 0, "gamma must be a whole number from 1 to 16, got 0."),
+    ("max_new_tokens", 100000, "max_new_tokens must be a whole number from 1 to 8192, got 100000."),
+    ("gamma", 0, "gamma must be a whole number from 1 to 64, got 0."),
     ("temperature", -3, "temperature must be a number from 0 to 2 (0 means greedy), got -3."),
 ])
 def test_run_and_step_refuse_an_out_of_range_number_on_the_status_line_and_run_nothing(name, value, sentence,
@@ -231,7 +232,7 @@ def test_the_page_sends_an_empty_system_prompt_by_default():
 
 @pytest.mark.parametrize("callback,arguments,sentence", [
     ("tabs.simulated_models.run_view", (1.5, 4, 0.1, 64, 1, 0), "Overlap β must be a number from 0 to 1, got 1.5."),
-    ("tabs.simulated_models.run_view", (0.7, "four", 0.1, 64, 1, 0), "gamma must be a whole number from 1 to 16, got 'four'."),
+    ("tabs.simulated_models.run_view", (0.7, "four", 0.1, 64, 1, 0), "gamma must be a whole number from 1 to 64, got 'four'."),
     ("tabs.simulated_models.viability_view", (-1,), "seed must be a whole number"),
     ("tabs.memory_bandwidth.bandwidth_view", (11, 2, "fast", 312, 1, 1000),
      "Memory bandwidth (GB/s) must be a number from 0.1 to 1000000, got 'fast'."),

@@ -160,6 +160,8 @@ def waiting(future, job: Job, started: float, extra: tuple = ()):
     """Wait for a model-thread task, yielding a status update every STATUS_INTERVAL_S; return its result.
     `extra`: what the callback's outputs after the live views get meanwhile (Step's session: gr.skip())."""
     while True:
+        if job.cancelled:  # Stop while loading: answered now; a load in C goes on, and what it loads stays cached
+            raise Cancelled("stopped while loading")
         try:
             return future.result(timeout=STATUS_INTERVAL_S)
         except FutureTimeout:

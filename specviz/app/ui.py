@@ -28,7 +28,7 @@ from specviz.app.request import DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRA
 from specviz.app.tabs.groups import LIVE_TAB, build_lab_tabs
 from specviz.app.tabs.runs_and_files import first_screen, gallery_buttons, wire_gallery
 from specviz.app.teacher import build_teacher_lane
-from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace
+from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace, replay_check
 from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.app.warmup import warm_up_note
 from specviz.config import BACKENDS, NUMBER_FIELDS, OFFLINE_MODEL
@@ -48,6 +48,8 @@ class LiveTab:
     position_slider: gr.Slider
     export: gr.Button | None  # the run as one self-contained HTML page (export.py)
     exported: gr.File | None  # where that page is offered for download
+    replay: gr.Button | None  # re-runs the shown trace on its models (trace_files.replay_check)
+    load_note: gr.Markdown | None  # under Load: the file loaded, or the sentence that refused it; the replay's verdict
     gallery: list  # (button, gallery entry) per recorded run shipped in assets/gallery (gallery_panel.py)
 
 
@@ -69,6 +71,7 @@ def build_app() -> gr.Blocks:
                      tabs, LIVE_TAB)
         demo.load(first_screen, None, list(live.outputs.values()), queue=False)  # a recorded run, before any model
         demo.load(_backend_offered, None, live.controls["backend"], queue=False)
+        demo.load(_pairs_here, None, live.controls["pair"], queue=False)  # "offline" as the pair's files are now
     return demo
 
 
@@ -116,7 +119,7 @@ def _live_tab(policy: Policy, trace_state: gr.State) -> LiveTab:
                "download": download}
     if list(outputs) != LiveView.names():
         raise AssertionError(f"the live tab's outputs {list(outputs)} do not match LiveView's fields")
-    return LiveTab(controls, custom_row, buttons, None, outputs, position_slider, None, None, [])
+    return LiveTab(controls, custom_row, buttons, None, outputs, position_slider, None, None, None, None, [])
 
 
 def _files_tab(live: LiveTab) -> None:
@@ -129,6 +132,8 @@ def _files_tab(live: LiveTab) -> None:
         live.upload = gr.UploadButton("Load a trace (JSON or exported page)", file_types=[".json", ".html"],
                                       type="filepath")
         live.export = gr.Button("Export the run as one page (HTML)")
+        live.replay = gr.Button("Replay it on its models: does every round reproduce?")
+    live.load_note = gr.Markdown(elem_id="sv-load-note")  # what Load made of the file: loaded, or why not
     live.exported = gr.File(label="Exported page", visible=False, elem_id="sv-exported")
 
 
@@ -210,20 +215,25 @@ def _number_fields(policy: Policy):
     return number
 
 
-def _pair_changed(choice: str, backend: str, accepted: str | None):
+NOT_AVAILABLE = "**Not available**: "  # how the status line opens on a pair the menu refused
+
+
+def _pair_changed(choice: str, backend: str, accepted: str | None, status: str | None):
     """A new pair: show the Custom boxes or not, and set the drafter, γ, draft stop and adaptive γ this pair runs
     best with on the backend chosen. A hub pair this server cannot load (no internet, not cached) is refused at once:
-    the menu goes back to the pair before (`accepted`), and the status line says why until the next Run."""
+    the menu goes back to the pair before (`accepted`), and the status line says why until the next choice succeeds
+    or the next Run."""
     refusal = unreachable(choice)
     if refusal is not None:
         gr.Warning(refusal)
         back = accepted if accepted in PAIRS else default_pair()
         return (gr.skip(), gr.skip(), gr.update(value=back), gr.skip(), gr.skip(), gr.skip(),
-                f"**Not available**: {refusal}", back)
+                f"{NOT_AVAILABLE}{refusal}", back)
     offline_smollm = PAIRS[choice][0] == OFFLINE_MODEL
+    cleared = "" if (status or "").startswith(NOT_AVAILABLE) else gr.skip()  # an earlier refusal no longer holds
     return (gr.update(visible=choice == CUSTOM_PAIR),
             gr.update(value=LOOKUP_THEN_DRAFT if offline_smollm else DRAFT_MODEL, info=drafter_help(choice)),
-            *_pair_settings_on(choice, backend), gr.skip(), choice)
+            *_pair_settings_on(choice, backend), cleared, choice)
 
 
 def _pair_settings_on(choice: str, backend: str):
@@ -250,6 +260,11 @@ def _backend_changed(choice: str, backend: str, gamma, adaptive: bool):
     return (gr.update(info=pair_help(choice, policy, backend=backend)),
             gr.update(value=settings["gamma"]) if adaptive else gr.skip(),
             gr.update(value=settings["draft_confidence"]), gr.skip())
+
+
+def _pairs_here():
+    """The pair menu's labels as this machine holds the pairs' files now (installed or fetched since the start)."""
+    return gr.update(choices=pair_choices())
 
 
 def _backend_offered():
@@ -280,7 +295,7 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     settings = [controls["pair"], controls["gamma"], controls["draft_confidence"], controls["adaptive"]]
     accepted = gr.State(controls["pair"].value)  # the last pair the menu accepted, to go back to after a refusal
     # .input, not .change: a person's choice sets the pair's preset; a gallery run setting the menu keeps its own
-    controls["pair"].input(_pair_changed, [controls["pair"], controls["backend"], accepted],
+    controls["pair"].input(_pair_changed, [controls["pair"], controls["backend"], accepted, live.outputs["status"]],
                             [live.custom_row, controls["drafter"], *settings, live.outputs["status"], accepted],
                             queue=False)
     controls["backend"].input(_backend_changed, [controls["pair"], controls["backend"], controls["gamma"],
@@ -298,8 +313,9 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     # the cleared page too (live._cleared), after any update of its rows in flight. (A Gradio cancel here would mark
     # the outputs "Error" when the cancel overtook the cleared page.)
     live.buttons["reset"].click(reset, [job_state], [*outputs, step_state], queue=False)
-    live.upload.upload(quiet_refusals(import_trace), live.upload, [*outputs, step_state])
+    live.upload.upload(quiet_refusals(import_trace), live.upload, [*outputs, step_state, live.load_note])
     live.export.click(export_page, trace_state, live.exported, api_name="export_page")
+    live.replay.click(replay_check, trace_state, live.load_note, api_name="replay_check")
     sliders = [live.outputs["round_slider"], live.position_slider]
     for slider in sliders:
         slider.release(select_position, [trace_state, *sliders], [live.outputs["pq_plot"], live.position_slider])
