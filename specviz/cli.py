@@ -29,7 +29,7 @@ from specviz.decoding.pipeline import build_pipeline
 from specviz.drafters import kinds
 from specviz.job import Job
 from specviz.paths import OutputPathError, check_outputs
-from specviz.trace import Trace
+from specviz.trace import trace_text
 from specviz.views.cli_output import LEGEND, format_round, json_summary, print_summary
 
 FORWARDED = {  # subcommands whose arguments belong to a tool: `python -m specviz bench --help` shows them
@@ -205,19 +205,14 @@ def generate(args) -> int:
     return 0
 
 
-def _trace_from_text(text: str) -> Trace:
-    from specviz.views.export import trace_from_text  # plotly and the figures load only when a trace is read
-
-    return trace_from_text(text)
-
-
 def replay(args) -> int:
     """Print a recorded trace's rounds or, with --check, re-run it and name the first round that differs."""
+    from specviz.views.export import trace_from_file  # plotly and the figures load only when a trace is read
+
     try:
-        with open(args.trace, encoding="utf-8") as handle:
-            trace = _trace_from_text(handle.read())  # trace JSON, or a page from --html-out
-    except (OSError, ValueError) as error:  # ValueError: not JSON, not UTF-8, or not a trace
-        raise UsageError(f"{args.trace}: {error}") from None
+        trace = trace_from_file(args.trace)  # trace JSON, or a page from --html-out, checked to hold together
+    except ValueError as error:
+        raise UsageError(f"{args.trace} {error}") from None
     if args.rounds is not None and not args.check:
         raise UsageError("--rounds goes with --check: it says how many rounds to re-run")
     if not args.check:
@@ -285,12 +280,17 @@ def main(argv: list[str] | None = None) -> int:
         return forward(argv[0], argv[1:])
     try:
         args = build_parser().parse_args(argv)
+        if args.command == "replay":  # a file that cannot be a trace is refused before anything heavy loads
+            try:
+                trace_text(args.trace)
+            except ValueError as error:
+                raise UsageError(f"{args.trace} {error}") from None
         _quiet_transformers()
         if args.command != "replay" or args.check:  # a model will run: torch's threads fit the CPU quota
             from specviz.models.threads import size_torch_threads
 
             size_torch_threads()
-        with job.running(Job(on_stage=_stage_line if _show_progress() else None)):
+        with job.running(Job(on_stage=_stage_line if _show_progress(getattr(args, "json", False)) else None)):
             return {"generate": generate, "replay": replay, "verify-cost": verify_cost}[args.command](args)
     except (UsageError, OutputPathError) as error:
         print(f"specviz: {error}", file=sys.stderr)
@@ -303,9 +303,11 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
-def _show_progress() -> bool:
-    """Loading stages go to stderr in a terminal (or with SPECVIZ_PROGRESS=1); scripts get only the errors."""
-    return sys.stderr.isatty() or os.environ.get("SPECVIZ_PROGRESS") == "1"
+def _show_progress(json_out: bool) -> bool:
+    """Loading stages go to stderr in a terminal, and always beside --json's object on stdout, as the app's status line
+    shows them (SPECVIZ_PROGRESS=1 asks for them, 0 silences them); other scripts get only the errors."""
+    wanted = os.environ.get("SPECVIZ_PROGRESS", "")
+    return wanted != "0" and (sys.stderr.isatty() or json_out or wanted == "1")
 
 
 def _stage_line(stage: str) -> None:

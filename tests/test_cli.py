@@ -187,3 +187,14 @@ def test_python_m_specviz_with_an_unwritable_trace_out_prints_no_traceback():
     result = run_cli("generate", "--prompt", "hi", "--trace-out", NO_FOLDER)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == f"specviz: --trace-out {NO_FOLDER}: the folder /nonexistent-dir does not exist\n"
+
+
+@pytest.mark.slow
+def test_the_installed_package_runs_from_any_folder(tmp_path):
+    """README's commands install specviz itself (`pip install --no-deps -e .`): the `specviz` command and `python -m
+    specviz` answer from a folder that is not the repository's, with no PYTHONPATH."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    command = os.path.join(os.path.dirname(sys.executable), "specviz")
+    for argv in ([command, "generate", "--help"], [sys.executable, "-m", "specviz", "generate", "--help"]):
+        result = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+        assert result.returncode == 0 and "--prompt" in result.stdout, (argv, result.stderr[-500:])
