@@ -124,3 +124,22 @@ def test_a_branching_tree_gives_each_entry_its_own_paths_logits(backend, kept):
     model.reset()
     chain = model.feed(torch.tensor(PROMPT[:4] + [tokens[node] for node in kept] + [2]))
     torch.testing.assert_close(after_kept, chain, atol=tolerance, rtol=tolerance)  # the other paths left the cache
+
+
+def test_a_tree_longer_than_one_batch_is_read_in_pieces(backend):
+    """The first round reads the prompt with the tree (the engine's pending tokens): more entries than llama.cpp's
+    batch of 512; each entry's logits are still its path's."""
+    model, tolerance = backend
+    if model.max_length < 700:
+        pytest.skip("a context too short for 700 entries")
+    chain = [(index * 7) % model.vocab_size for index in range(600)]
+    parents = [*range(-1, 599), 598]  # a chain of 600, then a sibling of its last entry
+    try:
+        model.reset()
+        rows = model.feed_tree(torch.tensor(chain + [3]), parents, logits_to_keep=2)
+    except ValueError as refusal:
+        pytest.skip(f"this backend reads chains only: {refusal}")
+    model.keep_path(list(range(599)) + [600])
+    model.reset()
+    expected = model.feed(torch.tensor(chain[:599] + [3]))
+    torch.testing.assert_close(rows[1:2], expected, atol=tolerance, rtol=tolerance)

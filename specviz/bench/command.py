@@ -178,11 +178,11 @@ def _main(args) -> int:
     if not prompts:
         raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
     started = time.perf_counter()
-    if args.backend == LLAMA_CPP:  # transformers' methods need its models; trees need the transformers backend
-        asked = set(args.methods) & {*HF_METHODS, "specviz_tree"}
+    if args.backend == LLAMA_CPP:  # transformers' methods need its models
+        asked = set(args.methods) & set(HF_METHODS)
         if asked and args.methods != list(METHODS):
             raise ValueError(f"{', '.join(sorted(asked))} cannot run with --backend llama.cpp")
-        args.methods = [method for method in args.methods if method not in (*HF_METHODS, "specviz_tree")]
+        args.methods = [method for method in args.methods if method not in HF_METHODS]
     runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens, draft_confidence=args.draft_confidence,
                     tree_budget=args.tree_budget, trees="specviz_tree" in args.methods, draft_window=args.draft_window,
                     draft_vocab=args.draft_vocab, backend=args.backend)

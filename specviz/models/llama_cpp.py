@@ -223,9 +223,9 @@ class LlamaCppModel:
         sequences of the paths through it, so it attends to the committed text and its own ancestors only."""
         ids, parents = token_ids.view(-1).tolist(), [int(parent) for parent in parents]
         keep = logits_to_keep or len(ids)
-        if len(parents) != len(ids) or not ids or not 1 <= keep <= len(ids) or len(ids) > BATCH_TOKENS:
-            raise ValueError(f"{self.name}: feed a tree of {len(ids)} entries (at most {BATCH_TOKENS}) with "
-                             f"{len(parents)} parents, keeping the logits of {keep}")
+        if len(parents) != len(ids) or not ids or not 1 <= keep <= len(ids):
+            raise ValueError(f"{self.name}: feed a tree of {len(ids)} entries with {len(parents)} parents, keeping "
+                             f"the logits of {keep}")
         if self._cached_length + len(ids) > self.max_length:
             raise ValueError(f"{self.name}: {self._cached_length + len(ids)} tokens overflow the context of "
                              f"{self.max_length}")
@@ -274,7 +274,8 @@ class LlamaCppModel:
         for start in range(0, len(ids), BATCH_TOKENS):  # a long prompt in pieces; a round's tokens in one batch
             piece = ids[start:start + BATCH_TOKENS]
             keep = max(0, logits_to_keep - (len(ids) - start - len(piece)))  # of this piece's last positions
-            rows.append(self._decode(piece, min(keep, len(piece)), plan))
+            part = plan and plan.piece(start, start + len(piece))  # a long tree (a prompt read with it) in pieces too
+            rows.append(self._decode(piece, min(keep, len(piece)), part))
         logits = torch.cat([row for row in rows if row.numel()])[-logits_to_keep:]  # [logits_to_keep, V]
         self.forward_seconds += time.perf_counter() - started
         self.tokens_fed += len(ids)

@@ -30,6 +30,11 @@ class SequencePlan:
     members: list[list[int]] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
 
+    def piece(self, start: int, end: int) -> SequencePlan:
+        """Entries start..end-1, for a batch decoded in pieces (parents come before children, so each piece reads
+        the earlier ones from the cache); the copies are made once, before the first."""
+        return SequencePlan([], self.members[start:end], self.positions[start:end])
+
 
 class TreeSequences:
     """The sequences of the token tree a context holds after its committed text (entries in the order fed)."""
