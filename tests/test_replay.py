@@ -244,7 +244,14 @@ def test_a_t1_run_of_each_offline_drafter_replays_exactly(tmp_path, capsys, offl
     assert cli.main(["replay", str(path), "--check"]) == 0
     assert capsys.readouterr().out == f"all {rounds} rounds reproduce\n"
     data = json.loads(path.read_text(encoding="utf-8"))  # negative control: the first round's last uniform
-    data["rounds"][0]["next_uniform"] = (data["rounds"][0]["next_uniform"] + 0.5) % 1.0
+    uniform = data["rounds"][0]["next_uniform"]
+    data["rounds"][0]["next_uniform"] = (uniform + 0.5) % 1.0  # far off: it could not have drawn that token
+    path.write_text(json.dumps(data), encoding="utf-8")
+    if cli.main(["replay", str(path), "--check"]) == 2:  # the load's check saw it, with no model
+        assert "contradicts itself at round 1, next_uniform" in capsys.readouterr().err
+    else:  # still inside the drawn token's interval (as far as the top-10 tells): the replay must catch it
+        assert capsys.readouterr().err.startswith("round 1 does not reproduce: the correction/bonus uniform")
+    data["rounds"][0]["next_uniform"] = uniform + 5e-7 if uniform < 0.5 else uniform - 5e-7  # a nudge the check allows
     path.write_text(json.dumps(data), encoding="utf-8")
     assert cli.main(["replay", str(path), "--check"]) == 1
     assert capsys.readouterr().err.startswith("round 1 does not reproduce: the correction/bonus uniform")
