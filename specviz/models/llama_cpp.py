@@ -179,7 +179,8 @@ class LlamaCppModel:
         params = llama_cpp.llama_context_default_params()
         params.n_ctx, params.n_batch, params.n_ubatch = self.max_length, BATCH_TOKENS, BATCH_TOKENS
         params.n_threads = params.n_threads_batch = threads()
-        params.n_seq_max, params.kv_unified = TREE_PATHS, True  # one cache the sequences of a tree share
+        sequences = TREE_PATHS if trees else 1  # a chain context keeps llama.cpp's one-sequence set-up
+        params.n_seq_max, params.kv_unified = sequences, True  # one cache the sequences of a tree share
         params.swa_full = True  # a sliding-window layer keeps every entry, so a rollback never needs a re-read
         # Flash attention on auto, as llama.cpp's own tools run (the bindings' Llama class turns it off): the logits
         # then equal llama-completion's, which the benchmark compares with. A context for token trees runs without it:
@@ -190,10 +191,10 @@ class LlamaCppModel:
         params.flash_attn_type = (llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED if trees
                                   else llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO)
         self.context = internals.LlamaContext(model=loaded.weights, params=params, verbose=False)
-        self.batch = internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=TREE_PATHS, verbose=False)
+        self.batch = internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=sequences, verbose=False)
         self.width = loaded.logits_width  # of each logits row llama.cpp writes
         self._cached_length = 0
-        self.tree = TreeSequences(TREE_PATHS)  # the entries fed by feed_tree, until keep_path
+        self.tree = TreeSequences(sequences)  # the entries fed by feed_tree, until keep_path
         self.tokens_fed = self.forward_calls = 0
         self.forward_seconds = 0.0
 
@@ -226,9 +227,7 @@ class LlamaCppModel:
         if len(parents) != len(ids) or not ids or not 1 <= keep <= len(ids):
             raise ValueError(f"{self.name}: feed a tree of {len(ids)} entries with {len(parents)} parents, keeping "
                              f"the logits of {keep}")
-        if self._cached_length + len(ids) > self.max_length:
-            raise ValueError(f"{self.name}: {self._cached_length + len(ids)} tokens overflow the context of "
-                             f"{self.max_length}")
+        self._check_room(len(ids))
         base = self._cached_length - len(self.tree.parents)  # the committed text's length
         try:
             plan = self.tree.add(parents, base, branches=self.trees)
@@ -262,13 +261,16 @@ class LlamaCppModel:
                 raise RuntimeError(f"{self.name}: llama.cpp could not remove cache entries after position {length}")
             self._cached_length = length
 
+    def _check_room(self, count: int) -> None:
+        if self._cached_length + count > self.max_length:
+            raise ValueError(f"{self.name}: {self._cached_length + count} tokens overflow the context of "
+                             f"{self.max_length}")
+
     def _feed(self, ids: list[int], logits_to_keep: int, plan: SequencePlan | None = None) -> torch.Tensor:
         job.check()  # a stopped run ends here, before the next forward
         if not ids or not 1 <= logits_to_keep <= len(ids):
             raise ValueError(f"{self.name}: feed {len(ids)} tokens keeping the logits of {logits_to_keep}")
-        if self._cached_length + len(ids) > self.max_length:
-            raise ValueError(f"{self.name}: {self._cached_length + len(ids)} tokens overflow the context of "
-                             f"{self.max_length}")
+        self._check_room(len(ids))
         started = time.perf_counter()
         rows = []
         for start in range(0, len(ids), BATCH_TOKENS):  # a long prompt in pieces; a round's tokens in one batch

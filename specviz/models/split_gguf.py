@@ -131,12 +131,16 @@ def available(model: SplitModel) -> bool:
     return is_complete(converted_folder(model)) or _assembled(model) or not missing_parts(model)
 
 
-def first_missing(model_ids) -> SplitModel | None:
-    """The first of `model_ids` that is a split model (or its requantization, "…@Q4_0") and not `available`; None
-    when there is none (other ids pass)."""
+def missing_models(model_ids) -> list[SplitModel]:
+    """Those of `model_ids` that are split models (or their requantizations, "…@Q4_0") and not `available`, in
+    order (other ids pass)."""
     bases = [(model_id or "").rpartition("@")[0] or model_id for model_id in model_ids]
-    return next((SPLIT_MODELS[base] for base in bases if base in SPLIT_MODELS and not available(SPLIT_MODELS[base])),
-                None)
+    return [SPLIT_MODELS[base] for base in bases if base in SPLIT_MODELS and not available(SPLIT_MODELS[base])]
+
+
+def first_missing(model_ids) -> SplitModel | None:
+    """The first of missing_models(model_ids); None when there is none."""
+    return next(iter(missing_models(model_ids)), None)
 
 
 def unobtainable(model_ids) -> str | None:
