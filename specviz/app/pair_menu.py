@@ -13,6 +13,7 @@ from specviz.config import (
     QUANTIZED_DRAFTER,
     TRANSFORMERS,
     DrafterSpec,
+    ModelSpec,
 )
 from specviz.drafters import kinds
 from specviz.models import presets, split_gguf
@@ -116,9 +117,9 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
         return ("Any two models, hub ids or folders inside the models directory; a draft of another tokenizer "
                 "proposes only the tokens both vocabularies spell alike." + (f" {terms}." if terms else ""))
     target, draft = PAIRS[pair]
-    models = f"{target.removeprefix('offline:')} drafted for by {draft.removeprefix('offline:')}"
+    models = f"{ModelSpec.parse(target).name} drafted for by {ModelSpec.parse(draft).name}"
     if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
-        models = f"{target.removeprefix('offline:')} drafted for by {kinds.describe(draft)}"
+        models = f"{ModelSpec.parse(target).name} drafted for by {kinds.describe(draft)}"
     settings, preset = pair_settings(pair, policy, backend), presets.preset_settings(_preset_name(pair), backend)
     if preset:
         capped = f" (γ capped at {settings['gamma']} on this server)" if settings["gamma"] < preset["gamma"] else ""
@@ -147,7 +148,7 @@ def hub_models(pair: str) -> list[str]:
     (['openai-community/gpt2-xl', 'openai-community/gpt2'], [], [])
     """
     return [model for model in PAIRS.get(pair, (None, None))
-            if model and not model.startswith("offline:") and model not in BUILT_IN_DRAFTERS]
+            if model and not ModelSpec.parse(model).offline and model not in BUILT_IN_DRAFTERS]
 
 
 def unreachable(pair: str, at_hand=None) -> str | None:
@@ -170,7 +171,7 @@ def drafter_help(pair: str) -> str:
     elif draft is None:
         model = "the draft named below"
     else:
-        model = draft.removeprefix("offline:") + (" (on a CPU, its 4-bit copy)" if draft in presets.INT4_ON_CPU else "")
+        model = ModelSpec.parse(draft).name + (" (on a CPU, its 4-bit copy)" if draft in presets.INT4_ON_CPU else "")
     return (f"Draft model: {model}. Prompt lookup: {kinds.describe(NGRAM_DRAFTER)}. Lookup, else draft model: "
             f"{kinds.LOOKUP_FIRST_DESCRIPTION}")
 

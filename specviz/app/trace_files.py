@@ -15,7 +15,7 @@ from specviz.app import worker
 from specviz.app.callbacks import refused
 from specviz.app.policy import current_policy
 from specviz.app.views import LiveView, views
-from specviz.config import DecodeConfig
+from specviz.config import DecodeConfig, ModelSpec
 from specviz.decoding.pipeline import build_pipeline
 from specviz.models.loading import IncompatibleModels, ModelUnavailable
 from specviz.trace import Trace
@@ -60,7 +60,7 @@ def download_name(trace: Trace, suffix: str, when: time.struct_time) -> str:
     'specviz-run-SmolLM2-135M-Instruct-from-ngram+int4-2026-11-26-0612.html'
     """
     def short(name: str) -> str:
-        return re.sub(r"[^A-Za-z0-9.+-]+", "-", name.removeprefix("offline:").rsplit("/", 1)[-1]).strip("-")[:48]
+        return re.sub(r"[^A-Za-z0-9.+-]+", "-", ModelSpec.parse(name).name.rsplit("/", 1)[-1]).strip("-")[:48]
 
     return f"specviz-run-{short(trace.target_name)}-from-{short(trace.draft_name)}-{time.strftime('%Y-%m-%d-%H%M', when)}{suffix}"
 

@@ -18,6 +18,7 @@ layout and multiplies as a GEMM (Q4_0, Q4_K, IQ4_NL), a forward over a few token
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specviz import job
+from specviz.config import ModelSpec
 from specviz.models.offline import CHUNK, ModelUnavailable, cache_root, exclusive
 
 SHIPPED_TYPES = ("q4_k_m", "q4_k_s", "q8_0", "q4_1", "q4_0")  # how a shipped GGUF's file name gives its type
@@ -57,7 +59,6 @@ REQUANTIZATIONS = {row.name: row for row in (
     Requantization("Q8_0", "LLAMA_FTYPE_MOSTLY_Q8_0", repacked=False),
 )}
 SIDECAR = ".json"  # beside the GGUF: {"size", "sha256", "source_size", "type", "quantizer"}
-VARIANT = "@"  # a model id's ending that asks for its GGUF requantized: "offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0"
 
 
 def split_variant(model_id: str) -> tuple[str, Requantization | None]:
@@ -67,24 +68,24 @@ def split_variant(model_id: str) -> tuple[str, Requantization | None]:
     >>> split_variant("offline:Qwen2.5-Coder-1.5B-Instruct@Q4_0")[1].name, split_variant("gpt2")
     ('Q4_0', ('gpt2', None))
     """
-    base, at, name = model_id.rpartition(VARIANT)
-    if not at or not base or not name.replace("_", "").isalnum() or name.upper() != name:
-        return model_id, None  # no ending, or an "@" that is part of a path
-    if name not in REQUANTIZATIONS:
-        raise ValueError(f"{model_id!r} asks for its GGUF requantized to {name}, which is none of "
+    spec = ModelSpec.parse(model_id)
+    if spec.requantized is None:
+        return model_id, None
+    if spec.requantized not in REQUANTIZATIONS:
+        raise ValueError(f"{model_id!r} asks for its GGUF requantized to {spec.requantized}, which is none of "
                          f"{', '.join(REQUANTIZATIONS)}")
-    return base, REQUANTIZATIONS[name]
+    return spec.base, REQUANTIZATIONS[spec.requantized]
 
 
 def variant(model_id: str, requantization: Requantization) -> str:
-    return f"{model_id}{VARIANT}{requantization.name}"
+    return str(dataclasses.replace(ModelSpec.parse(model_id), requantized=requantization.name))
 
 
 def describe(model_id: str) -> str:
     """How the page names a model: 'Qwen2.5-Coder-1.5B-Instruct, requantized from Q4_K_M to Q4_0 for batched
     verification' for a requantized one, else its name."""
     base, requantization = split_variant(model_id)
-    name = base.removeprefix("offline:")
+    name = ModelSpec.parse(base).name
     if requantization is None:
         return name
     return f"{name}, requantized from {source_type(base)} to {requantization.name} for batched verification"

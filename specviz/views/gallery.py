@@ -26,7 +26,7 @@ from pathlib import Path
 
 from specviz import paths
 from specviz.analysis.consistency import checked
-from specviz.config import OFFLINE_MODEL, DecodeConfig
+from specviz.config import OFFLINE_MODEL, DecodeConfig, ModelSpec
 from specviz.trace import Trace
 
 GALLERY_DIR = paths.ASSETS / "gallery"
@@ -49,7 +49,7 @@ class Entry:
     def caption(self) -> str:
         """One line under an opened run: the pair, the machine and the date it was recorded on."""
         source, models = self.provenance, self.provenance.get("models", {})
-        pair = " ← ".join(str(model.get("id", "?")).removeprefix("offline:") for model in models.values())
+        pair = " ← ".join(ModelSpec.parse(str(model.get("id", "?"))).name for model in models.values())
         return (f"Recorded on {source.get('machine', '?')} on {source.get('date', '?')[:10]}: {pair}; "
                 "replayed here with no model (python -m specviz replay --check reproduces it where the pair is "
                 "installed)")
