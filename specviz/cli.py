@@ -28,6 +28,7 @@ from specviz.decoding.calibration import calibrate, calibration_sizes
 from specviz.decoding.pipeline import build_pipeline
 from specviz.drafters import kinds
 from specviz.job import Job
+from specviz.models import presets
 from specviz.paths import OutputPathError, check_outputs
 from specviz.trace import trace_text
 from specviz.views.cli_output import LEGEND, format_round, json_summary, print_summary
@@ -72,9 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     gen = commands.add_parser("generate", help="decode a prompt speculatively and show every round")
     gen.add_argument("--prompt", required=True, help="the text to continue")
-    gen.add_argument("--preset", help="offline, qwen2.5-coder (offline once requirements-pair.txt is installed), "
-                                      "qwen2.5-coder-smollm2-draft, qwen2.5-coder-gemma-draft (+ requirements-gemma.txt; "
-                                      "Gemma Terms of Use), gpt2-xl, smollm2-1.7b, qwen2.5-1.5b or qwen2.5-1.5b-smollm2-draft")
+    gen.add_argument("--preset", help=presets.preset_help())
     gen.add_argument("--target", help=f"target model: hub id, local folder, or {OFFLINE_MODEL}")
     gen.add_argument("--draft", help=f"the drafter, one of {kinds.help_text()} (default: '{OFFLINE_DRAFTER}' for the "
                                      f"offline target on a CPU, '{OFFLINE_DRAFTER_OFF_CPU}' on a GPU, else '{NGRAM_DRAFTER}')")

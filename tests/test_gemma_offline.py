@@ -74,9 +74,9 @@ def test_parts_laid_out_as_gemmas_are_joined_in_order_and_checked(site, cache): 
 
 def test_the_cross_tokenizer_presets_are_listed_alike_everywhere():
     for name, models in CROSS_PRESETS.items():
-        assert presets.PRESETS[name] == models and presets.resolve_preset(name) == models  # no int4 copy: as given
+        assert presets.PRESETS[name].models == models and presets.resolve_preset(name) == models  # no int4 copy: as given
     menu = {models: pair for pair, models in PAIRS.items()}
-    assert all(models in menu for name, models in presets.PRESETS.items() if name != "offline")  # each in the app
+    assert all(pair.models in menu for pair in presets.PAIRS if pair.name != "offline")  # each in the app
     assert set(MENU_LABELS) == set(PAIRS)
     parser = build_parser()
     help_text = " ".join(parser._subparsers._group_actions[0].choices["generate"].format_help().split())

@@ -178,7 +178,7 @@ def test_the_preset_keeps_its_draft_on_the_command_line():
 
 
 def test_the_app_lists_the_pair_and_refuses_it_with_the_install_command_until_installed(site, cache, monkeypatch):
-    assert PAIRS[CODER_PAIR] == presets.PRESETS["qwen2.5-coder"]
+    assert PAIRS[CODER_PAIR] == presets.PRESETS["qwen2.5-coder"].models
     request = RunRequest(pair=CODER_PAIR, drafter="draft model", prompt="def add(a, b):")
     with monkeypatch.context() as patch:
         patch.setattr(split_gguf, "_part", lambda model, index: None)  # none installed, whatever this machine has

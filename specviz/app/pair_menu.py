@@ -12,6 +12,7 @@ from specviz.config import (
     OFFLINE_MODEL,
     QUANTIZED_DRAFTER,
     TRANSFORMERS,
+    DecodeConfig,
     DrafterSpec,
     ModelSpec,
 )
@@ -19,23 +20,13 @@ from specviz.drafters import kinds
 from specviz.models import presets, split_gguf
 from specviz.views import gallery
 
-OFFLINE_PAIR = "Offline: SmolLM2-135M-Instruct (embedded)"
-QUANTIZED_PAIR = "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy"
-CODER_PAIR = "Offline: Qwen2.5-Coder-1.5B-Instruct ← Qwen2.5-Coder-0.5B-Instruct"
-CODER_GEMMA_PAIR = "Offline: Qwen2.5-Coder-1.5B-Instruct ← gemma-3-270m"  # a draft of another tokenizer
+MENU = {pair.title: pair for pair in presets.PAIRS if pair.title}  # the pair dropdown's values -> their rows
+OFFLINE_PAIR, QUANTIZED_PAIR, CODER_PAIR, CODER_GEMMA_PAIR = (
+    presets.PRESETS[name].title for name in ("smollm2-distilled", "smollm2-int4", "qwen2.5-coder",
+                                             "qwen2.5-coder-gemma-draft"))
 CUSTOM_PAIR = "Custom"
-PAIRS = {  # the pair dropdown: label -> (target, draft); Custom takes both from the text boxes
-    OFFLINE_PAIR: (OFFLINE_MODEL, DISTILLED_DRAFTER),
-    QUANTIZED_PAIR: (OFFLINE_MODEL, QUANTIZED_DRAFTER),
-    CODER_PAIR: presets.PRESETS["qwen2.5-coder"],  # split part packages: listed whether or not they are installed
-    "gpt2-xl ← gpt2": presets.PRESETS["gpt2-xl"],
-    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["smollm2-1.7b"],
-    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": presets.PRESETS["qwen2.5-1.5b"],
-    "Offline: Qwen2.5-Coder-1.5B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["qwen2.5-coder-smollm2-draft"],
-    CODER_GEMMA_PAIR: presets.PRESETS["qwen2.5-coder-gemma-draft"],
-    "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": presets.PRESETS["qwen2.5-1.5b-smollm2-draft"],
-    CUSTOM_PAIR: (None, None),
-}
+PAIRS = {  # the pair dropdown: value -> (target, draft); Custom takes both from the text boxes
+    **{title: pair.models for title, pair in MENU.items()}, CUSTOM_PAIR: (None, None)}
 # Why a pair's preset (presets.PRESET_SETTINGS) is what it is on each backend, said under the menu.
 PRESET_ON = {TRANSFORMERS: "", LLAMA_CPP: " on llama.cpp"}
 PRESET_WHY = {
@@ -48,26 +39,12 @@ PRESET_WHY = {
 OFFLINE_SUFFIX, FROM_HUB, NOT_INSTALLED = " · offline", " · from the hub", " · not installed"
 HUB_SUFFIX = " · needs internet"  # a hub pair's: its models download from the Hugging Face hub on first use
 MENU_LABELS = {  # what the pair menu shows (short enough to fit it); the values sent stay PAIRS' keys
-    OFFLINE_PAIR: "SmolLM2-135M ← distilled draft · offline",
-    QUANTIZED_PAIR: "SmolLM2-135M ← its 4-bit copy · offline",
-    CODER_PAIR: "Qwen2.5-Coder-1.5B ← 0.5B · offline",
-    "gpt2-xl ← gpt2": "gpt2-xl ← gpt2" + HUB_SUFFIX,
-    "SmolLM2-1.7B-Instruct ← SmolLM2-135M-Instruct": "SmolLM2-1.7B ← 135M" + HUB_SUFFIX,
-    "Qwen2.5-1.5B-Instruct ← Qwen2.5-0.5B-Instruct": "Qwen2.5-1.5B ← 0.5B" + HUB_SUFFIX,
-    "Offline: Qwen2.5-Coder-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-Coder-1.5B ← SmolLM2-135M · offline",
-    CODER_GEMMA_PAIR: "Qwen2.5-Coder-1.5B ← Gemma-3-270M · offline",
-    "Qwen2.5-1.5B-Instruct ← SmolLM2-135M-Instruct": "Qwen2.5-1.5B ← SmolLM2-135M" + HUB_SUFFIX,
-    CUSTOM_PAIR: "Custom: any target and draft",
-}
+    **{title: pair.label + (OFFLINE_SUFFIX if presets.offline_pair(pair) else HUB_SUFFIX) for title, pair in MENU.items()},
+    CUSTOM_PAIR: "Custom: any target and draft"}
 # What the drafter help adds to the kinds table's line on a pair's built-in drafter (kinds.describe).
-APP_NOTES = {QUANTIZED_DRAFTER: f"its head scores the {8192:,} most frequent tokens: a few rejections, still faster",
+APP_NOTES = {QUANTIZED_DRAFTER: f"its head scores the {MENU[QUANTIZED_PAIR].settings[TRANSFORMERS]['draft_vocab']:,} "
+                                 "most frequent tokens: a few rejections, still faster",
              DISTILLED_DRAFTER: "more rejections to look at"}
-# The app's settings for a pair that is no preset. The 4-bit copy agrees with its target on nearly every greedy
-# draft, so the default run would show almost no rejection; its head scoring only the 8,192 most frequent tokens
-# (draft_vocab, exact either way) leaves a few to look at and the run still faster than plain decoding
-# (docs/results.md, "The default live run and the class page").
-PAIR_SETTINGS = {(QUANTIZED_PAIR, TRANSFORMERS): dict(draft_vocab=8192)}
-DEFAULT_GAMMA = 4  # γ for a pair without preset settings: short rows that read well
 
 
 def pair_choices() -> list[tuple[str, str]]:
@@ -86,22 +63,17 @@ def menu_label(pair: str) -> str:
     return MENU_LABELS[pair].removesuffix(OFFLINE_SUFFIX) + ending
 
 
-def _preset_name(pair: str) -> str | None:
-    return next((name for name, models in presets.PRESETS.items() if models == PAIRS.get(pair)), None)
-
-
 def pair_settings(pair: str, policy: Policy | None = None, backend: str = TRANSFORMERS) -> dict:
     """γ, the draft stop, adaptive γ and the draft head's rows (draft_vocab) the pair runs with on `backend` unless
-    the user moves them: its preset's (presets.PRESET_SETTINGS) or the app's (PAIR_SETTINGS), else γ =
-    DEFAULT_GAMMA, no stop, a fixed γ and every row; γ held to `policy`'s cap.
+    the user moves them: its row's (presets.PAIRS), else DecodeConfig's defaults; γ held to `policy`'s cap.
 
     >>> pair_settings(CODER_PAIR)
     {'gamma': 12, 'draft_confidence': 0.6, 'adaptive': False, 'draft_vocab': 0}
     >>> pair_settings(CODER_PAIR, backend=LLAMA_CPP)["adaptive"], pair_settings(QUANTIZED_PAIR)["draft_vocab"]
     (True, 8192)
     """
-    settings = {"gamma": DEFAULT_GAMMA, "draft_confidence": 0.0, "adaptive": False, "draft_vocab": 0,
-                **presets.preset_settings(_preset_name(pair), backend), **PAIR_SETTINGS.get((pair, backend), {})}
+    settings = {name: getattr(DecodeConfig, name) for name in ("gamma", "draft_confidence", "adaptive", "draft_vocab")}
+    settings.update(MENU[pair].settings.get(backend, {}) if pair in MENU else {})
     if policy is not None:
         settings["gamma"] = min(settings["gamma"], policy.max_gamma)
     return settings
@@ -120,8 +92,8 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
     models = f"{ModelSpec.parse(target).name} drafted for by {ModelSpec.parse(draft).name}"
     if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
         models = f"{ModelSpec.parse(target).name} drafted for by {kinds.describe(draft)}"
-    settings, preset = pair_settings(pair, policy, backend), presets.preset_settings(_preset_name(pair), backend)
-    if preset:
+    settings, preset = pair_settings(pair, policy, backend), MENU[pair].settings.get(backend, {})
+    if "gamma" in preset:
         capped = f" (γ capped at {settings['gamma']} on this server)" if settings["gamma"] < preset["gamma"] else ""
         adaptive = "adaptive γ up to " if preset.get("adaptive") else "γ "
         models += (f". Preset{PRESET_ON[backend]}: {adaptive}{preset['gamma']} with a draft stop of "

@@ -37,7 +37,7 @@ from specviz.config import (
 )
 from specviz.models import split_gguf
 from specviz.models.offline import cache_root
-from specviz.models.presets import PRESETS  # the preset pairs are what a hosted server offers
+from specviz.models.presets import PAIRS  # the preset pairs are what a hosted server offers
 from specviz.models.requantize import split_variant
 from specviz.models.split_gguf import SPLIT_MODELS
 
@@ -135,7 +135,7 @@ def current_policy() -> Policy:
 def offered_models() -> set[str]:
     """The preset pairs' models that this server can load by name: hub ids, and the offline models whose files are
     installed (drafters such as "ngram+int4" are no models, and a split model without its parts loads nothing)."""
-    models = {target for target, _ in PRESETS.values()} | {DrafterSpec.parse(draft).model for _, draft in PRESETS.values()}
+    models = {pair.target for pair in PAIRS} | {DrafterSpec.parse(pair.draft).model for pair in PAIRS}
     return {model for model in models
             if model is not None and (model not in SPLIT_MODELS or split_gguf.available(SPLIT_MODELS[model]))}
 

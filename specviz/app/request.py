@@ -21,7 +21,6 @@ from specviz.config import (
     BUILT_IN_DRAFTERS,
     LLAMA_CPP,
     NGRAM_DRAFTER,
-    NUMBER_FIELDS,
     QUANTIZED_DRAFT_MODEL,
     TRANSFORMERS,
     DecodeConfig,
@@ -49,26 +48,27 @@ EXAMPLES = [
 
 @dataclass(frozen=True)
 class RunRequest:
-    """One Run or Step click. The defaults are the widgets' initial values (the pair's is set per device)."""
+    """One Run or Step click. The defaults are the widgets' initial values (the pair's is set per device); a setting
+    DecodeConfig has takes its default from there."""
 
     pair: str = OFFLINE_PAIR  # a key of PAIRS
     target: str = ""  # with the Custom pair: the target's hub id or folder
     draft: str = ""  # with the Custom pair: the draft's id or folder, or a built-in drafter ("ngram+…" allowed)
     drafter: str = LOOKUP_THEN_DRAFT  # one of DRAFTERS: how the pair's draft is used
     prompt: str = EXAMPLES[0]  # the user's text (wrapped in the chat template where the target has one)
-    gamma: int = NUMBER_FIELDS["gamma"].default  # γ: tokens drafted per round
-    max_new_tokens: int = NUMBER_FIELDS["max_new_tokens"].default  # stop after this many generated tokens
-    temperature: float = NUMBER_FIELDS["temperature"].default  # 0 = greedy
-    top_k: int = NUMBER_FIELDS["top_k"].default  # 0 = off
-    top_p: float = NUMBER_FIELDS["top_p"].default  # 1 = off
-    seed: int = NUMBER_FIELDS["seed"].default  # seeds the run's torch.Generator
+    gamma: int = DecodeConfig.gamma  # γ: tokens drafted per round
+    max_new_tokens: int = DecodeConfig.max_new_tokens  # stop after this many generated tokens
+    temperature: float = DecodeConfig.temperature  # 0 = greedy
+    top_k: int = DecodeConfig.top_k  # 0 = off
+    top_p: float = DecodeConfig.top_p  # 1 = off
+    seed: int = DecodeConfig.seed  # seeds the run's torch.Generator
     compare: bool = True  # also decode plainly, to measure the speedup and check the output is identical
-    adaptive: bool = False  # each round drafts 0..γ tokens, chosen from running acceptance and measured costs
+    adaptive: bool = DecodeConfig.adaptive  # each round drafts 0..γ tokens, chosen from running acceptance and measured costs
     system_prompt: str = ""  # the chat's system message: empty by default, so the model reads nothing hidden
     draft_confidence: float | None = None  # stop a draft after a token it gave less than this (None: the pair's preset)
-    tree: bool = False  # draft a token tree each round, verified in one target forward (exact)
-    tree_budget: int = NUMBER_FIELDS["tree_budget"].default  # the tree's most nodes; 0: what this machine's measured v(k) affords
-    backend: str = TRANSFORMERS  # what runs the models (config.BACKENDS); llama.cpp where its bindings are installed
+    tree: bool = DecodeConfig.tree  # draft a token tree each round, verified in one target forward (exact)
+    tree_budget: int = DecodeConfig.tree_budget  # the tree's most nodes; 0: what this machine's measured v(k) affords
+    backend: str = DecodeConfig.backend  # what runs the models (config.BACKENDS); llama.cpp where its bindings are installed
 
     @staticmethod
     def field_names() -> list[str]:
@@ -98,9 +98,8 @@ class RunRequest:
 
         pair = next((name for name, models in PAIRS.items() if runs_it(models)), CUSTOM_PAIR)
         custom = pair == CUSTOM_PAIR
-        fields = {name: config[name] for name in ("gamma", "max_new_tokens", "temperature", "top_k", "top_p", "seed",
-                                                   "adaptive", "draft_confidence", "tree", "tree_budget", "backend")
-                  if name in config}
+        shared = {field.name for field in dataclasses.fields(DecodeConfig)} - {"target", "draft", "system_prompt"}
+        fields = {name: config[name] for name in cls.field_names() if name in shared and name in config}
         return cls(pair=pair, target=target if custom else "", draft=(NGRAM_DRAFTER if lookup_only else str(base))
                    if custom else "", drafter=drafter, prompt=prompt, compare=compare,
                    system_prompt=config.get("system_prompt") or "", **fields)

@@ -23,7 +23,7 @@ from specviz.bench.run import (
     plan_methods,
     run_benchmark,
 )
-from specviz.config import BACKENDS, LLAMA_CPP, OFFLINE_MODEL, TRANSFORMERS
+from specviz.config import BACKENDS, LLAMA_CPP, OFFLINE_MODEL, TRANSFORMERS, DecodeConfig
 from specviz.models import loading as models
 from specviz.paths import check_outputs
 
@@ -44,7 +44,8 @@ def main(argv=None) -> int:
                         "shipped draft of the offline target; "
                         "'ngram+' before any of them drafts by prompt lookup where it matches, with that draft elsewhere "
                         "(prompt lookup always runs)")
-    parser.add_argument("--gamma", type=int, default=4, help="γ for every speculative method (adaptive: the most per round)")
+    parser.add_argument("--gamma", type=int, default=DecodeConfig.gamma,
+                        help="γ for every speculative method (adaptive: the most per round)")
     parser.add_argument("--draft-confidence", type=float, default=0.0,
                         help="a draft model stops a draft after a token it gave less than this (specviz and "
                              "transformers' assisted generation alike; 0: never, and assisted keeps its own default)")

@@ -157,7 +157,7 @@ SEED_003_ROWS = [
 SEED_004_ROWS = [
     SeedRow(seed="004", where="with GPT2-XLARGE as the Target Model and GPT2-SMALL as the Draft Model",
             what="the pair (target, draft): the gpt2-xl preset", seed_value="GPT2-XLARGE, GPT2-SMALL",
-            specviz_value=lambda: presets.PRESETS["gpt2-xl"],
+            specviz_value=lambda: presets.PRESETS["gpt2-xl"].models,
             expected=("openai-community/gpt2-xl", "openai-community/gpt2"), agrees=True, settles=""),
     SeedRow(seed="004", where="in just 7.9031 seconds - a 2.12x speedup",
             what="measured speedup, 16.8244 s plain against 7.9031 s speculative", seed_value="2.12x",
