@@ -218,7 +218,7 @@ def test_every_method_is_held_against_llama_cpps_plain_decoding_of_the_same_prom
     assert "| specviz_adaptive[ngram] | 2 | **1.04×** | 1.20× (1) | 0.90× (qa) | 0.90 | 1.20 |" in lines
 
 
-def test_against_the_shipped_file_the_goals_are_issue_61s():
+def test_against_the_shipped_file_the_goals_are_the_shipped_files():
     """With llama.cpp's plain decoding of the shipped file in the run, it is the peer; llama_plain (the requantized
     file's) becomes a method, and the goals ask 1.25× overall, 1.5× where text is copied, 1.15× over the same file."""
     from specviz.bench import peer_table
@@ -243,5 +243,20 @@ def test_against_the_shipped_file_the_goals_are_issue_61s():
     same_file = goals["specviz_adaptive[suffix] over llama.cpp's plain decoding of the same file"]
     assert same_file["value"] == pytest.approx(overall["value"] / 1.2) and same_file["met"]
     assert goals["specviz_adaptive[suffix] over llama_speculative[draft]"]["met"]
-    assert "Issue 61's goals" in "\n".join(peer_table.markdown(table, peer_table.peer_of(rows)))
+    assert "The goals against the shipped file" in "\n".join(peer_table.markdown(table, peer_table.peer_of(rows)))
+    assert peer_table.markdown({0.0: {}}) == []  # no prompt with llama.cpp's plain decoding: no section
     assert peer_table.peer_of([r for r in rows if r["method"] != "llama_plain_shipped"]) == "llama_plain"
+
+
+def test_without_llama_cpps_tools_the_default_list_leaves_them_out_and_a_named_one_is_refused(monkeypatch, capsys):
+    from specviz.bench import llama_peer
+
+    monkeypatch.setattr(llama_peer, "built", lambda: False)
+    kept = command._llama_tools_or_not(list(bench.METHODS), named=False)
+    assert kept == [method for method in bench.METHODS if method not in bench.LLAMA_METHODS]
+    assert "leaving out llama_plain" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="llama_plain: llama.cpp's own tools are not built here"):
+        command._llama_tools_or_not(["plain", "llama_plain"], named=True)
+    assert command._llama_tools_or_not(["plain", "specviz"], named=True) == ["plain", "specviz"]
+    monkeypatch.setattr(llama_peer, "built", lambda: True)
+    assert command._llama_tools_or_not(list(bench.METHODS), named=False) == list(bench.METHODS)

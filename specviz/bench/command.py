@@ -15,6 +15,7 @@ from specviz.bench import run as bench_run
 from specviz.bench.run import (
     DEFAULT_PROMPTS,
     HF_METHODS,
+    LLAMA_METHODS,
     METHODS,
     QUICK,
     Method,
@@ -166,6 +167,21 @@ def _cpu_name() -> str:
     return f"{cpu_name()} ({widest})" if widest else cpu_name()
 
 
+def _llama_tools_or_not(methods: list[str], named: bool) -> list[str]:
+    """The methods to run: llama.cpp's own tools only where they are built (llama_peer.build). Asked for by name
+    without them: refused before any model loads; in the default list: left out, with a line on stderr."""
+    from specviz.bench import llama_peer
+
+    wanted = [method for method in methods if method in LLAMA_METHODS]
+    if not wanted or llama_peer.built():
+        return methods
+    why = "llama.cpp's own tools are not built here (python -m specviz.bench.llama_peer build, about 10 minutes)"
+    if named:
+        raise ValueError(f"{', '.join(wanted)}: {why}")
+    print(f"leaving out {', '.join(wanted)}: {why}", file=sys.stderr, flush=True)
+    return [method for method in methods if method not in LLAMA_METHODS]
+
+
 def _main(args) -> int:
     from transformers.utils import logging
 
@@ -179,11 +195,13 @@ def _main(args) -> int:
     if not prompts:
         raise ValueError(f"no prompts in {args.questions} match the categories {args.categories}")
     started = time.perf_counter()
+    named = args.methods != list(METHODS)  # methods asked for by name, not the default list
     if args.backend == LLAMA_CPP:  # transformers' methods need its models
         asked = set(args.methods) & set(HF_METHODS)
-        if asked and args.methods != list(METHODS):
+        if asked and named:
             raise ValueError(f"{', '.join(sorted(asked))} cannot run with --backend llama.cpp")
         args.methods = [method for method in args.methods if method not in HF_METHODS]
+    args.methods = _llama_tools_or_not(args.methods, named)
     runner = Runner(args.target, args.draft, args.gamma, args.max_new_tokens, draft_confidence=args.draft_confidence,
                     tree_budget=args.tree_budget, trees="specviz_tree" in args.methods, draft_window=args.draft_window,
                     draft_vocab=args.draft_vocab, backend=args.backend)
