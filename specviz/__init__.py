@@ -1,6 +1,6 @@
 """specviz: exact speculative decoding on real language models, recorded round by round.
 
-The package is layered so that data flows one way (see DESIGN.md):
+The package is layered so that data flows one way (see docs/architecture.md):
 
     models -> engine -> Trace -> metrics / theory -> figures / HTML -> UI
 

@@ -1,6 +1,6 @@
 """The shape of the package, read from its import graph (every `import` in every module, lazy ones too).
 
-The folders are the layers, bottom to top (DESIGN.md): core (the pure maths) -> models -> drafters -> decoding ->
+The folders are the layers, bottom to top (docs/architecture.md): core (the pure maths) -> models -> drafters -> decoding ->
 analysis -> views -> labs -> app, with bench and distill as tools and a few base modules beneath them all. A module's
 layer is its first folder (LAYERS); it imports only from its own layer and those below it, but for edges named in
 ALLOWED_RIGHTWARD, each with its reason. Only specviz/app/ imports gradio; the core never imports the tools (app,
@@ -16,7 +16,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "specviz"
 TOOLS = ("specviz.app", "specviz.bench", "specviz.distill")
 ENTRY_POINTS = {"specviz.cli", "specviz.__main__"}  # they dispatch to the tools by name (`python -m specviz bench`)
-# Files split by idea, not by size (DESIGN.md): about 250 lines reads in one sitting; one idea may take longer, and
+# Files split by idea, not by size (docs/architecture.md): about 250 lines reads in one sitting; one idea may take longer, and
 # a file past this is a question to answer by splitting it where its ideas part.
 MAX_LINES = 400
 
@@ -115,7 +115,7 @@ def test_there_is_no_import_cycle():
     assert cycles == []
 
 
-# The layers, bottom to top: a module's layer is its first folder under specviz/ (DESIGN.md's data flow). The few
+# The layers, bottom to top: a module's layer is its first folder under specviz/ (docs/architecture.md's layers). The few
 # top-level modules are the base every layer reads (config, trace, job, paths, words) or the entry points.
 BASE = ("specviz.config", "specviz.trace", "specviz.job", "specviz.paths", "specviz.words")
 LAYERS = (

@@ -1,4 +1,4 @@
-"""The gallery of recorded real runs (specviz/views/gallery.py, app/gallery_panel.py): an entry is a trace plus its
+"""The gallery of recorded real runs (specviz/views/gallery.py, app/tabs/runs_and_files.py): an entry is a trace plus its
 provenance, opens with no model, loads where a trace loads, and `replay --check` refuses one recorded on other
 weights. The shipped entries are checked as data here; their replay on the real pair is the slow test below."""
 

@@ -1,4 +1,4 @@
-"""labs/bandwidth.py and bandwidth_figures.py: the roofline arithmetic against hand computations, the presets
+"""labs/memory_bandwidth/bandwidth.py and figures.py: the roofline arithmetic against hand computations, the presets
 against their datasheet numbers, and the forward timer on a scripted fake model."""
 
 import pytest

@@ -1,4 +1,4 @@
-"""labs/calculator.py and calculator_figures.py: every number re-derived here by hand-written formulas, never by
+"""labs/theory/calculator.py and calculator_figures.py: every number re-derived here by hand-written formulas, never by
 calling specviz.core.theory."""
 
 import math

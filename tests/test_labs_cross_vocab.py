@@ -1,4 +1,4 @@
-"""The cross-vocabulary case of the verification rules (labs/cross_vocab_rule.py): renormalizing q over the shared
+"""The cross-vocabulary case of the verification rules (labs/verification_rules/cross_vocab.py): renormalizing q over the shared
 tokens is exact, giving the rule the draft's own q is not, and the process, enumerated exactly (fast) and sampled
 (slow), agrees with the closed forms."""
 

@@ -1,5 +1,5 @@
-"""The Verification rules tab's cross-vocabulary case: its figure and table (labs/cross_vocab_figures.py), the
-sampled rules (labs/cross_vocab_rule.py) and the tab's callback (app/cross_vocab_case.py), no model and no browser."""
+"""The Verification rules tab's cross-vocabulary case: its figure and table (labs/verification_rules/cross_vocab_figures.py), the
+sampled rules (cross_vocab.py beside it) and the tab's callback (app/tabs/cross_vocab_case.py), no model and no browser."""
 
 import re
 

@@ -1,4 +1,4 @@
-"""labs/execution_trace.py and its figure (Leviathan et al. 2023, Figure 5): every row's length against the formula
+"""labs/theory/execution_trace.py and its figure (Leviathan et al. 2023, Figure 5): every row's length against the formula
 N / E · (γc + 1), with E re-derived here by hand, and the blocks laid end to end."""
 
 import math

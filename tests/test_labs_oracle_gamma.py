@@ -1,4 +1,4 @@
-"""labs/oracle_gamma.py and its figure: the oracle's closed form against a seeded simulation of its rounds, the best
+"""labs/theory/oracle_gamma.py and its figure: the oracle's closed form against a seeded simulation of its rounds, the best
 fixed γ against a brute-force search, and Leviathan et al. 2023's "up to 60%" against the grid's largest gain."""
 
 import math

@@ -1,4 +1,4 @@
-"""Verification-rule lab (labs/verification_rules.py): the textbook p and q, every rule's numbers by hand."""
+"""Verification-rule lab (labs/verification_rules/): the textbook p and q, every rule's numbers by hand."""
 
 import pytest
 import torch

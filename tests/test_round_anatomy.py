@@ -1,4 +1,4 @@
-"""Round anatomy (labs/round_anatomy.py): the hand-built trace of test_metrics with known forward times."""
+"""Round anatomy (labs/round_anatomy/): the hand-built trace of test_metrics with known forward times."""
 
 import pytest
 

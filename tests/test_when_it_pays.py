@@ -1,4 +1,4 @@
-"""When it pays (labs/when_it_pays.py): recorded regimes, the live run beside them, and the two acceptance rules."""
+"""When it pays (labs/when_it_pays/): recorded regimes, the live run beside them, and the two acceptance rules."""
 
 import dataclasses
 import json

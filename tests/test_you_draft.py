@@ -1,4 +1,4 @@
-"""You are the drafter (labs/you_draft.py): a certain proposal passes with p(x), and the real rule decides."""
+"""You are the drafter (labs/you_are_the_drafter.py): a certain proposal passes with p(x), and the real rule decides."""
 
 import pytest
 import torch

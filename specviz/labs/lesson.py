@@ -2,7 +2,7 @@
 
 Each step is a title, two or three plain sentences, and one view built from the other labs: a plot, or the run's
 rows. The views that show a run read the run on the page (the live run, or the recorded one the page opens on), so
-the numbers in the sentences are that run's own. No gradio here: the tab (app/lesson_tab.py) only shows a Step.
+the numbers in the sentences are that run's own. No gradio here: the tab (app/tabs/lesson.py) only shows a Step.
 """
 
 from __future__ import annotations

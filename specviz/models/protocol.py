@@ -3,7 +3,7 @@
 Every backend satisfies it, and tests/test_model_protocol.py checks each against the same contract:
 - models/language_model.py: transformers (TransformersModel; static_cache.py its CUDA-graph variant);
 - models/llama_cpp.py: llama.cpp, a GGUF in its own quantization (LlamaCppModel);
-- labs/simulated_models.py: the simulated worlds of the labs (SimulatedModel);
+- labs/simulated_models/models.py: the simulated worlds of the labs (SimulatedModel);
 - tests/fakes.py: the tests' scripted models (FakeLanguageModel).
 
 A backend is then one file: it feeds tokens, returns their logits in float32 on the CPU or its device, and rolls

@@ -15,7 +15,7 @@ from specviz.app.views import views  # the live tab's views: shared render code,
 from specviz.labs.simulated_models import experiments as simulated
 from specviz.labs.simulated_models import figures
 
-COLUMNS = {  # the experiments' keys (labs/simulated.py) as a table's headers say them
+COLUMNS = {  # the experiments' keys (labs/simulated_models/experiments.py) as a table's headers say them
     "event": "event", "sampler": "sampler", "samples": "samples", "chi_square": "χ²", "dof": "degrees of freedom",
     "p_value": "p-value", "tvd": "TVD from p", "follows_target": "follows p",
     "alpha": "α", "gamma": "γ", "c": "c", "expected_tokens": "E[tokens per round]", "speedup": "speedup",

@@ -1,5 +1,5 @@
 """The Theory tab's token-tree section: widgets for depth, acceptance by sibling rank, node budget, v(k) and c, and
-a callback that only translates them for labs/tree_theory.py (fields checked as the other labs check theirs)."""
+a callback that only translates them for labs/theory/token_trees.py (fields checked as the other labs check theirs)."""
 
 from __future__ import annotations
 

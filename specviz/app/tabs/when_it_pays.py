@@ -1,5 +1,5 @@
 """The "When it pays" tab: recorded regimes side by side (float32 weights, 4-bit weights on llama.cpp, a GPU), the
-live run beside them, and the two acceptance rules on the live run's own p and q (labs/when_it_pays.py)."""
+live run beside them, and the two acceptance rules on the live run's own p and q (labs/when_it_pays/)."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ def check_first_token(pipeline: Pipeline, prompt: str, config: DecodeConfig, run
     on the seed. Only the uniforms do. So the round's draft and forward are computed once, and each run draws its
     uniforms from its own seed in the engine's order (r_1..r_k, then the next token's) and goes through verify(),
     the engine's own step 3: run i's first token is what engine.speculative_decode gives with seed config.seed + i
-    (tests/test_lossless_replay.py checks it). A drafter that draws random numbers would differ run to run: refused.
+    (tests/test_labs_lossless.py checks it). A drafter that draws random numbers would differ run to run: refused.
     """
     if runs < 1:
         raise ValueError("runs must be at least 1")

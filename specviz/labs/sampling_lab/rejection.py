@@ -34,7 +34,7 @@ PRESETS = {  # name -> vocab, target p, draft q, and what the preset teaches
                                      note="D_LK = 1 − Σ min(p, q) = 0.1, so β = 0.9; by argmax (T = 0) both pick 'a': β = 1."),
     "Identical p and q": dict(vocab=list("abcd"), target_probs=[0.4, 0.3, 0.2, 0.1], draft_probs=[0.4, 0.3, 0.2, 0.1],
                               note="β = 1: nothing is rejected, so only the wrong-q′ mistake can show."),
-    **COURSE_PRESETS,  # the course's pairs: experiment 1, lesson 3's three, lesson 4's exercise (labs/course_presets.py)
+    **COURSE_PRESETS,  # the course's pairs: experiment 1, lesson 3's three, lesson 4's (labs/course_exercises/presets.py)
 }
 
 MISTAKES = {  # name -> what the buggy sampler does differently

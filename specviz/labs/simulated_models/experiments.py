@@ -1,5 +1,5 @@
 """The simulated-models lab: runs of the real engine on models whose acceptance rate is known exactly, and the four
-experiments behind the lab's tables. The models themselves live in simulated_models.py.
+experiments behind the lab's tables. The models themselves live in models.py.
 
 Cost is simulated in target-step units: a round that drafts k tokens costs k·c + 1 (k draft steps, one target
 forward); plain decoding costs 1 per token. Wall time means nothing here.

@@ -1,4 +1,4 @@
-"""plotly and Markdown views of the cross-vocabulary case (labs/cross_vocab_rule.py): what the exact rule and the
+"""plotly and Markdown views of the cross-vocabulary case (labs/verification_rules/cross_vocab.py): what the exact rule and the
 naïve mapping emit when the draft's tokenizer differs from the target's. No gradio here."""
 
 from __future__ import annotations
