@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import torch
 
@@ -38,6 +39,63 @@ from specviz.models import loading as models
 from specviz.trace import Round, Trace
 
 
+@dataclass
+class Proposal:
+    """What a round verifies: the drafted ids x [k] and their q [k, V] on the target's device, each node's parent
+    (-1: the committed text; a chain is [-1, 0, 1, ..]) and, for greedy runs' records, the draft's logits per node."""
+
+    tokens: torch.Tensor  # [k]
+    probs: torch.Tensor  # [k, V]
+    parents: list[int]  # k
+    logits: list | None = None
+
+    def first(self, count: int) -> Proposal:
+        """The first `count` nodes (a γ policy's cut: a prefix of a tree is a tree)."""
+        return Proposal(self.tokens[:count], self.probs[:count], self.parents[:count], self.logits)
+
+
+@dataclass
+class RunState:
+    """What a run carries from round to round: the sequence so far (prompt and emitted tokens) and the trace."""
+
+    pipeline: Pipeline
+    config: DecodeConfig
+    prompt_ids: list[int]
+    sequence: list[int]
+    trace: Trace
+    text: IncrementalText  # the decoded text, extended a round at a time
+    clock: RoundClock
+
+    @property
+    def generated(self) -> int:
+        return len(self.sequence) - len(self.prompt_ids)
+
+    def room(self) -> int:
+        """How many more tokens this run may emit: the smaller of max_new_tokens and the context left."""
+        return min(self.config.max_new_tokens - self.generated, self.pipeline.context_limit - len(self.sequence))
+
+    def stop_reason(self) -> str:
+        if self.sequence[-1] in self.pipeline.eos_ids:
+            return "eos"
+        if self.generated >= self.config.max_new_tokens:
+            return "max_new_tokens"
+        if len(self.sequence) >= self.pipeline.context_limit:
+            return "context"
+        return ""
+
+    def add_round(self, round_: Round) -> None:
+        """The trace after one more round: its tokens, text, stop reason and times (recording is the views' cost)."""
+        trace, clock = self.trace, self.clock
+        trace.rounds.append(round_)
+        trace.token_ids = self.sequence[len(self.prompt_ids) :]
+        trace.stop_reason = self.stop_reason()
+        trace.text = self.text.update(trace.token_ids, final=bool(trace.stop_reason))
+        trace.forward_ms = clock.run_forward_ms()
+        trace.wall_ms += clock.round_ms()  # the decoding itself
+        round_.record_ms = clock.since_verified_ms()
+        trace.record_ms += round_.record_ms
+
+
 def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
                        policy: GammaPolicy | None = None) -> Iterator[tuple[Round, Trace]]:
     """Yield (round, trace so far) after every draft/verify cycle. The trace is complete after the last one.
@@ -52,40 +110,42 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
     policy = policy or gamma_policy(config.gamma, config.adaptive, drafter.costless, pipeline.target_forward_ms,
                                     pipeline.draft_step_ms)
     shape, rule = tree_shape(pipeline, config), rule_for_lenience(config.lenience)  # shape None: chains
-    texts, text = TokenTexts(pipeline.tokenizer), IncrementalText(pipeline.tokenizer)
-    sequence, clock = list(prompt_ids), RoundClock(pipeline)
+    texts = TokenTexts(pipeline.tokenizer)
+    run = RunState(pipeline, config, prompt_ids, list(prompt_ids), trace, IncrementalText(pipeline.tokenizer),
+                   RoundClock(pipeline))
+    sequence, clock = run.sequence, run.clock
     target.reset()
     drafter.begin()
     while not trace.stop_reason:
         job.check()  # a stopped run ends between rounds (and before any model forward: LanguageModel.feed)
         clock.start()
         with torch.inference_mode():  # per round, never across the yield (the consumer runs in between)
-            room = min(config.gamma, _room(sequence, prompt_ids, pipeline, config) - 1)  # a round emits ≤ k + 1
+            room = min(config.gamma, run.room() - 1)  # a round emits ≤ k + 1
 
             # 1. Draft x_1..x_k with q_1..q_k [k, V] (the policy may ask for fewer, or trim the proposal), or a token
             #    tree of k nodes, each with its parent and the q it was drawn from.
             asked = policy.before_draft(room) if room > 0 else 0
             draft = drafter.propose(sequence, asked, standardize, generator, shape) if asked > 0 else None
-            drafted, draft_probs, parents, draft_logits = _trim_at_eos(draft, pipeline)
-            keep = policy.after_draft(len(sequence), drafted.tolist())
-            drafted, draft_probs, parents = drafted[:keep], draft_probs[:keep], parents[:keep]  # [k], [k, V], k
+            proposal = _trim_at_eos(draft, pipeline)
+            proposal = proposal.first(policy.after_draft(len(sequence), proposal.tokens.tolist()))
             clock.drafted()
 
             # 2. Score: one target forward over the pending tokens and the k drafts -> p_1..p_{k+1} [k+1, V]; a tree's
             #    nodes each see only their own path (row 0: after the sequence, row j+1: after node j).
-            k, pending = drafted.numel(), sequence[target.cached_length :]
-            fed = torch.cat([torch.tensor(pending, dtype=torch.long, device=device), drafted])
-            target_logits = target.feed_tree(fed, _after(pending, parents), logits_to_keep=k + 1)  # [k+1, V]
+            k, pending = proposal.tokens.numel(), sequence[target.cached_length :]
+            fed = torch.cat([torch.tensor(pending, dtype=torch.long, device=device), proposal.tokens])
+            target_logits = target.feed_tree(fed, _after(pending, proposal.parents), logits_to_keep=k + 1)  # [k+1, V]
             target_probs = standardize(target_logits)
 
             # 3. Verify with r_1..r_k, then 4. draw the correction or bonus with one more uniform.
             uniforms = torch.rand(k, generator=generator, device=device)  # [k]
             next_uniform = float(torch.rand((), generator=generator, device=device))
-            result = verify_draft(drafted, parents, draft_probs, target_probs, uniforms, next_uniform, rule)
+            result = verify_draft(proposal.tokens, proposal.parents, proposal.probs, target_probs, uniforms,
+                                  next_uniform, rule)
 
             # 4. Commit the accepted path and the next token; the target's cache keeps only that path.
             target.keep_path([*range(len(pending)), *(len(pending) + node for node in result.path)])
-            drafted_ids = drafted.tolist()
+            drafted_ids = proposal.tokens.tolist()
             emitted = _emitted([drafted_ids[node] for node in result.path], result, pipeline.eos_ids)
             sequence.extend(emitted)
             clock.verified()
@@ -93,26 +153,16 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             # Outside the timed sections: learn, record, decode the new text.
             policy.observe(sequence, [result.accept_probs[node] for node in result.tested],
                            clock.timing(draft, len(pending) + k) if trace.rounds else None)  # round 0 also read the prompt
-            outcome = RoundOutcome(asked, draft, drafted_ids, parents, draft_probs, target_probs, uniforms, next_uniform,
-                                   result, emitted, (target_logits, draft_logits) if config.greedy else None)
+            outcome = RoundOutcome(
+                asked=asked, draft=draft, drafted_ids=drafted_ids, parents=proposal.parents,
+                draft_probs=proposal.probs, target_probs=target_probs, uniforms=uniforms, next_uniform=next_uniform,
+                result=result, emitted=emitted,
+                untempered=(target_logits, proposal.logits) if config.greedy else None)
             round_ = record_round(len(trace.rounds), outcome, clock, texts)
-            _add_round(trace, round_, sequence, prompt_ids, text, pipeline, config, clock)
+            run.add_round(round_)
         if trace.stop_reason and shape is not None:
             remember_acceptance(pipeline, trace)  # the next tree run on this pair chooses its budget with it
         yield round_, trace
-
-
-def _add_round(trace: Trace, round_: Round, sequence: list[int], prompt_ids: list[int], text: IncrementalText,
-               pipeline: Pipeline, config: DecodeConfig, clock: RoundClock) -> None:
-    """The trace after one more round: its tokens, text, stop reason and times (recording is the views' cost)."""
-    trace.rounds.append(round_)
-    trace.token_ids = sequence[len(prompt_ids) :]
-    trace.stop_reason = _stop_reason(sequence[-1], pipeline, sequence, prompt_ids, config)
-    trace.text = text.update(trace.token_ids, final=bool(trace.stop_reason))
-    trace.forward_ms = clock.run_forward_ms()
-    trace.wall_ms += clock.round_ms()  # the decoding itself
-    round_.record_ms = clock.since_verified_ms()
-    trace.record_ms += round_.record_ms
 
 
 def tree_shape(pipeline: Pipeline, config: DecodeConfig) -> TreeShape | None:
@@ -173,18 +223,12 @@ def run_speculative(pipeline: Pipeline, prompt: str, config: DecodeConfig) -> Tr
 # ---------------------------------------------------------------- helpers of a round
 
 
-def _room(sequence: list[int], prompt_ids: list[int], pipeline: Pipeline, config: DecodeConfig) -> int:
-    """How many more tokens this run may emit: the smaller of max_new_tokens and the context left."""
-    generated = len(sequence) - len(prompt_ids)
-    return min(config.max_new_tokens - generated, pipeline.context_limit - len(sequence))
-
-
-def _trim_at_eos(draft, pipeline: Pipeline) -> tuple[torch.Tensor, torch.Tensor, list[int], list | None]:
-    """Drafted ids [k], q [k, V] on the target's device, the parents and the draft's logits per node, without any node
-    that follows an EOS (nothing does): in a chain, cut after the first EOS."""
+def _trim_at_eos(draft, pipeline: Pipeline) -> Proposal:
+    """The draft as the target's device holds it, without any node that follows an EOS (nothing does): in a chain,
+    cut after the first EOS."""
     device, vocab = pipeline.device, pipeline.target.vocab_size
     if draft is None or draft.tokens.numel() == 0:
-        return torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab, device=device), [], None
+        return Proposal(torch.empty(0, dtype=torch.long, device=device), torch.empty(0, vocab, device=device), [])
     tokens, probs, parents, logits = draft.tokens.to(device), draft.probs.to(device), draft.tree_parents, draft.logits
     ids, kept, new_index = tokens.tolist(), [], {}
     for node, parent in enumerate(parents):
@@ -196,7 +240,7 @@ def _trim_at_eos(draft, pipeline: Pipeline) -> tuple[torch.Tensor, torch.Tensor,
         tokens, probs = tokens[index], probs[index]
         parents = [new_index[parents[node]] if parents[node] >= 0 else -1 for node in kept]
         logits = [logits[node] for node in kept if node < len(logits)] if logits else logits
-    return tokens, probs, parents, logits
+    return Proposal(tokens, probs, parents, logits)
 
 
 def _after(pending: list[int], parents: list[int]) -> list[int]:
@@ -211,13 +255,3 @@ def _emitted(accepted_ids: list[int], result, eos_ids: list[int]) -> list[int]:
     if not (emitted and emitted[-1] in eos_ids):
         emitted.append(result.next_token)
     return emitted
-
-
-def _stop_reason(last_token: int, pipeline: Pipeline, sequence, prompt_ids, config: DecodeConfig) -> str:
-    if last_token in pipeline.eos_ids:
-        return "eos"
-    if len(sequence) - len(prompt_ids) >= config.max_new_tokens:
-        return "max_new_tokens"
-    if len(sequence) >= pipeline.context_limit:
-        return "context"
-    return ""
