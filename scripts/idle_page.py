@@ -21,8 +21,7 @@ from pathlib import Path
 
 import psutil
 
-FRAME_COUNTER = """window.__frames = 0; const request = window.requestAnimationFrame.bind(window);
-window.requestAnimationFrame = (callback) => { window.__frames += 1; return request(callback); };"""
+from tests.browser import FRAME_COUNTER  # the tests count the same frames
 
 
 def chromium_cpu_seconds() -> float:

@@ -13,6 +13,9 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-f
 # keeps Chromium drawing 60 frames a second for as long as a run is waited for (0.2-0.3 of a core): a tenth of a
 # second is as prompt for a person and draws a sixth as often.
 POLL_MS = 100
+# Counts the animation frames a page asks for (window.__frames), added before the page's own scripts run
+FRAME_COUNTER = """window.__frames = 0; const request = window.requestAnimationFrame.bind(window);
+window.requestAnimationFrame = (callback) => { window.__frames += 1; return request(callback); };"""
 ACCEPTED_CHIP = (217, 242, 225)  # .sv-accepted's background in assets/specviz.css
 PLOT_GREEN = (46, 158, 79)  # figures.GREEN: the bars of the α-per-position and tokens-per-round plots
 

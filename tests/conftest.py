@@ -20,20 +20,29 @@ SLOW_FIXTURES = {"offline_target", "tiny_draft_folder", "app_server", "app_url"}
 torch.set_num_threads(1)
 
 
-# Files whose tests share one pytest-xdist worker (.ci/run runs the suite with `-n auto`). A worker that runs a group
-# with the launched app starts one `python app.py` for all of it (and one Chromium for the browser's group): two
-# groups, so that neither is one long line of tests the other worker cannot share. The Qwen2.5-Coder pair (10 GB) is
-# loaded in one process only. Every other file runs whole in one worker, its module fixtures built once.
-SHARED_WORKER = {
-    "browser": ["tests/test_browser.py", "tests/test_browser_aligned.py", "tests/test_browser_class.py",
-                "tests/test_browser_cross_vocab.py", "tests/test_browser_first_screen.py", "tests/test_browser_gallery.py",
-                "tests/test_browser_labs.py", "tests/test_browser_queue.py", "tests/test_browser_tree.py"],
-    "app-clients": ["tests/test_app.py", "tests/test_app_input.py", "tests/test_loadtest.py", "tests/test_queue_lanes.py"],
-    "qwen-pair": ["tests/test_gallery.py", "tests/test_offline_pair.py"],
-}
+# Tests that share one pytest-xdist worker (.ci/run runs the suite with `-n auto`) say so in their file:
+# `pytestmark = pytest.mark.xdist_group(NAME)`. A worker that runs a group with the launched app starts one
+# `python app.py` for all of it (and one Chromium for "browser"); two groups start the app, so that neither is one long
+# line of tests the other worker cannot share; the Qwen2.5-Coder pair (10 GB) is loaded by "qwen-pair" only. Every
+# other file runs whole in one worker, its module fixtures built once.
 SERVER_GROUPS = {"browser", "app-clients"}  # the groups whose worker starts the app
 SERVER_FIXTURES = {"app_server", "app_url"}  # those that start `python app.py`
 BROWSER_FIXTURES = {"page", "chromium"}  # those that start Chromium too
+
+
+def shared_worker_groups(folder: Path = Path(__file__).parent) -> dict[str, list[str]]:
+    """{group: its files, as test ids begin}, read from each test file's module-level xdist_group marker (the
+    scheduler runs in pytest-xdist's controller, which collects no tests, so it reads the files)."""
+    import ast
+
+    groups: dict[str, list[str]] = {}
+    for path in sorted(folder.glob("test_*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(getattr(target, "id", "") == "pytestmark" for target in node.targets):
+                for call in ast.walk(node.value):
+                    if isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "xdist_group":
+                        groups.setdefault(call.args[0].value, []).append(f"{folder.name}/{path.name}")
+    return groups
 
 
 def cpu_share() -> int:
@@ -53,17 +62,17 @@ def pytest_runtest_setup(item):
 
 def pytest_collection_modifyitems(items):
     """Mark every test that needs the real model as slow, so `pytest -m "not slow"` is the one-minute loop; and
-    refuse a test of the launched app (or of Chromium) whose file its group in SHARED_WORKER does not list: its
-    worker would start another server (or browser)."""
+    refuse a test of the launched app (or of Chromium) whose file is in no group that starts it: its worker would
+    start another server (or browser)."""
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if SLOW_FIXTURES & used:
             item.add_marker(pytest.mark.slow)
-        path = item.nodeid.split("::")[0]
-        groups = ["browser"] if BROWSER_FIXTURES & used else sorted(SERVER_GROUPS) if SERVER_FIXTURES & used else []
-        if groups and not any(path in SHARED_WORKER[group] for group in groups):
-            raise pytest.UsageError(f"{item.nodeid} uses the launched app or Chromium: list its file in "
-                                    f"SHARED_WORKER[{groups[0]!r}] in tests/conftest.py")
+        allowed = {"browser"} if BROWSER_FIXTURES & used else SERVER_GROUPS if SERVER_FIXTURES & used else None
+        group = item.get_closest_marker("xdist_group")
+        if allowed and (group is None or group.args[0] not in allowed):
+            raise pytest.UsageError(f"{item.nodeid} uses the launched app or Chromium: mark its file "
+                                    f"`pytestmark = pytest.mark.xdist_group({sorted(allowed)[0]!r})`")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -76,18 +85,20 @@ def pytest_xdist_auto_num_workers(config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's scheduler by file, with SHARED_WORKER's groups of files each sent whole to one worker (its
+    """pytest-xdist's scheduler by file, with each xdist_group's files sent whole to one worker (its own
     `--dist loadgroup` reads groups from the test ids, which pytest 9 no longer lets a plugin change)."""
     from xdist.scheduler import LoadScopeScheduling
+
+    groups = shared_worker_groups()
 
     class SharedWorkerScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return next((group for group, files in SHARED_WORKER.items() if path in files), path)
+            return next((group for group, files in groups.items() if path in files), path)
 
         def _assign_work_unit(self, node) -> None:
-            """The groups, the longest units, go out first; the files then fill in around them."""
-            waiting = [group for group in SHARED_WORKER if group in self.workqueue]
+            """The groups, the longest units (the most files first), go out first; the files then fill in around them."""
+            waiting = [group for group in sorted(groups, key=lambda name: -len(groups[name])) if group in self.workqueue]
             if waiting:
                 self.workqueue.move_to_end(waiting[0], last=False)
             super()._assign_work_unit(node)

@@ -18,6 +18,8 @@ from specviz.app.request import DRAFT_MODEL, LOOKUP_THEN_DRAFT, OFFLINE_PAIR, PR
 from specviz.app.views import LiveView
 from tests.conftest import AT_REST, comes_to_rest, save_tiny_llama
 
+pytestmark = pytest.mark.xdist_group("app-clients")  # one worker: conftest.pytest_xdist_make_scheduler
+
 OFFLINE = OFFLINE_PAIR
 REPEAT = "Repeat after me: the cat sat on the mat, the cat sat on the mat."
 TEST_RUN = RunRequest(pair=OFFLINE, drafter=PROMPT_LOOKUP, prompt=REPEAT, max_new_tokens=40)  # what _run changes
@@ -135,11 +137,9 @@ def test_cancelling_a_run_frees_the_server(client, app_server, when):
     else:
         time.sleep(when)
     job.cancel()
-    seconds = comes_to_rest(server)  # the round (or the forward) in flight ends
+    seconds = comes_to_rest(server)  # the round (or the forward) in flight ends: the server is idle, not decoding on
     assert seconds[-1] < AT_REST, seconds
-    started = time.perf_counter()
     assert _run(client, max_new_tokens=4)[0].count('<div class="sv-row">') >= 1  # and the next run works
-    assert time.perf_counter() - started < 10  # at once: not after the cancelled 512-token run
 
 
 @pytest.mark.slow

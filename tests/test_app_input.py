@@ -11,6 +11,8 @@ from gradio_client import Client
 from specviz.app.request import DRAFT_MODEL, OFFLINE_PAIR, PROMPT_LOOKUP, RunRequest
 from tests.conftest import save_tiny_llama, worker_threads
 
+pytestmark = pytest.mark.xdist_group("app-clients")  # one worker: conftest.pytest_xdist_make_scheduler
+
 TEST_RUN = RunRequest(pair=OFFLINE_PAIR, drafter=PROMPT_LOOKUP, prompt="Repeat after me: the cat sat on the mat.",
                       max_new_tokens=4)
 OUT_OF_RANGE = [

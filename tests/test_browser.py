@@ -24,7 +24,7 @@ from tests.browser import (
     wait_until_settled,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
 def test_example_then_run_shows_coloured_rows_and_four_plots(page, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from tests.browser import choose_pair, error_badges, open_live, row_count, screenshot_tab, wait_for_done
 from tests.conftest import save_tiny_llama
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 CORPUS = ["def is_prime(n):\n    return all(n % d for d in range(2, n))\n", "The cat sat on the mat. " * 3,
           "A prime number has exactly two divisors: one and itself. "]

@@ -22,7 +22,7 @@ from tests.browser import (
     words_broken,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 OFFLINE_COPY = "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy"
 
 

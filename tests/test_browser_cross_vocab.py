@@ -4,7 +4,7 @@ import pytest
 
 from tests.browser import error_badges, open_tab, screenshot_tab
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 
 def test_the_cross_vocabulary_case_shows_both_rules_and_follows_the_slider(page, tmp_path):

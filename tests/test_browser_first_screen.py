@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from scripts.idle_page import FRAME_COUNTER  # counts the frames the page asks for
 from specviz.app.tabs.groups import LIVE_TAB, TAB_GROUPS
 from specviz.app.tabs.runs_and_files import FIRST_SCREEN
 from specviz.labs import lesson
@@ -18,6 +17,7 @@ from specviz.trace import CORRECTED, REJECTED
 from specviz.views import gallery
 from tests.browser import (
     FIGURES_SHOWN,
+    FRAME_COUNTER,
     POLL_MS,
     error_badges,
     open_live,
@@ -28,7 +28,7 @@ from tests.browser import (
     wait_until_settled,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 PROJECTOR, PHONE = {"width": 1366, "height": 768}, {"width": 390, "height": 844}
 
 

@@ -19,7 +19,7 @@ from tests.browser import (
     wait_until_settled,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 ENTRIES = {entry.name: entry for entry in gallery.entries()}
 

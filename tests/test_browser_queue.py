@@ -14,7 +14,7 @@ from specviz.bench.loadtest import session
 from tests.browser import POLL_MS, error_badges
 from tests.fake_app import CLASS_LANE, fake_request, serving_fake_app
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 KEY = "correct-horse-battery"
 STATUS = "#sv-status"
 PROMPT_S = 3.0  # the place drawn within this of the click, on a loaded CI machine (the 1 s goal: loadtest)

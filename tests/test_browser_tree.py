@@ -8,7 +8,7 @@ import pytest
 
 from tests.browser import POLL_MS, choose_pair, error_badges, open_live, plotted_rounds, row_count, wait_until_settled
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 OWN_COPY = "Offline: SmolLM2-135M-Instruct ← its own 4-bit copy"  # its draft is a model: it can grow trees
 FINISHED = ("/stopped by (eos|max_new_tokens)/.test(document.querySelector('#sv-stats').innerText)"

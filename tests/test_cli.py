@@ -148,17 +148,12 @@ def no_model(monkeypatch):
 ])
 def test_an_unwritable_output_path_is_one_line_and_exit_2_before_any_model_loads(args, option, tmp_path, no_model,
                                                                                    capsys):
-    import time
-
     (tmp_path / "file").write_text("")
     args = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
-    started = time.perf_counter()
-    code = main(args)
-    seconds = time.perf_counter() - started
+    code = main(args)  # no_model fails the test if any model or tool's work starts first
     lines = capsys.readouterr().err.strip().splitlines()
     path = args[args.index(option) + 1]
     assert code == 2 and len(lines) == 1 and f"{option} {path}" in lines[0], lines
-    assert seconds < 2, seconds  # the time it takes to parse the arguments, not to load a model
 
 
 def test_distill_checks_its_output_paths_before_loading_the_target(no_model, tmp_path, capsys):

@@ -132,6 +132,6 @@ def test_a_missing_path_is_caught():
     assert not exists("specviz/models/no_such_module.py", [ROOT, PACKAGE])
     assert not exists("docs/data/no-such-run/", [ROOT])
     assert exists("models/llama_cpp.py", [ROOT, PACKAGE])
-    assert exists("tests/conftest.SHARED_WORKER", [ROOT])
+    assert exists("tests/conftest.shared_worker_groups", [ROOT])
     assert link_targets("[a](gpu.md#x) [b](#top) [c](https://x.org/y.md) ![d](screenshots/a.png)") == {
         "gpu.md", "screenshots/a.png"}

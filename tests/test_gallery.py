@@ -19,6 +19,8 @@ from specviz.views import gallery
 from specviz.views.export import trace_from_text
 from tests.fakes import fake_pipeline
 
+pytestmark = pytest.mark.xdist_group("qwen-pair")  # one worker: conftest.pytest_xdist_make_scheduler
+
 CONFIG = DecodeConfig(target="offline:Qwen2.5-Coder-1.5B-Instruct", draft="offline:Qwen2.5-Coder-0.5B-Instruct",
                       gamma=3, max_new_tokens=16, temperature=1.0, seed=5, chat=False)
 MAX_ENTRY_BYTES = 400_000  # an entry keeps the views' top-10, not whole distributions

@@ -11,6 +11,8 @@ from specviz.bench import loadtest, loadtest_report
 from specviz.bench.loadtest_burst import Press
 from tests.fake_app import CLASS_LANE, serving_fake_app
 
+pytestmark = pytest.mark.xdist_group("app-clients")  # one worker: conftest.pytest_xdist_make_scheduler
+
 KEY = "correct-horse-battery"
 
 

@@ -12,7 +12,7 @@ from specviz.models import split_gguf
 from specviz.models.presets import resolve_preset
 from tests.decoding import target_greedy
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("qwen-pair")]
 
 TARGET, DRAFT = split_gguf.QWEN_CODER_TARGET, split_gguf.QWEN_CODER_DRAFT
 

@@ -9,6 +9,8 @@ from specviz.app import policy, teacher
 from specviz.bench.loadtest import is_own, session
 from tests.fake_app import CLASS_LANE, fake_request, serving_fake_app
 
+pytestmark = pytest.mark.xdist_group("app-clients")  # one worker: conftest.pytest_xdist_make_scheduler
+
 KEY = "correct-horse-battery"
 LANE_ENDPOINTS = {"/run", "/step", "/teacher_run", "/teacher_step"}
 
