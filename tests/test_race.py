@@ -18,11 +18,13 @@ def trace():
     pipeline = fake_pipeline(5)
     pipeline.new_target = lambda: FakeLanguageModel(5, salt=1, name="target")
     run = comparison.compare(pipeline, "abcab", DecodeConfig(gamma=3, max_new_tokens=30, chat=False, temperature=0.0))
-    for round_ in run.rounds:  # the scripted models take microseconds: times as a real model's, for the ms in the page
-        round_.draft_ms, round_.verify_ms, round_.record_ms = (1e3 * ms for ms in (round_.draft_ms, round_.verify_ms,
-                                                                                   round_.record_ms))
-    run.wall_ms, run.record_ms = 1e3 * run.wall_ms, 1e3 * run.record_ms
-    run.baseline.token_ms = [1e3 * ms for ms in run.baseline.token_ms]
+    # The scripted models take microseconds, as the machine's load lets them: fixed times as a real model's instead,
+    # the rounds uneven, so that the lanes' timings are the test's own
+    for index, round_ in enumerate(run.rounds):
+        round_.draft_ms, round_.verify_ms, round_.record_ms = 20.0 + 5 * (index % 3), 60.0 + 10 * (index % 2), 1.0
+    run.wall_ms = sum(r.draft_ms + r.verify_ms for r in run.rounds)
+    run.record_ms = sum(r.record_ms for r in run.rounds)
+    run.baseline.token_ms = [50.0 + 3 * (index % 4) for index in range(len(run.baseline.token_ms))]
     run.baseline.wall_ms = sum(run.baseline.token_ms)
     return run
 
