@@ -4,8 +4,12 @@ Because every position's logits are a function of all tokens before it, a cache 
 changes the distributions and shows up in the statistical tests.
 """
 
+import itertools
+
 import torch
 
+from specviz.config import DecodeConfig
+from specviz.core.sampling import Standardizer
 from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.lookup import LookupThenModelDrafter, PromptLookupDrafter
 from specviz.drafters.model import DraftModelDrafter
@@ -76,6 +80,30 @@ class FakeLanguageModel:
         del self.tokens[length:]
 
 
+def outside_mask(ids: list[int], width: int) -> torch.Tensor:
+    mask = torch.ones(width, dtype=torch.bool)
+    mask[ids] = False
+    return mask  # [V]: True where a token is not scored
+
+
+class SubsetFake(FakeLanguageModel):
+    """A scripted draft whose head can be limited as LanguageModel.limit_vocabulary does: -inf outside the rows."""
+
+    subset: list[int] | None = None
+
+    def limit_vocabulary(self, ids: list[int]) -> None:
+        self.subset = list(ids)
+
+    def full_vocabulary(self) -> None:
+        self.subset = None
+
+    def logits_after(self, prefix: tuple) -> torch.Tensor:
+        logits = super().logits_after(prefix)  # [V]
+        if self.subset is None:
+            return logits
+        return logits.masked_fill(outside_mask(self.subset, self.vocab_size), float("-inf"))
+
+
 class FakeTokenizer:
     chat_template = None
     eos_token_id = None
@@ -104,6 +132,24 @@ def fake_pipeline(vocab_size=3, drafter="model", eos_ids=(), draft_salt=7, draft
                     cache=WeightsCache())  # its own cache: warm-ups in one test do not leak into another
 
 
+PROMPT = "ab"  # the prompt of the tests that enumerate the law of fake_pipeline's target (exact_sequence_probs)
+
+
+def exact_sequence_probs(config: DecodeConfig, length: int, vocab: int) -> dict:
+    """P(sequence) under the target alone, enumerated: the law speculative decoding must reproduce."""
+    target = FakeLanguageModel(vocab, salt=1)
+    standardize = Standardizer(config.temperature, config.top_k, config.top_p)
+    prompt = [ord(ch) % vocab for ch in PROMPT]
+    probs = {}
+    for sequence in itertools.product(range(vocab), repeat=length):
+        p = 1.0
+        for step in range(length):
+            dist = standardize(target.logits_after(tuple(prompt + list(sequence[:step]))).view(1, -1))[0]
+            p *= float(dist[sequence[step]])
+        probs[sequence] = p
+    return probs
+
+
 def check_rounds_against_the_models(pipeline, prompt: str, config, draft_row=None):
     """Run the engine and check every round's inputs to the accept/reject step against the scripted models, which
     are pure functions of the prefix: p row 0 is the target's after the sequence so far and row j+1 its after node
@@ -115,7 +161,6 @@ def check_rounds_against_the_models(pipeline, prompt: str, config, draft_row=Non
     the target ids `sequence` and its own earlier `drafts` (default: the scripted draft model's). Returns the trace."""
     import pytest
 
-    from specviz.core.sampling import Standardizer
     from specviz.core.verify_tree import path_to
     from specviz.decoding import engine
 

@@ -7,8 +7,7 @@ from specviz.analysis.metrics import chi_square_test, total_variation
 from specviz.config import DecodeConfig
 from specviz.decoding import engine, plain
 from specviz.decoding.adaptive import DRAFT_MARGIN, PRIOR_ALPHA, AdaptiveGamma
-from tests.fakes import check_rounds_against_the_models, fake_pipeline
-from tests.test_engine import PROMPT, _exact_sequence_probs
+from tests.fakes import PROMPT, check_rounds_against_the_models, exact_sequence_probs, fake_pipeline
 
 
 def _controller(accept_probs, verify_ms_by_fed, draft_step_ms=0.0, rounds=40, max_gamma=8):
@@ -114,7 +113,7 @@ def test_adaptive_sampled_rounds_verify_the_models_own_rows_and_emit_what_verify
 def test_adaptive_sequences_follow_the_target_exactly(drafter):
     vocab, length, runs = 3, 3, 2000
     config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, temperature=1.0, adaptive=True)
-    exact = _exact_sequence_probs(config, length, vocab)
+    exact = exact_sequence_probs(config, length, vocab)
     pipeline = fake_pipeline(vocab, drafter=drafter)
     counts = dict.fromkeys(exact, 0)
     for seed in range(runs):

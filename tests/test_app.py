@@ -144,10 +144,10 @@ def test_cancelling_a_run_frees_the_server(client, app_server, when):
 
 @pytest.mark.slow
 def test_tokenizers_that_share_no_token_are_refused(client, models_dir, offline_target):
-    from tests.test_models import _word_level_tokenizer
+    from tests.builders import word_level_tokenizer
 
     target_dir = save_tiny_llama(models_dir / "mismatched-t", offline_target.tokenizer, 49152)
-    draft_dir = save_tiny_llama(models_dir / "mismatched-d", _word_level_tokenizer(["<unk>", "qqqqzzzzxxxx"]), 2)
+    draft_dir = save_tiny_llama(models_dir / "mismatched-d", word_level_tokenizer(["<unk>", "qqqqzzzzxxxx"]), 2)
     with pytest.raises(Exception, match="do not share a vocabulary.*share no token"):
         _run(client, pair="Custom", target=target_dir, draft=draft_dir, drafter=DRAFT_MODEL)
 

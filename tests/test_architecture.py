@@ -213,3 +213,31 @@ def test_the_layer_check_sees_a_planted_rightward_import_and_an_unplaced_module(
     (fake / "tree.py").write_text("")
     with pytest.raises(AssertionError):
         test_every_module_has_a_layer()
+
+
+TESTS = PACKAGE.parent / "tests"
+
+
+def _imports_of_other_tests_or_scripts(source: str, package: str = "tests") -> list[str]:
+    """The modules a file under tests/ imports (at any depth, relative imports too) that are a test file
+    (tests.test_*, or test_* as pytest's rootdir path would find it) or the scripts."""
+    return sorted(name for name in _imports_in(source, package)
+                  if name.startswith("tests.test_") or name.split(".")[0].startswith("test_")
+                  or _in(name, ["scripts"]))
+
+
+def test_no_test_file_imports_another_test_file_or_the_scripts():
+    """Helpers shared by tests live in support modules (tests/fakes.py, builders.py, stats.py, decoding.py,
+    cross_vocab_toys.py, conftest.py, ..), never in a test file: importing one runs its tests' module code a second
+    time and ties its tests to another file's. Nor does a test import scripts/ (the scripts are not the package).
+    Negative control: the scanner sees each kind of such import in a source string, a lazy one too."""
+    planted = ("from tests import fakes, test_engine\nfrom .test_verify import x\nimport test_metrics\n"
+               "def f():\n    from scripts.gallery_runs import run\n")
+    assert _imports_of_other_tests_or_scripts(planted) == [
+        "scripts.gallery_runs", "scripts.gallery_runs.run", "test_metrics", "tests.test_engine", "tests.test_verify",
+        "tests.test_verify.x"]
+    assert _imports_of_other_tests_or_scripts("from tests.fakes import fake_pipeline\nimport specviz.scripts\n") == []
+    offenders = [f"{path.relative_to(TESTS.parent)} imports {name}" for path in sorted(TESTS.rglob("*.py"))
+                 for name in _imports_of_other_tests_or_scripts(
+                     path.read_text(encoding="utf-8"), ".".join(path.relative_to(TESTS.parent).parent.parts))]
+    assert offenders == [], "\n".join(offenders)

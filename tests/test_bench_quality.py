@@ -6,7 +6,7 @@ import torch
 
 from specviz.bench.quality import target_nll
 from specviz.models.loading import LoadedModel
-from tests.test_devices import VOCAB, tiny_model
+from tests.builders import VOCAB, tiny_model
 
 
 class Sized:

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from specviz.models import checkpoint_memory
-from tests.test_cpu_linear import _Tiny as Tiny
+from tests.builders import Tiny
 
 
 def test_copying_out_of_the_checkpoint_keeps_values_and_ties_and_leaves_linear_weights():

@@ -3,7 +3,7 @@
 import pytest
 
 from specviz.analysis.counters import VOCABULARY, engine_counters, vocabulary_markdown
-from tests.test_metrics import hand_built_trace
+from tests.builders import hand_built_trace
 
 
 def test_the_hand_built_run_in_engine_counters():

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from specviz.models import cpu_linear
+from tests.builders import Tiny
 
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, 16, 17, 40])
@@ -53,23 +54,8 @@ def test_packed_linear_takes_the_stock_path_when_gradients_may_flow():
     torch.testing.assert_close(holder(x), expected)  # grad enabled and W requires grad: the live W is used
 
 
-class _Tiny(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.embed = torch.nn.Embedding(60, 16)  # fewer ids than the timing input's first id (100)
-        self.inner = torch.nn.Linear(16, 16)
-        self.head = torch.nn.Linear(16, 60, bias=False)
-        self.head.weight = self.embed.weight  # tied, as in SmolLM2
-
-    def get_input_embeddings(self):
-        return self.embed
-
-    def forward(self, input_ids, use_cache=False, logits_to_keep=1):
-        return self.head(self.inner(self.embed(input_ids)))[:, -logits_to_keep:]
-
-
 def test_switching_kernels_keeps_the_weights_and_ties():
-    model = _Tiny()
+    model = Tiny()
     weight = model.head.weight
     cpu_linear.use_kernel(model, cpu_linear.FEW_ROW)
     assert type(model.inner) is cpu_linear.FewRowLinear and type(model.head) is cpu_linear.FewRowLinear
@@ -85,7 +71,7 @@ CLASSES = {cpu_linear.STOCK: torch.nn.Linear, cpu_linear.FEW_ROW: cpu_linear.Few
 @pytest.mark.parametrize("forced", list(CLASSES))
 def test_the_environment_forces_a_kernel(monkeypatch, forced):
     monkeypatch.setenv("SPECVIZ_CPU_LINEAR", forced)
-    model = _Tiny()
+    model = Tiny()
     chosen = cpu_linear.choose_kernel(model)
     assert chosen == forced or (forced.startswith(cpu_linear.PACKED) and not cpu_linear.packing_available())
     assert type(model.inner) is CLASSES[chosen]
@@ -93,7 +79,7 @@ def test_the_environment_forces_a_kernel(monkeypatch, forced):
 
 def test_the_timed_choice_is_applied(monkeypatch):
     monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
-    model = _Tiny()
+    model = Tiny()
     chosen = cpu_linear.choose_kernel(model, repeats=1)
     assert type(model.inner) is CLASSES[chosen]
     packed_copy = getattr(model.inner, "packed_weight", None)  # only a PackedLinear has the attribute
@@ -105,7 +91,7 @@ def test_a_model_over_the_memory_budget_is_packed_in_place_without_timing(monkey
     """A second copy doubles the linear weights' memory: over SPECVIZ_PACKED_MAX_GB each W is packed and its
     float copy dropped, except the tied head's, which the embedding still needs."""
     monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
-    model = _Tiny()
+    model = Tiny()
     inner_weight, embedding = model.inner.weight.detach().clone(), model.embed.weight
     before = cpu_linear.linear_weight_bytes(model)
     monkeypatch.setenv("SPECVIZ_PACKED_MAX_GB", "0")
@@ -140,7 +126,7 @@ def test_the_offline_model_gets_a_kernel_and_the_same_logits(offline_target):
 
 def test_a_kernel_is_a_new_module_over_the_same_tensors():
     """The swap replaces the child module (setattr on its parent); the old module and the state dict are unchanged."""
-    model = _Tiny()
+    model = Tiny()
     old_inner, keys = model.inner, list(model.state_dict())
     cpu_linear.use_kernel(model, cpu_linear.FEW_ROW)
     assert model.inner is not old_inner and type(old_inner) is torch.nn.Linear
@@ -157,7 +143,7 @@ def test_a_linear_shared_by_two_parents_gets_one_replacement():
 
 @pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
 def test_switching_kernels_packs_each_weight_once():
-    model, packed_copies = _Tiny(), {}
+    model, packed_copies = Tiny(), {}
     cpu_linear.use_kernel(model, cpu_linear.PACKED, packed_copies)
     first = model.inner.packed_weight
     cpu_linear.use_kernel(model, cpu_linear.STOCK, packed_copies)
@@ -291,5 +277,5 @@ def test_the_timing_is_a_race_that_stops_once_one_kernel_is_clearly_fastest(monk
         return seconds[current["kernel"]][(timed.count(current["kernel"]) - 1) // 2 % 2] / 2
 
     monkeypatch.setattr(cpu_linear, "_forward_seconds", forward_seconds)
-    assert cpu_linear.choose_kernel(_Tiny(), repeats=5) == cpu_linear.STOCK
+    assert cpu_linear.choose_kernel(Tiny(), repeats=5) == cpu_linear.STOCK
     assert timed.count(cpu_linear.STOCK) == 2 * (passes + 1)  # two forwards a pass, the warm-up pass included

@@ -12,45 +12,11 @@ import torch
 from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
 from specviz.decoding import engine, plain
-from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.cross_vocab import CrossVocabDrafter, start_tokens
 from specviz.drafters.vocab_bridge import SPECIAL, VocabBridge, byte_level_bytes, sentencepiece_bytes, token_keys
-from specviz.models.cache import WeightsCache
+from tests.cross_vocab_toys import DRAFT_PIECES, PROMPT, TARGET_PIECES, ToyTokenizer, cross_vocab_pipeline
 from tests.fakes import FakeLanguageModel, check_rounds_against_the_models, fake_pipeline
-from tests.test_tree_engine import _fit
-
-TARGET_PIECES = ["a", "b", "c", "ab", "ca"]  # shared with the draft: a, b, c; the target's own: ab, ca
-DRAFT_PIECES = ["b", "c", "a", "bc", "abc", "ba"]  # the draft's own: bc, abc, ba
-PROMPT = "ab"
-
-
-class ToyTokenizer:
-    """Greedy longest-match tokenization over a list of pieces (written as byte-level BPE writes ASCII)."""
-
-    chat_template = None
-    eos_token_id = None
-    all_special_tokens: list[str] = []
-    added_tokens_encoder: dict[str, int] = {}
-
-    def __init__(self, pieces: list[str]):
-        self.pieces = pieces
-
-    def __len__(self) -> int:
-        return len(self.pieces)
-
-    def __call__(self, text, add_special_tokens=True):
-        ids = []
-        while text:
-            piece = max((p for p in self.pieces if text.startswith(p)), key=len)
-            ids.append(self.pieces.index(piece))
-            text = text[len(piece):]
-        return {"input_ids": ids}
-
-    def decode(self, ids, skip_special_tokens=False):
-        return "".join(self.pieces[i] for i in ids)
-
-    def convert_ids_to_tokens(self, ids):
-        return [self.pieces[i] for i in ids]
+from tests.stats import fit
 
 
 class NaiveDrafter(CrossVocabDrafter):
@@ -73,15 +39,6 @@ class NaiveDrafter(CrossVocabDrafter):
         return [model.logits_after(context + tuple(fed[:row])).view(1, -1) for row in range(len(fed))]
 
 
-def _pipeline(drafter_class=CrossVocabDrafter, confidence=0.0) -> Pipeline:
-    target_tokenizer, draft_tokenizer = ToyTokenizer(TARGET_PIECES), ToyTokenizer(DRAFT_PIECES)
-    target = FakeLanguageModel(len(TARGET_PIECES), salt=1, name="target")
-    draft = FakeLanguageModel(len(DRAFT_PIECES), salt=7, sharpness=1.0, name="draft")
-    bridge = VocabBridge.between(draft_tokenizer, target_tokenizer, len(DRAFT_PIECES), len(TARGET_PIECES))
-    drafter = drafter_class(draft, bridge, target_tokenizer, draft_tokenizer, confidence)
-    return Pipeline(target, drafter, target_tokenizer, [], torch.device("cpu"), torch.float32, draft, cache=WeightsCache())
-
-
 def _exact(config: DecodeConfig) -> dict:
     """P(sequence of target tokens) under the target alone, enumerated."""
     target, standardize = FakeLanguageModel(len(TARGET_PIECES), salt=1), Standardizer(config.temperature)
@@ -96,7 +53,7 @@ def _exact(config: DecodeConfig) -> dict:
 
 
 def _counts(config: DecodeConfig, runs: int, drafter_class=CrossVocabDrafter) -> dict:
-    pipeline, counts = _pipeline(drafter_class), dict.fromkeys(_exact(config), 0)
+    pipeline, counts = cross_vocab_pipeline(drafter_class), dict.fromkeys(_exact(config), 0)
     for seed in range(runs):
         trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
         counts[tuple(trace.token_ids)] += 1
@@ -140,7 +97,7 @@ def _shared_q(pipeline):
 
 @pytest.mark.parametrize("temperature", [1.0, 0.6])
 def test_sampled_cross_vocabulary_rounds_verify_the_target_s_rows_and_the_q_drafted_from(temperature):
-    pipeline = _pipeline()
+    pipeline = cross_vocab_pipeline()
     for seed in range(3):
         config = DecodeConfig(gamma=2, max_new_tokens=12, chat=False, temperature=temperature, seed=seed)
         trace = check_rounds_against_the_models(pipeline, PROMPT, config, _shared_q(pipeline))
@@ -148,7 +105,7 @@ def test_sampled_cross_vocabulary_rounds_verify_the_target_s_rows_and_the_q_draf
 
 
 def test_negative_control_the_unrenormalized_q_fails_the_row_check():
-    pipeline = _pipeline(NaiveDrafter)
+    pipeline = cross_vocab_pipeline(NaiveDrafter)
     config = DecodeConfig(gamma=2, max_new_tokens=12, chat=False, temperature=1.0)
     with pytest.raises(AssertionError, match="q of node"):
         check_rounds_against_the_models(pipeline, PROMPT, config, _shared_q(pipeline))
@@ -158,7 +115,7 @@ def test_negative_control_the_unrenormalized_q_fails_the_row_check():
 def test_cross_vocabulary_drafts_follow_the_target_exactly():
     runs = 600  # 125 sequences of 3 tokens: 600 runs gave p = 0.25, TV 0.09 (the noise of so few runs per cell)
     config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0)
-    p_value, distance = _fit(_exact(config), _counts(config, runs), runs)
+    p_value, distance = fit(_exact(config), _counts(config, runs), runs)
     assert p_value > 0.001 and distance < 0.15
 
 
@@ -166,7 +123,7 @@ def test_cross_vocabulary_drafts_follow_the_target_exactly():
 def test_the_unrenormalized_q_leaves_the_target_s_distribution():
     runs = 600  # p = 6e-16 and TV 0.23 in 600 runs
     config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0)
-    p_value, _ = _fit(_exact(config), _counts(config, runs, NaiveDrafter), runs)
+    p_value, _ = fit(_exact(config), _counts(config, runs, NaiveDrafter), runs)
     assert p_value < 1e-6
 
 
@@ -174,16 +131,16 @@ def test_greedy_cross_vocabulary_runs_equal_greedy_decoding():
     accepted = 0
     for length in (3, 6, 9, 12):
         config = DecodeConfig(gamma=3, max_new_tokens=length, chat=False)
-        pipeline = _pipeline()
+        pipeline = cross_vocab_pipeline()
         trace = engine.run_speculative(pipeline, PROMPT, config)
-        plain_run = plain.baseline_decode(_pipeline(), PROMPT, config)
+        plain_run = plain.baseline_decode(cross_vocab_pipeline(), PROMPT, config)
         assert trace.token_ids == plain_run.token_ids
         accepted += sum(round_.accepted for round_ in trace.rounds)
     assert accepted > 0  # the runs tested real drafts, and some passed
 
 
 def test_the_draft_reads_the_text_in_its_own_tokens_and_rolls_back_through_it():
-    pipeline = _pipeline()
+    pipeline = cross_vocab_pipeline()
     drafter = pipeline.drafter
     target_ids = ToyTokenizer(TARGET_PIECES)("abcab")["input_ids"]  # ab, ca, b
     assert drafter.draft_context(target_ids) == ToyTokenizer(DRAFT_PIECES)("abcab")["input_ids"]  # abc, a, b
@@ -206,7 +163,7 @@ def test_a_draft_whose_tokenizer_starts_texts_with_a_bos_reads_its_context_after
 
     pieces = [*DRAFT_PIECES, "<bos>"]
     assert start_tokens(WithBos(pieces)) == [len(pieces) - 1] and start_tokens(ToyTokenizer(DRAFT_PIECES)) == []
-    pipeline = _pipeline()
+    pipeline = cross_vocab_pipeline()
     drafter = CrossVocabDrafter(pipeline.draft_model, pipeline.drafter.bridge, ToyTokenizer(TARGET_PIECES),
                                 WithBos(pieces))
     target_ids = ToyTokenizer(TARGET_PIECES)("abcab")["input_ids"]
@@ -221,7 +178,7 @@ def test_each_round_records_what_share_of_the_draft_s_belief_it_could_propose():
     from specviz.views.stats_text import stats_markdown
 
     config = DecodeConfig(gamma=3, max_new_tokens=8, chat=False, temperature=1.0, seed=3)
-    trace = Trace.from_json(engine.run_speculative(_pipeline(), PROMPT, config).to_json())  # it survives JSON
+    trace = Trace.from_json(engine.run_speculative(cross_vocab_pipeline(), PROMPT, config).to_json())  # it survives JSON
     drafting = [round_ for round_ in trace.rounds if round_.drafted]
     assert drafting and all(len(round_.shared_mass) == round_.drafted for round_ in trace.rounds)
     assert all(0 < mass < 1 for round_ in drafting for mass in round_.shared_mass)  # bc, abc and ba hold the rest

@@ -15,32 +15,13 @@ from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import Pipeline
 from specviz.drafters.model import DraftModelDrafter
 from specviz.models.cache import WeightsCache
-from specviz.models.loading import TransformersModel
+from tests.builders import VOCAB, tiny_model
 from tests.fakes import FakeTokenizer
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 DTYPES = [torch.float32, torch.bfloat16]
-VOCAB = 256
 TARGET = torch.tensor([0.4, 0.3, 0.2, 0.1])  # the textbook example: {is, stock, girl, cherry}
 DRAFT = torch.tensor([0.5, 0.25, 0.15, 0.1])
-
-
-def tiny_model(architecture: str, seed: int, device: str, dtype: torch.dtype, layers: int = 2):
-    """A random-weight causal LM of a real architecture; initializer_range 0.2 spreads its logits (few near-ties)."""
-    from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
-
-    config_class, model_class = {"llama": (LlamaConfig, LlamaForCausalLM), "qwen2": (Qwen2Config, Qwen2ForCausalLM)}[
-        architecture]
-    config = config_class(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
-                          num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512,
-                          initializer_range=0.2, tie_word_embeddings=False)
-    torch.manual_seed(seed)  # only for the throwaway weights, never for decoding
-    model = model_class(config).to(device=device, dtype=dtype).eval()
-    if architecture == "qwen2":  # q/k/v biases start at zero: make them matter
-        for name, parameter in model.named_parameters():
-            if name.endswith("proj.bias"):
-                parameter.data.normal_(0, 0.2)
-    return TransformersModel(model, VOCAB, torch.device(device), name=f"{architecture}-{seed}")
 
 
 @pytest.mark.parametrize("device", DEVICES)

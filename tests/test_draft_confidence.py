@@ -10,9 +10,8 @@ from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
 from specviz.decoding import engine, plain
 from specviz.drafters.model import DraftModelDrafter
-from tests.fakes import FakeLanguageModel, check_rounds_against_the_models, fake_pipeline
-from tests.test_engine import PROMPT, _exact_sequence_probs
-from tests.test_verify import _chi_square_p_value
+from tests.fakes import PROMPT, FakeLanguageModel, check_rounds_against_the_models, exact_sequence_probs, fake_pipeline
+from tests.stats import chi_square_p_value
 
 
 def _own_probability(model, sequence, token) -> float:
@@ -61,7 +60,7 @@ def test_with_the_stop_sampled_rounds_verify_the_models_own_rows_and_drafts_vary
 def test_with_the_stop_sampled_sequences_still_follow_the_target_exactly():
     vocab, length, runs = 3, 3, 2000
     config = DecodeConfig(gamma=3, max_new_tokens=length, chat=False, temperature=1.0)
-    exact = _exact_sequence_probs(config, length, vocab)
+    exact = exact_sequence_probs(config, length, vocab)
     pipeline = fake_pipeline(vocab, draft_confidence=0.45)
     counts = dict.fromkeys(exact, 0)
     lengths = set()
@@ -72,7 +71,7 @@ def test_with_the_stop_sampled_sequences_still_follow_the_target_exactly():
     assert {1, 2} <= lengths  # drafts of several lengths: the stop fired, and not always
     observed = torch.tensor([counts[seq] for seq in exact], dtype=torch.float)
     expected = torch.tensor(list(exact.values()))
-    assert _chi_square_p_value(observed, expected / expected.sum()) > 0.001
+    assert chi_square_p_value(observed, expected / expected.sum()) > 0.001
     assert 0.5 * (observed / runs - expected).abs().sum() < 0.06
 
 

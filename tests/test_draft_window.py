@@ -17,9 +17,8 @@ from specviz.drafters.model import SINK, DraftModelDrafter, window_view
 from specviz.models.cache import WeightsCache
 from specviz.models.language_model import TransformersModel
 from specviz.trace import Trace
-from tests.fakes import FakeLanguageModel, FakeTokenizer
-from tests.test_head_subset import SubsetFake
-from tests.test_int4_decoder import tiny_llama
+from tests.builders import tiny_llama
+from tests.fakes import FakeLanguageModel, FakeTokenizer, SubsetFake
 
 PROMPT = list(range(10, 30))  # 20 prompt tokens
 

@@ -15,8 +15,8 @@ from specviz.core.tree_shape import shape_for
 from specviz.drafters import kinds
 from specviz.drafters.base import Drafter
 from specviz.drafters.distilled import FeatureDrafter
+from tests.cross_vocab_toys import cross_vocab_pipeline
 from tests.fakes import FakeLanguageModel, fake_pipeline
-from tests.test_cross_vocab import _pipeline as cross_vocab_pipeline
 
 MEMBERS = [name for name in Drafter.__annotations__] + ["begin", "propose"]
 PACKAGE = Path(__file__).resolve().parent.parent / "specviz"

@@ -1,35 +1,15 @@
 """The engine on scripted models: exact output distribution, greedy identity, cache bookkeeping, replay."""
 
-import itertools
 
 import pytest
 import torch
 
 from specviz.analysis.metrics import summarize
 from specviz.config import DecodeConfig
-from specviz.core.sampling import Standardizer
 from specviz.decoding import comparison, engine, plain
 from specviz.trace import Trace
-from tests.fakes import FakeLanguageModel, check_rounds_against_the_models, fake_pipeline
-from tests.test_verify import _chi_square_p_value
-
-PROMPT = "ab"
-
-
-def _exact_sequence_probs(config: DecodeConfig, length: int, vocab: int) -> dict:
-    """P(sequence) under the target alone, enumerated: the law speculative decoding must reproduce."""
-    target = FakeLanguageModel(vocab, salt=1)
-    standardize = Standardizer(config.temperature, config.top_k, config.top_p)
-    prompt = [ord(ch) % vocab for ch in PROMPT]
-    probs = {}
-    for sequence in itertools.product(range(vocab), repeat=length):
-        p = 1.0
-        for step in range(length):
-            dist = standardize(target.logits_after(tuple(prompt + list(sequence[:step]))).view(1, -1))[0]
-            p *= float(dist[sequence[step]])
-        probs[sequence] = p
-    return probs
-
+from tests.fakes import PROMPT, check_rounds_against_the_models, exact_sequence_probs, fake_pipeline
+from tests.stats import chi_square_p_value
 
 SAMPLINGS = [dict(temperature=1.0), dict(temperature=0.7, top_k=2), dict(temperature=1.3, top_p=0.8)]
 SAMPLING_IDS = ["T=1", "T=0.7 top-k 2", "T=1.3 top-p 0.8"]
@@ -40,7 +20,7 @@ def test_speculative_sequences_follow_the_target_exactly():
     """One sampled χ² test of the engine, at T = 1 as its negative control below."""
     vocab, length, runs = 3, 3, 2000
     config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, **SAMPLINGS[0])
-    exact = _exact_sequence_probs(config, length, vocab)
+    exact = exact_sequence_probs(config, length, vocab)
     pipeline = fake_pipeline(vocab)
     counts = dict.fromkeys(exact, 0)
     for seed in range(runs):
@@ -50,7 +30,7 @@ def test_speculative_sequences_follow_the_target_exactly():
     assert sum(counts[seq] for seq in exact if exact[seq] == 0) == 0  # never a sequence the target forbids
     observed = torch.tensor([counts[seq] for seq in support], dtype=torch.float)
     expected = torch.tensor([exact[seq] for seq in support])
-    assert _chi_square_p_value(observed, expected / expected.sum()) > 0.001
+    assert chi_square_p_value(observed, expected / expected.sum()) > 0.001
     assert 0.5 * (observed / runs - expected).abs().sum() < 0.06  # total variation distance
 
 
@@ -60,7 +40,7 @@ def test_lookup_then_model_rounds_mix_and_the_output_follows_the_target_exactly(
     # γ = 1 gives several rounds: the first has nothing to copy ("b" is new), later ones often do; which of
     # lookup and the model drafts a round depends on how each did before it.
     config = DecodeConfig(gamma=1, max_new_tokens=length, chat=False, temperature=1.0)
-    exact = _exact_sequence_probs(config, length, vocab)
+    exact = exact_sequence_probs(config, length, vocab)
     pipeline = fake_pipeline(vocab, drafter="ngram+model")
     counts = dict.fromkeys(exact, 0)
     copied_rounds = modelled_rounds = 0
@@ -74,7 +54,7 @@ def test_lookup_then_model_rounds_mix_and_the_output_follows_the_target_exactly(
     assert sum(counts[seq] for seq in exact if exact[seq] == 0) == 0
     observed = torch.tensor([counts[seq] for seq in support], dtype=torch.float)
     expected = torch.tensor([exact[seq] for seq in support])
-    assert _chi_square_p_value(observed, expected / expected.sum()) > 0.001
+    assert chi_square_p_value(observed, expected / expected.sum()) > 0.001
     assert 0.5 * (observed / runs - expected).abs().sum() < 0.08  # total variation distance over 81 sequences
 
 
@@ -91,7 +71,7 @@ def test_negative_control_broken_rollback_is_caught(monkeypatch):
     law."""
     vocab, length, runs = 3, 3, 2000
     config = DecodeConfig(gamma=2, max_new_tokens=length, chat=False, temperature=1.0)
-    exact = _exact_sequence_probs(config, length, vocab)
+    exact = exact_sequence_probs(config, length, vocab)
     pipeline = fake_pipeline(vocab)
     monkeypatch.setattr(type(pipeline.target), "keep_path", _keep_off_by_one)
     counts = dict.fromkeys(exact, 0)

@@ -11,8 +11,8 @@ from specviz.config import DecodeConfig
 from specviz.core import theory
 from specviz.decoding import engine, plain
 from specviz.views import figures
+from tests.builders import hand_built_trace
 from tests.fakes import fake_pipeline
-from tests.test_metrics import hand_built_trace
 
 
 @pytest.fixture(scope="module")

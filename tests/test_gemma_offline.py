@@ -15,7 +15,7 @@ from specviz.app.request import RunRequest
 from specviz.cli import build_parser, config_from_args
 from specviz.models import presets, split_gguf
 from specviz.models.split_gguf import GEMMA_270M, QWEN_CODER_TARGET, SplitModel
-from tests.test_split_gguf import cache, install_parts, site  # noqa: F401  (fixtures)
+from tests.split_gguf_parts import cache_fixture, install_parts, site_fixture  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).parent.parent
 CROSS_PRESETS = {  # name: (target, draft), the pairs of two tokenizers
@@ -57,7 +57,7 @@ def test_gemma_parts_are_found_where_its_packages_put_them():
     assert split_gguf.SPLIT_MODELS[GEMMA_270M.model_id] is GEMMA_270M
 
 
-def test_parts_laid_out_as_gemmas_are_joined_in_order_and_checked(site, cache):  # noqa: F811
+def test_parts_laid_out_as_gemmas_are_joined_in_order_and_checked(site, cache):
     parts = [b"GGUF" + b"g" * 900, b"e" * 700, b"m" * 300, b"a" * 5]
     whole = b"".join(parts)
     model = SplitModel("offline:fake-gemma", "fake/gemma", "specviz-fake-gemma-part", "1.0.0", 4, len(whole),

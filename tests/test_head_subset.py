@@ -14,36 +14,12 @@ from specviz.models import int4, int4_decoder
 from specviz.models.cache import WeightsCache
 from specviz.models.head_subset import HeadSubset, subset_ids
 from specviz.models.language_model import TransformersModel
-from tests.fakes import FakeLanguageModel, FakeTokenizer, check_rounds_against_the_models
-from tests.test_int4_decoder import tiny_qwen2
-from tests.test_tree_engine import _fit
+from tests.builders import tiny_qwen2
+from tests.fakes import FakeLanguageModel, FakeTokenizer, SubsetFake, check_rounds_against_the_models, outside_mask
+from tests.stats import fit
 
 IDS = [0, 1, 2, 3, 17, 100, 319]  # rows of a 320-token head
 NEEDS_INT8 = pytest.mark.skipif(not int4.available(torch.device("cpu")), reason="torch's CPU int8/int4 kernels")
-
-
-def _outside(ids: list[int], width: int) -> torch.Tensor:
-    mask = torch.ones(width, dtype=torch.bool)
-    mask[ids] = False
-    return mask  # [V]: True where a token is not scored
-
-
-class SubsetFake(FakeLanguageModel):
-    """A scripted draft whose head can be limited as LanguageModel.limit_vocabulary does: -inf outside the rows."""
-
-    subset: list[int] | None = None
-
-    def limit_vocabulary(self, ids: list[int]) -> None:
-        self.subset = list(ids)
-
-    def full_vocabulary(self) -> None:
-        self.subset = None
-
-    def logits_after(self, prefix: tuple) -> torch.Tensor:
-        logits = super().logits_after(prefix)  # [V]
-        if self.subset is None:
-            return logits
-        return logits.masked_fill(_outside(self.subset, self.vocab_size), float("-inf"))
 
 
 def test_the_subset_is_the_lowest_ids_the_prompts_and_the_eos_ids_inside_the_vocabulary():
@@ -64,9 +40,9 @@ def test_the_subset_scores_its_rows_as_the_full_head_does_and_minus_infinity_els
         full, scored = head(hidden), limited(hidden)  # [1, k, V] each
     assert scored.shape == full.shape == (1, 3, 320) and len(limited) == len(IDS)
     torch.testing.assert_close(scored[..., IDS], full[..., IDS], rtol=1e-5, atol=1e-5)
-    assert torch.isneginf(scored[..., _outside(IDS, 320)]).all()
+    assert torch.isneginf(scored[..., outside_mask(IDS, 320)]).all()
     masked = limited.mask(full)  # the fallback for a forward that cannot be split: the same rows, exactly
-    assert torch.equal(masked[..., IDS], full[..., IDS]) and torch.isneginf(masked[..., _outside(IDS, 320)]).all()
+    assert torch.equal(masked[..., IDS], full[..., IDS]) and torch.isneginf(masked[..., outside_mask(IDS, 320)]).all()
 
 
 def test_a_head_the_subset_cannot_gather_is_refused():
@@ -89,7 +65,7 @@ def test_a_limited_draft_model_gives_the_full_models_logits_on_its_rows_and_zero
     full, limited = TransformersModel(step, 320, torch.device("cpu")), TransformersModel(step, 320, torch.device("cpu"))
     limited.limit_vocabulary(IDS)
     ids = torch.randint(0, 320, (12,), generator=torch.Generator().manual_seed(1))
-    outside = _outside(IDS, 320)
+    outside = outside_mask(IDS, 320)
     for model in (full, limited):  # a prompt, then a token tree under it (two children of the root, one grandchild)
         model.rows = model.feed(ids, logits_to_keep=3)  # [3, V]
         model.tree = model.feed_tree(torch.tensor([5, 6, 7]), [-1, -1, 0])  # [3, V]
@@ -116,7 +92,7 @@ def test_a_model_whose_forward_cannot_be_split_masks_its_full_logits_to_the_subs
     ids = torch.randint(0, 320, (9,), generator=torch.Generator().manual_seed(2))
     expected, got = full.feed(ids, logits_to_keep=2), static.feed(ids, logits_to_keep=2)  # [2, V] each
     torch.testing.assert_close(got[:, IDS], expected[:, IDS], rtol=1e-4, atol=1e-4)
-    assert torch.isneginf(got[:, _outside(IDS, 320)]).all()
+    assert torch.isneginf(got[:, outside_mask(IDS, 320)]).all()
 
 
 def test_a_limited_drafter_draws_only_subset_tokens_with_q_zero_elsewhere_and_takes_the_subsets_argmax():
@@ -127,7 +103,7 @@ def test_a_limited_drafter_draws_only_subset_tokens_with_q_zero_elsewhere_and_ta
     drafter.begin()
     sampled = drafter.propose(sequence, 6, Standardizer(1.0), torch.Generator().manual_seed(0))
     assert model.subset == subset and set(sampled.tokens.tolist()) <= set(subset)
-    assert (sampled.probs[:, _outside(subset, vocab)] == 0).all()
+    assert (sampled.probs[:, outside_mask(subset, vocab)] == 0).all()
     torch.testing.assert_close(sampled.probs.sum(-1), torch.ones(6))
     drafter.begin()  # a new sequence: the whole head until its first proposal fixes the subset again
     assert model.subset is None
@@ -183,7 +159,7 @@ def _fit_of_sampled_runs(config: DecodeConfig, runs: int, drafter_class=DraftMod
         trace = engine.run_speculative(pipeline, "ab", DecodeConfig(**{**config.to_dict(), "seed": seed}))
         counts[tuple(trace.token_ids)] += 1
         assert all(3 not in round_.draft_token_ids for round_ in trace.rounds)  # never drafted, only corrected to
-    return _fit(exact, counts, runs)
+    return fit(exact, counts, runs)
 
 
 @pytest.mark.parametrize("tree", [False, True])

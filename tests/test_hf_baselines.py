@@ -78,10 +78,10 @@ def test_kwargs_follow_the_config_and_bad_methods_are_refused(offline_target, gr
 def test_a_draft_of_another_tokenizer_runs_through_transformers_cross_tokenizer_generation(tmp_path, offline_target):
     """The benchmark's peer for issue 35: generate(assistant_tokenizer=...). Greedy, it must equal plain generate();
     sampling prunes the assistant's embeddings in place, so it gets a copy and the draft itself stays whole."""
+    from tests.builders import word_level_tokenizer
     from tests.conftest import save_tiny_llama
-    from tests.test_models import _word_level_tokenizer
 
-    draft_dir = save_tiny_llama(tmp_path / "draft", _word_level_tokenizer(["<unk>", "the", "cat", "sat", "mat"]), 5)
+    draft_dir = save_tiny_llama(tmp_path / "draft", word_level_tokenizer(["<unk>", "the", "cat", "sat", "mat"]), 5)
     draft = models.load_model(draft_dir)
     prompt_ids = encode_prompt(offline_target.tokenizer, PROMPT, False)
     greedy = DecodeConfig(target=OFFLINE_MODEL, gamma=4, max_new_tokens=12, temperature=0).validate()

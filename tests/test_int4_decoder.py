@@ -4,39 +4,14 @@ import copy
 
 import pytest
 import torch
-from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
+from transformers import DynamicCache, LlamaForCausalLM
 
 from specviz.config import QUANTIZED_DRAFTER, DecodeConfig
 from specviz.decoding.pipeline import build_pipeline
 from specviz.drafters.weights import int4_draft_step
 from specviz.models import cpu_linear, int4, int4_decoder
 from specviz.models import loading as models
-
-
-def _seeded(model):
-    """Weights from an explicit generator (small, with norms near 1), so every run builds the same model."""
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.copy_(torch.randn(parameter.shape, generator=generator) * 0.1 + (parameter.dim() == 1))
-    return model
-
-
-def tiny_llama(**overrides) -> LlamaForCausalLM:
-    """A random Llama with widths the 4-bit kernel takes; its weights come from an explicit generator."""
-    config = LlamaConfig(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096, **overrides)
-    model = LlamaForCausalLM(config).eval()
-    return _seeded(model)
-
-
-def tiny_qwen2(**overrides) -> Qwen2ForCausalLM:
-    """A random Qwen2 (biases on q, k and v; tied embeddings, as the 0.5B draft has) of the same widths."""
-    config = Qwen2Config(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=3,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
-                         tie_word_embeddings=True, **overrides)
-    model = Qwen2ForCausalLM(config).eval()
-    return _seeded(model)
+from tests.builders import tiny_llama, tiny_qwen2
 
 
 def feed_both(hf_model, prompt_length: int, steps: list[int], crop_after: int):

@@ -188,7 +188,7 @@ def test_no_nan_anywhere_in_the_grid_at_alpha_one():
 
 def test_the_theory_tab_shows_chens_points_and_the_live_runs_r_prime():
     from specviz.app.tabs.theory import theory_views
-    from tests.test_metrics import hand_built_trace
+    from tests.builders import hand_built_trace
 
     chen = theory_views(0.8, 4, 0.05, False, hand_built_trace())[3]  # 2 tokens per round at γ = 4: r′ = 0.4
     assert "2.65×" in chen and "| what-if: your last live run's r′ at Chinchilla's costs | 0.40 | 1.32× |" in chen

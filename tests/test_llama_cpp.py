@@ -10,17 +10,7 @@ from specviz.config import LLAMA_CPP, OFFLINE_MODEL, DecodeConfig
 from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import build_pipeline, encode_prompt
 from specviz.models import llama_cpp, offline
-
-# The real GGUF on llama.cpp: seconds, so the slow tier
-LLAMA_CPP_MARKS = [pytest.mark.slow, pytest.mark.skipif(
-    not llama_cpp.available() or offline.installed_gguf() is None,
-    reason=f"needs the llama.cpp bindings ({llama_cpp.INSTALL_COMMAND}) and {offline.INSTALL_COMMAND}")]
-
-
-def llama_cpp_only(test):
-    for mark in LLAMA_CPP_MARKS:
-        test = mark(test)
-    return test
+from tests.llama_cpp_marks import llama_cpp_only
 
 PROMPT = "List the days of the week, then list them again in the same order."
 

@@ -7,37 +7,11 @@ import torch
 
 from specviz.analysis.metrics import chi_square_test, estimate_verify_cost, summarize, total_variation
 from specviz.config import DecodeConfig
-from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Baseline, Round, Token, Trace
+from specviz.trace import ACCEPTED, BONUS, Baseline, Trace
+from tests.builders import chain_round, hand_built_trace
 
 ALPHA = 4 / 6  # 4 of the 6 tested drafts below are accepted
 DRAFT_LENGTHS = [4, 2, 0, 3]  # γ = 4; round 2 was cut short, round 3 a plain step (adaptive), round 4 drafted 3
-
-
-def _round(index: int, drafted: int, kinds: list[str], draft_ms: float) -> Round:
-    """A round whose tokens have these kinds at positions 1, 2, ..; a correction sits at the rejected position."""
-    tokens, position = [], 0
-    for kind in kinds:
-        position += kind != CORRECTED  # the correction replaces the rejected draft at its position
-        tokens.append(Token(token_id=index * 10 + position, text="x", kind=kind, position=position, target_prob=0.5,
-                            draft_prob=None if kind == BONUS else 0.5, accept_prob=None if kind in (BONUS, CORRECTED) else 1.0))
-    accepted = kinds.count(ACCEPTED)
-    return Round(index=index, drafted=drafted, accepted=accepted, tokens=tokens, draft_ms=draft_ms, verify_ms=10.0,
-                 draft_forwards=drafted, draft_token_ids=list(range(drafted)), draft_texts=["x"] * drafted)
-
-
-def hand_built_trace() -> Trace:
-    """Four rounds (tokens produced 3, 3, 1, 1; 8 in all), draft steps of 1 ms against a 10 ms target step: c = 0.1."""
-    rounds = [
-        _round(0, 4, [ACCEPTED, ACCEPTED, REJECTED, CORRECTED], draft_ms=4.0),  # position 4 drafted, never tested
-        _round(1, 2, [ACCEPTED, ACCEPTED, BONUS], draft_ms=2.0),
-        _round(2, 0, [BONUS], draft_ms=0.0),
-        _round(3, 3, [REJECTED, CORRECTED], draft_ms=3.0),
-    ]
-    token_ids = [token.token_id for round_ in rounds for token in round_.emitted]
-    config = DecodeConfig(gamma=4, adaptive=True, temperature=1.0).to_dict()
-    return Trace(config=config, prompt="p", prompt_token_count=1, target_name="t", draft_name="d", device="cpu",
-                 dtype="float32", rounds=rounds, token_ids=token_ids, stop_reason="max_new_tokens", wall_ms=40.0,
-                 forward_ms=35.0, baseline=Baseline(text="", token_ids=list(token_ids), wall_ms=80.0, step_ms=10.0))
 
 
 def test_summarize_counts_acceptance_per_position_and_tokens_per_round():
@@ -133,7 +107,7 @@ def _steady_trace(draft_ms: list[float], verify_ms: list[float], **fields) -> Tr
     """Rounds of 2 drafts each (both accepted, then a bonus) with these timings; no baseline."""
     rounds = []
     for index, (draft, verify) in enumerate(zip(draft_ms, verify_ms)):
-        round_ = _round(index, 2, [ACCEPTED, ACCEPTED, BONUS], draft_ms=draft)
+        round_ = chain_round(index, 2, [ACCEPTED, ACCEPTED, BONUS], draft_ms=draft)
         round_.verify_ms = verify
         rounds.append(round_)
     config = DecodeConfig(gamma=2).to_dict()

@@ -4,15 +4,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from tokenizers import Tokenizer
-from tokenizers import models as tokenizer_models
-from transformers import PreTrainedTokenizerFast
 
 from specviz.config import DecodeConfig
 from specviz.decoding import engine, plain
 from specviz.decoding.pipeline import build_pipeline
 from specviz.models import loading as models
 from specviz.models import offline
+from tests.builders import word_level_tokenizer
 from tests.conftest import save_tiny_llama
 
 
@@ -39,17 +37,11 @@ def test_local_pair_with_padded_head_loads_and_decodes_exactly(tmp_path, offline
     assert trace.token_ids == baseline.token_ids and len(trace.token_ids) > 0
 
 
-def _word_level_tokenizer(words):
-    vocab = {word: index for index, word in enumerate(words)}
-    backend = Tokenizer(tokenizer_models.WordLevel(vocab, unk_token="<unk>"))
-    return PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
-
-
 def test_a_draft_of_another_vocabulary_drafts_the_tokens_both_share(tmp_path, offline_target):
     from specviz.drafters.cross_vocab import CrossVocabDrafter
 
     target_dir = save_tiny_llama(tmp_path / "target", offline_target.tokenizer, 49152)
-    draft_dir = save_tiny_llama(tmp_path / "draft", _word_level_tokenizer(["<unk>", "a", "b", "c"]), 4)
+    draft_dir = save_tiny_llama(tmp_path / "draft", word_level_tokenizer(["<unk>", "a", "b", "c"]), 4)
     pipeline = build_pipeline(DecodeConfig(target=target_dir, draft=draft_dir))
     assert isinstance(pipeline.drafter, CrossVocabDrafter) and len(pipeline.drafter.bridge) == 3  # a, b and c
     assert pipeline.target.vocab_size == 49152 and pipeline.draft_model.vocab_size == 4
@@ -57,7 +49,7 @@ def test_a_draft_of_another_vocabulary_drafts_the_tokens_both_share(tmp_path, of
 
 def test_a_pair_that_shares_no_token_is_refused_with_names_and_sizes(tmp_path, offline_target):
     target_dir = save_tiny_llama(tmp_path / "target", offline_target.tokenizer, 49152)
-    other = _word_level_tokenizer(["<unk>", "qqqqzzzzxxxx", "wwwwvvvvjjjj"])
+    other = word_level_tokenizer(["<unk>", "qqqqzzzzxxxx", "wwwwvvvvjjjj"])
     draft_dir = save_tiny_llama(tmp_path / "draft", other, 3)
     with pytest.raises(models.IncompatibleModels) as error:
         build_pipeline(DecodeConfig(target=target_dir, draft=draft_dir))

@@ -8,7 +8,7 @@ from specviz.decoding import engine
 from specviz.trace import Trace
 from specviz.views.render import rows_html
 from specviz.views.render_align import align_groups
-from tests.test_cross_vocab import PROMPT, _pipeline
+from tests.cross_vocab_toys import PROMPT, cross_vocab_pipeline
 
 
 def test_groups_cover_both_tokenizations_in_order_and_end_on_common_boundaries():
@@ -28,7 +28,7 @@ def test_a_tokenizer_that_rewrites_characters_gets_one_group():
 
 
 def test_a_cross_tokenizer_run_draws_each_round_s_own_pieces_over_its_target_tokens():
-    trace = engine.run_speculative(_pipeline(), PROMPT, DecodeConfig(gamma=3, max_new_tokens=12, chat=False))
+    trace = engine.run_speculative(cross_vocab_pipeline(), PROMPT, DecodeConfig(gamma=3, max_new_tokens=12, chat=False))
     trace = Trace.from_json(trace.to_json())  # the own pieces survive JSON
     page = rows_html(trace)
     assert "sv-cross-hint" in page

@@ -8,7 +8,7 @@ import signal
 import pytest
 
 from specviz.models import offline, repacking, requantize
-from tests.test_llama_cpp import llama_cpp_only
+from tests.llama_cpp_marks import llama_cpp_only
 
 needs_bindings = llama_cpp_only  # the real GGUF on llama.cpp: seconds, so the slow tier
 

@@ -8,7 +8,7 @@ from specviz.config import DecodeConfig
 from specviz.core.sampling import Standardizer
 from specviz.decoding import engine, plain
 from specviz.drafters.retokenize import continuation, own_text, stable_continuation
-from tests.test_cross_vocab import PROMPT, TARGET_PIECES, ToyTokenizer, _pipeline
+from tests.cross_vocab_toys import PROMPT, TARGET_PIECES, ToyTokenizer, cross_vocab_pipeline
 
 TARGET = ToyTokenizer(TARGET_PIECES)  # a, b, c, ab, ca (longest match first)
 
@@ -48,9 +48,9 @@ def test_the_draft_s_text_leaves_out_a_character_whose_bytes_are_still_coming():
 
 def test_greedy_rounds_propose_the_target_tokens_of_the_draft_s_own_text():
     config = DecodeConfig(gamma=3, max_new_tokens=12, chat=False)
-    pipeline = _pipeline()
+    pipeline = cross_vocab_pipeline()
     trace = engine.run_speculative(pipeline, PROMPT, config)
-    assert trace.token_ids == plain.baseline_decode(_pipeline(), PROMPT, config).token_ids
+    assert trace.token_ids == plain.baseline_decode(cross_vocab_pipeline(), PROMPT, config).token_ids
     drafting = [round_ for round_ in trace.rounds if round_.drafted]
     assert drafting and sum(round_.accepted for round_ in trace.rounds) > 0
     for round_ in drafting:
@@ -60,7 +60,7 @@ def test_greedy_rounds_propose_the_target_tokens_of_the_draft_s_own_text():
 
 
 def test_the_greedy_draft_is_one_hot_and_its_cache_holds_what_it_read():
-    pipeline = _pipeline()
+    pipeline = cross_vocab_pipeline()
     drafter = pipeline.drafter
     drafter.begin()
     draft = drafter.propose(ids("abca"), 3, Standardizer(0.0), torch.Generator().manual_seed(0))
@@ -74,8 +74,8 @@ def test_a_draft_stop_proposes_what_the_draft_wrote_holding_nothing_back():
     """The draft stops after an unsure token: no later text is coming, so its last piece is proposed too (held back,
     a draft that stops at its first token would propose nothing at all)."""
     config = DecodeConfig(gamma=3, max_new_tokens=12, chat=False)
-    trace = engine.run_speculative(_pipeline(confidence=0.99), PROMPT, config)
-    assert trace.token_ids == plain.baseline_decode(_pipeline(), PROMPT, config).token_ids
+    trace = engine.run_speculative(cross_vocab_pipeline(confidence=0.99), PROMPT, config)
+    assert trace.token_ids == plain.baseline_decode(cross_vocab_pipeline(), PROMPT, config).token_ids
     later = trace.rounds[1:]  # round 1 reads the prompt
     assert later and all(len(round_.draft_own_texts) == 1 and round_.drafted >= 1 for round_ in later)
     for round_ in later:

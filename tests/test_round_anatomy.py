@@ -4,7 +4,7 @@ import pytest
 
 from specviz.analysis import speedup
 from specviz.labs.round_anatomy import anatomy, figures
-from tests.test_metrics import hand_built_trace
+from tests.builders import hand_built_trace
 
 
 @pytest.fixture

@@ -6,30 +6,11 @@ import pytest
 
 from specviz.analysis import speedup
 from specviz.analysis.metrics import summarize
-from specviz.config import DecodeConfig
 from specviz.labs.round_anatomy import anatomy as round_anatomy
-from specviz.trace import ACCEPTED, CORRECTED, REJECTED, Baseline, Round, Token, Trace
 from specviz.views.cli_output import json_summary, speedup_lines
 from specviz.views.export import run_html
 from specviz.views.stats_text import stats_markdown
-
-
-def scripted_trace(plain_ms_per_token: float = 30.0) -> Trace:
-    """Six rounds of a scripted pair with known step times: a 10 ms target step, v(k) = 1 + (k - 1)/4, 1 ms draft
-    steps; every round drafts 3 and keeps 2 (3 tokens a round), 4 ms outside the forwards a round; round 1 also reads
-    a prompt for 20 ms more."""
-    rounds = []
-    for index in range(6):
-        verify_forward = 10.0 * (1 + 3 / 4) + (20.0 if index == 0 else 0.0)
-        tokens = [Token(3 * index + i, f"t{i}", kind, i + 1, 0.5, 0.5, 0.1, 1.0)
-                  for i, kind in enumerate([ACCEPTED, ACCEPTED, REJECTED])] + [Token(99, "c", CORRECTED, 3, 0.5)]
-        rounds.append(Round(index, 3, 2, tokens, draft_ms=3.0, verify_ms=verify_forward + 4.0, draft_forwards=3,
-                            verify_forward_ms=verify_forward, draft_forward_ms=3.0))
-    wall = sum(round_.draft_ms + round_.verify_ms for round_ in rounds)
-    return Trace(DecodeConfig(gamma=3).to_dict(), "p", 4, "t", "d", "cpu", "float32", rounds,
-                 token_ids=list(range(18)), wall_ms=wall, record_ms=6.0, forward_ms=0.0,
-                 target_forward_ms=[10.0, 12.5, 15.0, 17.5], draft_step_ms=1.0,
-                 baseline=Baseline("", list(range(18)), 18 * plain_ms_per_token, 10.0))
+from tests.builders import scripted_trace
 
 
 def test_the_measured_speedup_is_this_runs_rate_over_the_plain_runs():

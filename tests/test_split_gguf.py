@@ -15,43 +15,15 @@ from specviz.app.request import RunRequest
 from specviz.cli import build_parser, config_from_args
 from specviz.models import int4, loading, offline, presets, split_gguf
 from specviz.models.split_gguf import ModelUnavailable, SplitModel
+from tests.split_gguf_parts import cache_fixture, install_parts, site_fixture  # noqa: F401  (fixtures)
 
 PARTS = [b"GGUF" + b"a" * 3000, b"b" * 2500, b"c" * 17]  # distinct, so any other order changes the hash
-
-
-def install_parts(site: Path, package: str, version: str, parts: dict[int, bytes],
-                  data_file: str = "data/part{index:02d}.bin") -> None:
-    """Install part packages as pip would leave them: `<module>/data/partNN.bin` (or `data_file`, as SplitModel
-    spells it) and a dist-info whose RECORD lists it. Written in the dict's order (the tests give it shuffled)."""
-    site.mkdir(parents=True, exist_ok=True)
-    for index, data in parts.items():
-        module = f"{package.replace('-', '_')}{index}"
-        relative = f"{module}/{data_file.format(index=index, offset=index - 1)}"
-        (site / relative).parent.mkdir(parents=True)
-        (site / relative).write_bytes(data)
-        info = site / f"{module}-{version}.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}{index}\nVersion: {version}\n")
-        (info / "RECORD").write_text(f"{relative},,{len(data)}\n{info.name}/RECORD,,\n")
 
 
 def fake_model(parts=PARTS, sha256=None) -> SplitModel:
     whole = b"".join(parts)
     return SplitModel("offline:Fake-Coder", "fake/Fake-Coder", "specviz-fake-part", "1.0.0", len(parts), len(whole),
                       sha256 or hashlib.sha256(whole).hexdigest(), "fake-coder.gguf")
-
-
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPECVIZ_CACHE", str(tmp_path / "cache"))
-    return tmp_path / "cache"
-
-
-@pytest.fixture
-def site(tmp_path, monkeypatch):
-    """A site-packages of its own, searched first."""
-    monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    return tmp_path / "site"
 
 
 def leftovers(cache: Path) -> list[str]:

@@ -14,8 +14,8 @@ from specviz.drafters.model import DraftModelDrafter
 from specviz.models.cache import WeightsCache
 from specviz.models.loading import LoadedModel
 from specviz.models.static_cache import StaticCacheModel, supports_static_cache
+from tests.builders import VOCAB, tiny_model
 from tests.fakes import FakeTokenizer
-from tests.test_devices import VOCAB, tiny_model
 
 PREFIX, WRONG, RIGHT = torch.arange(6), torch.tensor([9, 8, 7, 6]), torch.tensor([40, 41, 42, 43])
 

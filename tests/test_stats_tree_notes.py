@@ -6,7 +6,7 @@ import dataclasses
 from specviz.analysis.metrics import summarize
 from specviz.trace import BONUS, Round
 from specviz.views.stats_text import stats_markdown
-from tests.test_tree_metrics import _round, _token, hand_built_tree_trace
+from tests.builders import hand_built_tree_trace, tree_round, tree_token
 
 
 def _stats(trace) -> str:
@@ -22,8 +22,8 @@ def test_rounds_over_the_budget_are_said_to_be_prompt_lookups_copy():
 
 def _chain_round(index: int) -> Round:
     """A chain of 3 accepted drafts and a bonus."""
-    tokens = [_token("accepted", depth, depth - 1, depth - 2) for depth in (1, 2, 3)] + [_token(BONUS, 4, None, 2)]
-    return _round(index, 3, 3, tokens, [-1, 0, 1])
+    tokens = [tree_token("accepted", depth, depth - 1, depth - 2) for depth in (1, 2, 3)] + [tree_token(BONUS, 4, None, 2)]
+    return tree_round(index, 3, 3, tokens, [-1, 0, 1])
 
 
 def test_a_tree_ticked_that_drew_only_chains_says_why():

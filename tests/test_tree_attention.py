@@ -9,7 +9,7 @@ from specviz.models import int4, int4_decoder
 from specviz.models.language_model import TransformersModel
 from specviz.models.static_cache import StaticCacheModel
 from specviz.models.tree_attention import ancestors, depths, is_chain
-from tests.test_devices import VOCAB, tiny_model
+from tests.builders import VOCAB, tiny_model
 
 PREFIX = torch.arange(3, 11)  # 8 committed tokens
 # a(0) b(1) c(2) follow the prefix; d(3) follows a; e(4) follows b; f(5) follows d; g(6) follows f

@@ -11,15 +11,14 @@ from specviz.decoding import engine, plain
 from specviz.decoding.replay import first_difference
 from specviz.drafters import tree as tree_module
 from specviz.trace import REJECTED, Trace
-from tests.fakes import check_rounds_against_the_models, fake_pipeline
-from tests.test_engine import PROMPT, _exact_sequence_probs
-from tests.test_verify import _chi_square_p_value
+from tests.fakes import PROMPT, check_rounds_against_the_models, exact_sequence_probs, fake_pipeline
+from tests.stats import fit
 
 TREE = dict(tree=True, tree_budget=6)  # γ 2: up to 6 nodes, 2 deep, 2 children under each of the 3 likeliest nodes
 
 
 def _sequence_counts(config: DecodeConfig, runs: int, vocab: int = 3) -> tuple[dict, dict, int]:
-    exact = _exact_sequence_probs(config, config.max_new_tokens, vocab)
+    exact = exact_sequence_probs(config, config.max_new_tokens, vocab)
     pipeline = fake_pipeline(vocab)
     counts, tree_rounds = dict.fromkeys(exact, 0), 0
     for seed in range(runs):
@@ -27,15 +26,6 @@ def _sequence_counts(config: DecodeConfig, runs: int, vocab: int = 3) -> tuple[d
         counts[tuple(trace.token_ids)] += 1
         tree_rounds += sum(round_.is_tree for round_ in trace.rounds)
     return exact, counts, tree_rounds
-
-
-def _fit(exact: dict, counts: dict, runs: int) -> tuple[float, float]:
-    """(χ² p-value, total variation distance) of the observed sequences against the target's law."""
-    support = [sequence for sequence, p in exact.items() if p > 0]
-    assert sum(counts[sequence] for sequence in exact if exact[sequence] == 0) == 0  # never a forbidden sequence
-    observed = torch.tensor([counts[sequence] for sequence in support], dtype=torch.float)
-    expected = torch.tensor([exact[sequence] for sequence in support])
-    return _chi_square_p_value(observed, expected / expected.sum()), 0.5 * float((observed / runs - expected).abs().sum())
 
 
 SAMPLINGS = [dict(temperature=1.0), dict(temperature=0.7, top_k=2), dict(temperature=1.3, top_p=0.8)]
@@ -49,7 +39,7 @@ def test_tree_sequences_follow_the_target_exactly():
     config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, **TREE, **SAMPLINGS[0])
     exact, counts, tree_rounds = _sequence_counts(config, runs)
     assert tree_rounds > runs  # most rounds drafted real trees
-    p_value, distance = _fit(exact, counts, runs)
+    p_value, distance = fit(exact, counts, runs)
     assert p_value > 0.001 and distance < 0.08
 
 
@@ -57,13 +47,13 @@ def test_tree_sequences_follow_the_target_exactly():
 def test_trees_with_prompt_lookup_s_branch_follow_the_target_exactly():
     runs = 1500
     config = DecodeConfig(gamma=2, max_new_tokens=4, chat=False, temperature=1.0, draft="ngram+model", **TREE)
-    exact = _exact_sequence_probs(config, config.max_new_tokens, 3)
+    exact = exact_sequence_probs(config, config.max_new_tokens, 3)
     pipeline = fake_pipeline(3, drafter="ngram+model")
     counts = dict.fromkeys(exact, 0)
     for seed in range(runs):
         trace = engine.run_speculative(pipeline, PROMPT, DecodeConfig(**{**config.to_dict(), "seed": seed}))
         counts[tuple(trace.token_ids)] += 1
-    p_value, distance = _fit(exact, counts, runs)
+    p_value, distance = fit(exact, counts, runs)
     assert p_value > 0.001 and distance < 0.1
 
 
@@ -110,7 +100,7 @@ def test_top_k_children_checked_as_if_drawn_from_q_leave_the_target_law(monkeypa
     runs = 400
     config = DecodeConfig(gamma=2, max_new_tokens=3, chat=False, temperature=1.0, **TREE)
     exact, counts, _ = _sequence_counts(config, runs)
-    p_value, distance = _fit(exact, counts, runs)
+    p_value, distance = fit(exact, counts, runs)
     assert p_value < 1e-6 and distance > 0.1
 
 

@@ -14,46 +14,12 @@ from specviz.analysis.tree_metrics import node_budget, node_depths, rank_counts,
 from specviz.config import DecodeConfig
 from specviz.core import theory
 from specviz.decoding import engine
-from specviz.trace import ACCEPTED, BONUS, CORRECTED, REJECTED, Round, Token, Trace
+from specviz.trace import ACCEPTED, REJECTED, Trace
 from specviz.views import figures
 from specviz.views.cli_output import json_summary, print_summary
 from specviz.views.stats_text import stats_markdown
+from tests.builders import hand_built_tree_trace
 from tests.fakes import fake_pipeline
-
-PARENTS = [-1, -1, 0, 0, 2]  # nodes 0, 1 at depth 1; nodes 2, 3 under node 0 (depth 2); node 4 under node 2 (depth 3)
-
-
-def _token(kind: str, position: int, node: int | None, parent: int) -> Token:
-    drafted = kind in (ACCEPTED, REJECTED)
-    return Token(token_id=20 + (node if node is not None else 9), text="x", kind=kind, position=position,
-                 target_prob=0.5, draft_prob=0.5 if drafted else None, uniform=0.5 if drafted else None,
-                 accept_prob=0.6 if drafted else None, node=node, parent=parent)
-
-
-def _round(index: int, drafted: int, accepted: int, tokens: list[Token], parents: list[int]) -> Round:
-    return Round(index=index, drafted=drafted, accepted=accepted, tokens=tokens, draft_ms=1.0, verify_ms=10.0,
-                 draft_forwards=3 if drafted else 0, draft_token_ids=[20 + j for j in range(drafted)],
-                 draft_texts=["x"] * drafted, draft_parents=parents)
-
-
-def hand_built_tree_trace() -> Trace:
-    """Three rounds, γ = 3, budget 5:
-    1. the module docstring's example: accept node 0 (1st sibling, depth 1), reject node 2 (1st sibling, depth 2),
-       accept node 3 (2nd sibling, depth 2), which has no child: bonus. 3 tokens.
-    2. reject node 0, reject node 1 (1st and 2nd siblings at depth 1): correction. 1 token.
-    3. a plain step (nothing drafted). 1 token."""
-    rounds = [
-        _round(0, 5, 2, [_token(ACCEPTED, 1, 0, -1), _token(REJECTED, 2, 2, 0), _token(ACCEPTED, 2, 3, 0),
-                         _token(BONUS, 3, None, 3)], PARENTS),
-        _round(1, 5, 0, [_token(REJECTED, 1, 0, -1), _token(REJECTED, 1, 1, -1), _token(CORRECTED, 1, None, -1)],
-               PARENTS),
-        _round(2, 0, 0, [_token(BONUS, 1, None, -1)], []),
-    ]
-    token_ids = [token.token_id for round_ in rounds for token in round_.emitted]
-    config = DecodeConfig(gamma=3, tree=True, tree_budget=5, temperature=1.0).to_dict()
-    return Trace(config=config, prompt="p", prompt_token_count=1, target_name="t", draft_name="d", device="cpu",
-                 dtype="float32", rounds=rounds, token_ids=token_ids, stop_reason="max_new_tokens", wall_ms=40.0,
-                 forward_ms=35.0)
 
 
 def test_the_hand_built_tree_in_numbers():

@@ -7,10 +7,10 @@ from collections import defaultdict
 import pytest
 import torch
 
-from specviz.analysis.metrics import chi_square_test
 from specviz.core.acceptance import EXACT, AcceptanceRule, Lenient
 from specviz.core.sampling import residual, sample, sample_with_uniform
 from specviz.core.verify import BONUS, CORRECTED, verify
+from tests.stats import chi_square_p_value
 
 TARGET = torch.tensor([0.4, 0.3, 0.2, 0.1])  # the "The Japan" example: {is, stock, girl, cherry}
 DRAFT = torch.tensor([0.5, 0.25, 0.15, 0.1])
@@ -116,18 +116,13 @@ def _speculative_draws(target, draft, samples, generator, always_accept=False, s
     return torch.tensor(draws)
 
 
-def _chi_square_p_value(counts: torch.Tensor, probs: torch.Tensor) -> float:
-    """The p-value of specviz's one χ² helper (small bins pooled, exact Q(dof/2, χ²/2))."""
-    return chi_square_test(counts, probs)[2]
-
-
 @pytest.mark.slow  # the exact law of every pair is enumerated in the fast tier (test_the_first_two_emitted_tokens_...)
 def test_sampled_tokens_follow_the_target():
     """One sampled χ² test of the chain, on the pair its negative controls below fail."""
     generator = torch.Generator().manual_seed(1234)
     draws = _speculative_draws(TARGET, DRAFT, 20_000, generator)
     counts = torch.bincount(draws, minlength=4).float()
-    assert _chi_square_p_value(counts, TARGET) > 0.001
+    assert chi_square_p_value(counts, TARGET) > 0.001
     assert (counts / counts.sum() - TARGET).abs().max() < 0.015
 
 
@@ -136,7 +131,7 @@ def test_negative_control_always_accept_fails_the_same_test():
     generator = torch.Generator().manual_seed(1234)
     draws = _speculative_draws(TARGET, DRAFT, 20_000, generator, always_accept=True)
     counts = torch.bincount(draws, minlength=4).float()
-    assert _chi_square_p_value(counts, TARGET) < 1e-6  # it follows q, not p
+    assert chi_square_p_value(counts, TARGET) < 1e-6  # it follows q, not p
 
 
 OTHER_QS = [
@@ -151,9 +146,9 @@ def test_negative_control_a_draft_that_reports_another_q_fails_the_test(really_s
     generator = torch.Generator().manual_seed(1234)
     draws = _speculative_draws(TARGET, DRAFT, 2_000, generator, sampled_from=really_sampled_from)
     counts = torch.bincount(draws, minlength=4).float()
-    assert _chi_square_p_value(counts, TARGET) < 1e-6  # the output no longer follows p
+    assert chi_square_p_value(counts, TARGET) < 1e-6  # the output no longer follows p
     honest = _speculative_draws(TARGET, really_sampled_from, 2_000, torch.Generator().manual_seed(1234))
-    assert _chi_square_p_value(torch.bincount(honest, minlength=4).float(), TARGET) > 1e-3  # reporting q′ repairs it
+    assert chi_square_p_value(torch.bincount(honest, minlength=4).float(), TARGET) > 1e-3  # reporting q′ repairs it
 
 
 # The exact law by enumeration. A toy world on V = 4 tokens: after the tokens c emitted or drafted so far, the target's

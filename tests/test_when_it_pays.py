@@ -8,7 +8,7 @@ import pytest
 from specviz.labs.when_it_pays import regimes as when_it_pays
 from specviz.labs.when_it_pays.figures import payoff_figure, verify_cost_figure
 from specviz.trace import TopToken
-from tests.test_speedup import scripted_trace
+from tests.builders import scripted_trace
 
 READING_WEIGHTS = {1: 1.0, 2: 1.02, 4: 1.04, 8: 1.1, 16: 1.4}  # v(k) of a forward bound by reading the weights
 ARITHMETIC = {1: 1.0, 2: 1.8, 4: 3.3, 8: 6.0, 16: 9.0}  # ... and of one bound by arithmetic
