@@ -135,3 +135,41 @@ def test_a_missing_path_is_caught():
     assert exists("tests/conftest.shared_worker_groups", [ROOT])
     assert link_targets("[a](gpu.md#x) [b](#top) [c](https://x.org/y.md) ![d](screenshots/a.png)") == {
         "gpu.md", "screenshots/a.png"}
+
+
+def named_attributes(text: str) -> set[tuple[str, str]]:
+    """The `module.NAME` and `path/module.NAME` references in `text`: (module file stem or path, attribute)."""
+    found = set()
+    for token in re.findall(r"`([a-z_][\w/]*)\.([A-Za-z_]\w*)(?:\.\w+)?`", text):  # a module: lower case
+        if token[1] != "py":
+            found.add(token)
+    return found
+
+
+def resolve(module: str, attribute: str) -> bool:
+    """Whether specviz has a module `module` (its stem, or a path under specviz/) with `attribute` at its top."""
+    import importlib
+
+    candidates = [PACKAGE / f"{module}.py"] if "/" in module else sorted(PACKAGE.rglob(f"{module}.py"))
+    for path in candidates:
+        if path.exists():
+            name = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+            if hasattr(importlib.import_module(name), attribute):
+                return True
+    return False
+
+
+def test_every_place_the_where_a_fact_lives_table_names_exists():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = text.split("## Where a fact lives", 1)[1].split("\n## ", 1)[0]
+    named = named_attributes(table)
+    assert len(named) >= 10
+    missing = sorted(f"{module}.{attribute}" for module, attribute in named if not resolve(module, attribute))
+    assert missing == [], f"docs/architecture.md names what the code no longer has: {missing}"
+
+
+def test_the_fact_table_check_can_fail():
+    assert named_attributes("`presets.PAIRS` and `views/export.trace_from_text` and `cli.py`") == {
+        ("presets", "PAIRS"), ("views/export", "trace_from_text")}
+    assert resolve("presets", "PAIRS") and resolve("views/export", "trace_from_text")
+    assert not resolve("presets", "NO_SUCH_TABLE") and not resolve("no_such_module", "PAIRS")
