@@ -1,4 +1,4 @@
-"""Stop while the models load: answered at once, not when the load ends (issue 62: it took 16.7 s). The load goes on
+"""Stop while the models load: answered at once, not when the load ends (it once took 16.7 s). The load goes on
 on the model thread where it is inside a C call, and what it loads stays cached for the next run."""
 
 import time

@@ -1,4 +1,4 @@
-"""A real browser on a run whose draft has a tokenizer of its own (issue 35): each round draws the draft's own
+"""A real browser on a run whose draft has a tokenizer of its own: each round draws the draft's own
 pieces over the target tokens they became, and the verdicts on the target's tokens."""
 
 import re

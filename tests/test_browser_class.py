@@ -1,4 +1,4 @@
-"""Issue 44 in a real browser, as a teacher and a student meet the page: numbers never clamped, a refusal that stays
+"""The class page in a real browser, as a teacher and a student meet the page: numbers never clamped, a refusal that stays
 readable on the status line, a token's numbers on a tap, an offline hub pair refused at once, a gallery run that sets
 the controls, and whole Glossary cells."""
 
@@ -150,7 +150,7 @@ def test_no_term_breaks_mid_word_on_a_phone(page, app_url):
 
 
 def test_a_tampered_trace_is_refused_in_a_sentence_and_the_page_keeps_its_run(page, tmp_path):
-    """Issue 62: a saved trace with one rejected token's r lowered below its acceptance probability is refused under
+    """A saved trace with one rejected token's r lowered below its acceptance probability is refused under
     the Load button, naming the round and the field, and the rows on the page stay; the same trace untouched loads."""
     import json
 

@@ -1,4 +1,4 @@
-"""A real browser on the Verification rules tab's cross-vocabulary case (issue 35): no model run is needed."""
+"""A real browser on the Verification rules tab's cross-vocabulary case: no model run is needed."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""Issue 44's first screens, in a real browser: what a projector (1366×768) and a phone (390×844) show before any
+"""The first screens, in a real browser: what a projector (1366×768) and a phone (390×844) show before any
 model loads (Run, Stop and the status line in view on both), after Run, and in the guided lesson; and, after that
 default Run, every tab's main button with its defaults. They open pages of their own (the shared `page` fixture starts
 from a cleared page): the first visitor's page then walks the lesson, and the page of the default Run the tabs.

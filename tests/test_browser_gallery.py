@@ -1,6 +1,6 @@
-"""A real browser opens the gallery's recorded runs of the real Qwen2.5-Coder pair (issue 36): one click, no model
+"""A real browser opens the gallery's recorded runs of the real Qwen2.5-Coder pair: one click, no model
 loaded, and the page shows that run: its rows, its plots, its provenance, and for the draft of another tokenizer
-(issue 35) the draft's own pieces over the target tokens they became."""
+the draft's own pieces over the target tokens they became."""
 
 import pytest
 from playwright.sync_api import expect

@@ -1,4 +1,4 @@
-"""A real browser on the launched app: token trees on the live tab (issue 34), as a person would use them."""
+"""A real browser on the launched app: token trees on the live tab, as a person would use them."""
 
 import os
 import re

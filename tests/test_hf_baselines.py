@@ -76,8 +76,9 @@ def test_kwargs_follow_the_config_and_bad_methods_are_refused(offline_target, gr
 
 
 def test_a_draft_of_another_tokenizer_runs_through_transformers_cross_tokenizer_generation(tmp_path, offline_target):
-    """The benchmark's peer for issue 35: generate(assistant_tokenizer=...). Greedy, it must equal plain generate();
-    sampling prunes the assistant's embeddings in place, so it gets a copy and the draft itself stays whole."""
+    """The benchmark's peer for drafts of another tokenizer: generate(assistant_tokenizer=...). Greedy, it must
+    equal plain generate(); sampling prunes the assistant's embeddings in place, so it gets a copy and the draft
+    itself stays whole."""
     from tests.builders import word_level_tokenizer
     from tests.conftest import save_tiny_llama
 

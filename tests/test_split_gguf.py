@@ -207,7 +207,7 @@ def test_a_pipeline_with_a_missing_split_model_is_refused_before_anything_loads(
 
 
 def test_a_pair_whose_ggufs_are_in_the_cache_is_offline_in_the_menu_without_its_packages(cache, monkeypatch):
-    """Issue 62: the menu said "not installed" for a pair whose GGUFs were already in the cache; only a pair whose
+    """The menu once said "not installed" for a pair whose GGUFs were already in the cache; only a pair whose
     files are neither here nor installed may say otherwise."""
     monkeypatch.setattr(split_gguf, "_part", lambda model, index: None)  # no part package at all
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

@@ -1,4 +1,4 @@
-"""The stats' tree line says what a person would otherwise puzzle over (issue 34): rounds over the node budget
+"""The stats' tree line says what a person would otherwise puzzle over: rounds over the node budget
 (prompt lookup's copy joined the tree) and Token tree ticked with no tree drawn (the budget bought a chain)."""
 
 import dataclasses

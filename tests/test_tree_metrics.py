@@ -1,5 +1,5 @@
 """tree_metrics.py and the tree numbers in metrics, figures, the CLI's output, the engine counters and the stats: exact
-values on a hand-built tree trace, invariants on seeded fake-engine tree runs, and chain runs unchanged (issue 34)."""
+values on a hand-built tree trace, invariants on seeded fake-engine tree runs, and chain runs unchanged."""
 
 import dataclasses
 import io
