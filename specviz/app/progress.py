@@ -66,11 +66,14 @@ def waiting_line(job: Job, started: float, queued: bool = False) -> str:
     return f"**{_plain(stage)}** · {in_stage:.1f} s ({total:.1f} s since Run)"
 
 
+NOT_RUN = "**Not run**: "  # how the status line opens on a Run refused in words
+
+
 def not_run_line(error: gr.Error) -> str:
     """A refusal (bad settings, a model not installed or unreachable) or a failure, as the status line keeps it:
     "**Not run**: gamma must be a whole number from 1 to 16, got 0." """
-    word = "Failed" if error.print_exception else "Not run"  # a refusal is quiet (callbacks.Refusal); a bug is not
-    return f"**{word}**: {_plain(str(error.message))}"
+    opening = "**Failed**: " if error.print_exception else NOT_RUN  # a refusal is quiet (callbacks.Refusal); a bug is not
+    return f"{opening}{_plain(str(error.message))}"
 
 
 def decoding_line(trace: Trace, started: float) -> str:

@@ -23,7 +23,7 @@ from specviz.app.pair_menu import (
     unreachable,
 )
 from specviz.app.policy import Policy, current_policy, gpu_decorator
-from specviz.app.progress import queue_shown
+from specviz.app.progress import NOT_RUN, queue_shown
 from specviz.app.request import DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRAFT, RunRequest, field_limits
 from specviz.app.tabs.groups import LIVE_TAB, build_lab_tabs
 from specviz.app.tabs.runs_and_files import first_screen, gallery_buttons, wire_gallery
@@ -32,6 +32,7 @@ from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace,
 from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.app.warmup import warm_up_note
 from specviz.config import BACKENDS, NUMBER_FIELDS, OFFLINE_MODEL
+from specviz.models import split_gguf
 from specviz.models.llama_cpp import available as llama_cpp_available
 from specviz.views import render
 
@@ -220,17 +221,19 @@ NOT_AVAILABLE = "**Not available**: "  # how the status line opens on a pair the
 
 def _pair_changed(choice: str, backend: str, accepted: str | None, status: str | None):
     """A new pair: show the Custom boxes or not, and set the drafter, γ, draft stop and adaptive γ this pair runs
-    best with on the backend chosen. A hub pair this server cannot load (no internet, not cached) is refused at once:
-    the menu goes back to the pair before (`accepted`), and the status line says why until the next choice succeeds
-    or the next Run."""
-    refusal = unreachable(choice)
-    if refusal is not None:
+    best with on the backend chosen. A pair this server cannot load (a hub pair without internet and not cached, an
+    offline pair neither installed nor to be fetched) is refused at once: the menu goes back to the pair before
+    (`accepted`), and the status line says why until the next choice succeeds or the next Run; a choice that
+    succeeds clears an earlier refusal, of a pair or of a Run."""
+    unobtainable = split_gguf.unobtainable(PAIRS[choice])  # a GGUF neither here nor to be fetched from the hub
+    refusal = unreachable(choice) or (unobtainable and f"{unobtainable}.")
+    if refusal:
         gr.Warning(refusal)
         back = accepted if accepted in PAIRS else default_pair()
         return (gr.skip(), gr.skip(), gr.update(value=back), gr.skip(), gr.skip(), gr.skip(),
                 f"{NOT_AVAILABLE}{refusal}", back)
     offline_smollm = PAIRS[choice][0] == OFFLINE_MODEL
-    cleared = "" if (status or "").startswith(NOT_AVAILABLE) else gr.skip()  # an earlier refusal no longer holds
+    cleared = "" if (status or "").startswith((NOT_AVAILABLE, NOT_RUN)) else gr.skip()  # an earlier refusal is void
     return (gr.update(visible=choice == CUSTOM_PAIR),
             gr.update(value=LOOKUP_THEN_DRAFT if offline_smollm else DRAFT_MODEL, info=drafter_help(choice)),
             *_pair_settings_on(choice, backend), cleared, choice)

@@ -31,8 +31,8 @@ def compared_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
                     policy: GammaPolicy | None = None) -> Iterator[tuple[Round, Trace]]:
     """speculative_decode's rounds, with plain decoding of the same prompt in between (module docstring). Each trace
     holds the Baseline so far (each plain token's ms and the round it followed: as many tokens as the rounds, so a
-    run stopped midway is measured over what it decoded); the last also the cores other processes kept busy
-    meanwhile, and the machine's cores. Without a second cache, the Baseline comes with the last trace only."""
+    run stopped midway is measured over what it decoded), the cores other processes kept busy so far and the
+    machine's cores. Without a second cache, the Baseline comes with the last trace only."""
     plain_model = pipeline.plain_target()
     in_turn = plain_model is not pipeline.target  # else both would write one cache: plain decoding waits to the end
     plain = PlainRun(pipeline, prompt, config, plain_model)
@@ -46,8 +46,9 @@ def compared_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             while not plain.finished:
                 plain.step(after_round=round_.index if in_turn else None)
             trace.baseline = plain.baseline()
-            end = machine_load.CpuLoad.read()
-            trace.others_busy_cores = end.others_busy_cores(start) if start and end else None
+        if trace.baseline is not None:  # the load so far, with the Baseline so far: a run stopped now keeps its verdict
+            now = machine_load.CpuLoad.read()
+            trace.others_busy_cores = now.others_busy_cores(start) if start and now else None
             trace.cores = machine_load.cores()
         yield round_, trace
 

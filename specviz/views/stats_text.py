@@ -145,12 +145,16 @@ def headline(trace: Trace, metrics: Metrics) -> str:
     The same numbers as the stats panel's lines below, fewer of them."""
     rejected = sum(1 for round_ in trace.rounds for token in round_.tokens if token.kind == "rejected")
     if metrics.speedup_measured is not None:
-        interval = f" {interval_words(metrics)}" if interval_words(metrics) else ""
-        speed = (f"**{metrics.speedup_measured:.2f}× faster**{interval} than plain decoding, measured"
-                 if metrics.speedup_measured >= 1 else f"**{metrics.speedup_measured:.2f}×**{interval}: slower than "
-                 "plain decoding, measured")
-        if metrics.speedup_low is not None and metrics.speedup_low <= 1.0 <= metrics.speedup_high:
-            speed += " (within its interval, no faster than plain decoding)"
+        interval, value = interval_words(metrics), f"{metrics.speedup_measured:.2f}×"
+        if metrics.speedup_low is None:  # too few rounds for an interval: a number, no claim (and not in bold)
+            speed = f"{value} {interval}".rstrip() + ", measured so far"
+        elif metrics.speedup_low <= 1.0 <= metrics.speedup_high:
+            speed = (f"**{value}** {interval}: not clearly faster or slower than plain decoding, measured (the "
+                     "interval includes 1×)")
+        elif metrics.speedup_measured >= 1:
+            speed = f"**{value} faster** {interval} than plain decoding, measured"
+        else:
+            speed = f"**{value}** {interval}: slower than plain decoding, measured"
         if metrics.busy:
             speed += f" · {machine_words(metrics, trace.cores)}"
     elif metrics.speedup_predicted is not None:
