@@ -1,4 +1,4 @@
-"""Benchmark rows -> every method against llama.cpp's plain decoding of the same prompt, and the goals against it.
+"""Benchmark rows -> every method against llama.cpp's plain decoding of the same prompt.
 
 Each prompt gives each method one ratio: its tokens/s over `llama_plain`'s on that prompt, both over the whole
 decoding, the prompt's reading included. A method's figure is the geometric mean of its ratios over the prompts
@@ -18,13 +18,8 @@ from collections import defaultdict
 
 PEER = "llama_plain"  # the fastest plain decoder on a CPU: llama.cpp's own, on the same GGUF
 # llama.cpp's plain decoding of the shipped file a requantized target was made from (bench/run.py): where a run has
-# it, it is the peer, and the goals are the shipped file's (SHIPPED_*)
+# it, it is the peer
 SHIPPED_PEER = "llama_plain_shipped"
-REPEATING = ("summarization", "rag", "extraction")  # the categories where the output copies the prompt
-OVERALL_GOAL = 1.0  # specviz's fastest exact path, over all prompts
-REPEATING_GOAL = 1.1  # ... on each category where text repeats
-CATEGORY_FLOOR = 0.95  # ... on every category
-PLAIN_GOAL = 0.9  # specviz's plain decoding on its llama.cpp backend
 
 
 def peer_of(rows: list[dict]) -> str:
@@ -63,75 +58,6 @@ def ratios_to_peer(rows: list[dict], peer: str | None = None) -> dict:
     return table
 
 
-def goals(table: dict) -> list[dict]:
-    """The goals against llama.cpp at each temperature: what was measured and whether it met the goal (the shipped
-    file's where the table is against it: it has llama_plain, the same file's, as a method)."""
-    if any(PEER in methods for methods in table.values()):
-        return shipped_goals(table)
-    found = []
-    for temperature, methods in table.items():
-        exact = {m: f for m, f in methods.items() if m.startswith("specviz")}  # speculative, and exact: specviz's
-        if not exact:
-            continue
-        fastest = max(exact, key=lambda m: exact[m]["overall"])
-        best = exact[fastest]
-        t = f"T = {temperature:g}"
-        found.append(_goal(t, f"fastest exact speculative path ({fastest}) overall", best["overall"], OVERALL_GOAL))
-        for category in REPEATING:
-            if category in best["categories"]:
-                found.append(_goal(t, f"{fastest} on {category}", best["categories"][category], REPEATING_GOAL))
-        found.append(_goal(t, f"{fastest}, lowest category ({best['lowest'][0]})", best["lowest"][1], CATEGORY_FLOOR))
-        if "plain" in methods:
-            found.append(_goal(t, "specviz's plain decoding overall", methods["plain"]["overall"], PLAIN_GOAL))
-        for method, figures in methods.items():
-            if method.startswith("llama_speculative["):
-                ours = "specviz[" + method.split("[", 1)[1]
-                if ours in methods:
-                    found.append(_goal(t, f"{ours} over {method}", methods[ours]["overall"] / figures["overall"], 1.0,
-                                       strictly=True))
-    return found
-
-
-# The goals against llama.cpp's plain decoding of the shipped Q4_K_M, where specviz verifies with a requantized copy
-SHIPPED_OVERALL_GOAL = 1.25
-SHIPPED_COPYING_GOAL = 1.5  # on each of SHIPPED_COPYING
-SHIPPED_COPYING = ("summarization", "rag", "extraction", "coding")
-SAME_FILE_GOAL = 1.15  # over llama.cpp's plain decoding of the very file specviz verifies with
-LLAMA_SPECULATIVE = ("llama_speculative", "llama_ngram")  # llama.cpp's own speculative decoding, which specviz must beat
-
-
-def shipped_goals(table: dict) -> list[dict]:
-    """The shipped file's goals at each temperature, for the fastest exact speculative path."""
-    found = []
-    for temperature, methods in table.items():
-        exact = {m: f for m, f in methods.items() if m.startswith("specviz")}
-        if not exact:
-            continue
-        fastest = max(exact, key=lambda m: exact[m]["overall"])
-        best = exact[fastest]
-        t = f"T = {temperature:g}"
-        found.append(_goal(t, f"fastest exact speculative path ({fastest}) overall", best["overall"],
-                           SHIPPED_OVERALL_GOAL))
-        for category in SHIPPED_COPYING:
-            if category in best["categories"]:
-                found.append(_goal(t, f"{fastest} on {category}", best["categories"][category], SHIPPED_COPYING_GOAL))
-        found.append(_goal(t, f"{fastest}, lowest category ({best['lowest'][0]})", best["lowest"][1], CATEGORY_FLOOR))
-        if PEER in methods:
-            found.append(_goal(t, f"{fastest} over llama.cpp's plain decoding of the same file",
-                               best["overall"] / methods[PEER]["overall"], SAME_FILE_GOAL))
-        for method, figures in methods.items():
-            if method.split("[")[0] in LLAMA_SPECULATIVE:
-                found.append(_goal(t, f"{fastest} over {method}", best["overall"] / figures["overall"], 1.0,
-                                   strictly=True))
-    return found
-
-
-def _goal(temperature: str, what: str, value: float, goal: float, strictly: bool = False) -> dict:
-    met = value > goal if strictly else value >= goal
-    return {"temperature": temperature, "what": what, "value": value, "goal": f"{'>' if strictly else '≥'} {goal:g}×",
-            "met": met}
-
-
 def markdown(table: dict, peer: str = PEER) -> list[str]:
     """The section report.md opens with when the run has llama.cpp's plain decoding (`peer`: peer_of its rows)."""
     if not any(table.values()):  # no prompt where llama.cpp's plain decoding ran
@@ -151,9 +77,4 @@ def markdown(table: dict, peer: str = PEER) -> list[str]:
                          f"{'–' if equal is None else f'{equal:.2f}×'} ({count}) | {f['lowest'][1]:.2f}× "
                          f"({f['lowest'][0]}) | {cells} |")
         lines.append("")
-    against = "the shipped file" if peer == SHIPPED_PEER else "llama.cpp"
-    lines += [f"### The goals against {against}", "", "| T | what | measured | goal | |", "|---|---|---|---|---|"]
-    for goal in goals(table):
-        lines.append(f"| {goal['temperature']} | {goal['what']} | {goal['value']:.2f}× | {goal['goal']} "
-                     f"| {'met' if goal['met'] else 'missed'} |")
     return lines

@@ -39,7 +39,6 @@ def build_results(args: dict, environment: dict, verify_costs: dict[int, float],
     return {"args": args, "environment": environment, "verify_costs": {str(k): v for k, v in verify_costs.items()},
             "summaries": summaries, "figures": headline_figures(rows, summaries), "rows": rows + failed,
             "against_llama_plain": {f"T={t:g}": methods for t, methods in peer.items()},
-            "goals": peer_table.goals(peer),
             "failed": [{key: row[key] for key in ("temperature", "id", "method", "error")} for row in failed]}
 
 
