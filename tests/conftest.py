@@ -113,18 +113,6 @@ def calibration_files(tmp_path_factory):
     return lambda: folder / f"{next(numbers)}.json"
 
 
-@pytest.fixture(scope="session", autouse=True)
-def kernel_choices(tmp_path_factory):
-    """One file of kept kernel choices (models/kernel_store.py) for the whole run: pytest-xdist's workers, the apps and
-    command lines they start share it, so each real model's kernels are timed once a run (and the tiny models the
-    tests build never reach the user's cache)."""
-    run_folder = tmp_path_factory.getbasetemp()
-    if "PYTEST_XDIST_WORKER" in os.environ:
-        run_folder = run_folder.parent  # the workers' folders are popen-gw0, popen-gw1, .. in the run's
-    os.environ.setdefault("SPECVIZ_KERNELS", str(run_folder / "kernels.json"))
-    return os.environ["SPECVIZ_KERNELS"]
-
-
 @pytest.fixture(autouse=True)
 def own_calibration_file(calibration_files, monkeypatch):
     """Each test starts with no calibration kept by an earlier start (calibration_store), and keeps its own: a file

@@ -1,6 +1,5 @@
 """The few-row and packed CPU linear kernels compute the same product as nn.Linear, and the choice is applied."""
 
-import json
 
 import pytest
 import torch
@@ -72,22 +71,21 @@ CLASSES = {cpu_linear.STOCK: torch.nn.Linear, cpu_linear.FEW_ROW: cpu_linear.Few
 def test_the_environment_forces_a_kernel(monkeypatch, forced):
     monkeypatch.setenv("SPECVIZ_CPU_LINEAR", forced)
     model = Tiny()
-    chosen = cpu_linear.choose_kernel(model)
+    chosen = cpu_linear.apply_kernel(model)
     assert chosen == forced or (forced.startswith(cpu_linear.PACKED) and not cpu_linear.packing_available())
     assert type(model.inner) is CLASSES[chosen]
 
 
-def test_the_timed_choice_is_applied(monkeypatch):
+def test_unforced_a_model_within_the_budget_is_packed(monkeypatch):
     monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
     model = Tiny()
-    chosen = cpu_linear.choose_kernel(model, repeats=1)
+    chosen = cpu_linear.apply_kernel(model)
+    assert chosen == (cpu_linear.PACKED if cpu_linear.packing_available() else cpu_linear.FEW_ROW)
     assert type(model.inner) is CLASSES[chosen]
-    packed_copy = getattr(model.inner, "packed_weight", None)  # only a PackedLinear has the attribute
-    assert (packed_copy is not None) == (chosen == cpu_linear.PACKED)  # no unused copies kept
 
 
 @pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
-def test_a_model_over_the_memory_budget_is_packed_in_place_without_timing(monkeypatch):
+def test_a_model_over_the_memory_budget_is_packed_in_place(monkeypatch):
     """A second copy doubles the linear weights' memory: over SPECVIZ_PACKED_MAX_GB each W is packed and its
     float copy dropped, except the tied head's, which the embedding still needs."""
     monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
@@ -95,10 +93,7 @@ def test_a_model_over_the_memory_budget_is_packed_in_place_without_timing(monkey
     inner_weight, embedding = model.inner.weight.detach().clone(), model.embed.weight
     before = cpu_linear.linear_weight_bytes(model)
     monkeypatch.setenv("SPECVIZ_PACKED_MAX_GB", "0")
-    tried = []
-    real_use = cpu_linear.use_kernel
-    monkeypatch.setattr(cpu_linear, "use_kernel", lambda m, kernel, *a: tried.append(kernel) or real_use(m, kernel, *a))
-    assert cpu_linear.choose_kernel(model, repeats=1) == cpu_linear.PACKED_ONLY and tried == []  # nothing timed
+    assert cpu_linear.apply_kernel(model) == cpu_linear.PACKED_ONLY
     assert type(model.inner) is type(model.head) is cpu_linear.PackedOnlyLinear
     assert model.inner._float_weight is None and "weight" not in dict(model.inner.named_parameters())
     assert model.head.weight is embedding  # tied: the embedding's tensor, not an unpacked copy
@@ -188,94 +183,22 @@ def test_a_packed_only_weight_is_read_back_from_its_checkpoint_and_checked_again
 ORIGINAL_UNPACK = cpu_linear.PackedOnlyLinear._unpack
 
 
-@pytest.fixture
-def timed_loads(monkeypatch):
-    """loading.load_fresh builds a tiny Llama, and choose_kernel counts its calls (as if it timed few-row fastest):
-    returns the list of models it was asked to time."""
+def test_load_fresh_packs_a_models_weights_on_a_cpu_unless_told_not_to(monkeypatch):
+    """loading.load_fresh applies apply_kernel's kernel (SPECVIZ_CPU_LINEAR forces one) and says so as a stage."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
+    from specviz import job
     from specviz.models import loading
 
     config = LlamaConfig(vocab_size=96, hidden_size=64, intermediate_size=128, num_hidden_layers=1,
                          num_attention_heads=4, num_key_value_heads=2)
     monkeypatch.setattr(loading, "_from_pretrained", lambda auto_class, model_id, source, **kwargs:
                         LlamaForCausalLM(config) if auto_class == "AutoModelForCausalLM" else object())
-    timed = []
-
-    def choose(model, repeats=5):
-        timed.append(model)
-        return cpu_linear.use_kernel(model, cpu_linear.FEW_ROW)
-
-    monkeypatch.setattr(cpu_linear, "choose_kernel", choose)
-    monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
-    return timed
-
-
-def test_a_model_loaded_again_in_the_process_takes_the_kernel_timed_the_first_time(timed_loads, monkeypatch):
-    """load_fresh times the kernels once per model, dtype, thread count and SPECVIZ_CPU_LINEAR in a process: a second
-    load (a model evicted and asked for again) applies the kernel chosen then; another setting times them anew."""
-    from specviz.models import loading
-
-    monkeypatch.setenv("SPECVIZ_KERNELS", "off")  # the process's own memo only
-    cpu = torch.device("cpu")
-    first = loading.load_fresh("tests/a-model-loaded-twice", cpu, torch.float32)
-    again = loading.load_fresh("tests/a-model-loaded-twice", cpu, torch.float32)
-    assert len(timed_loads) == 1 and first.linear_kernel == again.linear_kernel == cpu_linear.FEW_ROW
-    assert type(again.hf_model.model.layers[0].mlp.down_proj) is cpu_linear.FewRowLinear
-    loading.load_fresh("tests/another-model", cpu, torch.float32)
-    monkeypatch.setenv("SPECVIZ_CPU_LINEAR", cpu_linear.STOCK)
-    loading.load_fresh("tests/a-model-loaded-twice", cpu, torch.float32)
-    assert len(timed_loads) == 3  # another model, then another setting: chosen anew each time
-
-
-def test_a_later_process_takes_the_kernel_kept_on_disk_and_a_new_setting_times_anew(timed_loads, monkeypatch, tmp_path):
-    """kernel_store keeps each model's choice: a later process (here, the in-process memo emptied) applies it without
-    timing; "off", another thread count, or a kept name that is no kernel times the kernels again."""
-    from specviz.models import kernel_store, loading
-
-    timed = timed_loads
-
-    def load_in_a_new_process():
-        monkeypatch.setattr(loading, "_TIMED_KERNELS", {})
-        return loading.load_fresh("tests/a-model-kept-on-disk", torch.device("cpu"), torch.float32)
-
-    monkeypatch.setenv("SPECVIZ_KERNELS", str(tmp_path / "kernels.json"))
-    first, later = load_in_a_new_process(), load_in_a_new_process()
-    assert len(timed) == 1 and first.linear_kernel == later.linear_kernel == cpu_linear.FEW_ROW
-    assert type(later.hf_model.model.layers[0].mlp.down_proj) is cpu_linear.FewRowLinear
-    (kept_key, kernel), = json.loads((tmp_path / "kernels.json").read_text()).items()
-    assert kernel == cpu_linear.FEW_ROW and "tests/a-model-kept-on-disk" in kept_key
-    threads = torch.get_num_threads()
-    torch.set_num_threads(threads + 1)
-    try:
-        load_in_a_new_process()  # another thread count: another key
-    finally:
-        torch.set_num_threads(threads)
-    assert len(timed) == 2
-    (tmp_path / "kernels.json").write_text(json.dumps({kept_key: "no-such-kernel"}))
-    load_in_a_new_process()
-    assert len(timed) == 3  # a name that is no kernel is timed again, not applied
-    monkeypatch.setenv("SPECVIZ_KERNELS", "off")
-    assert kernel_store.store_path() is None
-    load_in_a_new_process()
-    assert len(timed) == 4  # nothing kept: every process times
-
-
-@pytest.mark.parametrize("seconds,passes", [
-    ({cpu_linear.STOCK: [1.0, 1.1], cpu_linear.FEW_ROW: [2.0, 2.1], cpu_linear.PACKED: [1.5, 1.6]}, cpu_linear.RACE_FROM),
-    ({cpu_linear.STOCK: [1.0, 1.3], cpu_linear.FEW_ROW: [2.0, 2.1], cpu_linear.PACKED: [1.2, 1.4]}, 5),
-])
-def test_the_timing_is_a_race_that_stops_once_one_kernel_is_clearly_fastest(monkeypatch, seconds, passes):
-    """Kernels whose times overlap the leader's are timed all `repeats` passes; one clearly faster stops the race."""
-    monkeypatch.delenv("SPECVIZ_CPU_LINEAR", raising=False)
-    timed, current = [], {}
-    real_use = cpu_linear.use_kernel
-    monkeypatch.setattr(cpu_linear, "use_kernel", lambda m, kernel, *a: current.update(kernel=real_use(m, kernel, *a)))
-
-    def forward_seconds(model, rows):  # each kernel's passes take its two times in turn (half for each forward)
-        timed.append(current["kernel"])
-        return seconds[current["kernel"]][(timed.count(current["kernel"]) - 1) // 2 % 2] / 2
-
-    monkeypatch.setattr(cpu_linear, "_forward_seconds", forward_seconds)
-    assert cpu_linear.choose_kernel(Tiny(), repeats=5) == cpu_linear.STOCK
-    assert timed.count(cpu_linear.STOCK) == 2 * (passes + 1)  # two forwards a pass, the warm-up pass included
+    monkeypatch.setenv("SPECVIZ_CPU_LINEAR", cpu_linear.FEW_ROW)
+    stages = []
+    with job.running(job.Job(on_stage=stages.append)):
+        loaded = loading.load_fresh("tests/a-tiny-model", torch.device("cpu"), torch.float32)
+    assert loaded.linear_kernel == cpu_linear.FEW_ROW and "Packing tests/a-tiny-model's weights for this CPU" in stages
+    assert type(loaded.hf_model.model.layers[0].mlp.down_proj) is cpu_linear.FewRowLinear
+    plain = loading.load_fresh("tests/a-tiny-model", torch.device("cpu"), torch.float32, pack_weights=False)
+    assert plain.linear_kernel == cpu_linear.STOCK and type(plain.hf_model.model.layers[0].mlp.down_proj) is torch.nn.Linear

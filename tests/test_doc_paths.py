@@ -173,3 +173,8 @@ def test_the_fact_table_check_can_fail():
         ("presets", "PAIRS"), ("views/export", "trace_from_text")}
     assert resolve("presets", "PAIRS") and resolve("views/export", "trace_from_text")
     assert not resolve("presets", "NO_SUCH_TABLE") and not resolve("no_such_module", "PAIRS")
+
+
+def test_results_md_stays_a_reference_of_at_most_400_lines():
+    lines = (ROOT / "docs" / "results.md").read_text(encoding="utf-8").count("\n")
+    assert lines <= 400, f"docs/results.md has {lines} lines: today's figures only (git keeps the history)"

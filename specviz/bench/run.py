@@ -177,7 +177,7 @@ class Runner:
             # prompt path included, as an HF model)
             from specviz.models.int4 import quantized_copy
 
-            fresh = models.load_fresh(spec.model, target.device, target.dtype, choose_kernel=False)
+            fresh = models.load_fresh(spec.model, target.device, target.dtype, pack_weights=False)
             return models.LoadedModel(quantized_copy(fresh.hf_model, dense_prompt=True), fresh.tokenizer, draft, target.device,
                                       target.dtype)
         return models.load_model(draft, target.device, target.dtype)

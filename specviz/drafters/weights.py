@@ -65,7 +65,7 @@ def int4_model_step(model_id: str, target: models.LoadedModel, cache: WeightsCac
     _check_int4_kernels(target)
 
     def build():
-        draft = models.load_fresh(model_id, target.device, target.dtype, choose_kernel=False)
+        draft = models.load_fresh(model_id, target.device, target.dtype, pack_weights=False)
         vocab = models.shared_vocab_size(target, draft)
         job.stage(f"Building {model_id}'s 4-bit copy")
         copy_out_of_checkpoint(draft.hf_model)  # the float linears go with draft: nothing else keeps the file mapped

@@ -13,12 +13,14 @@ one row still takes the padded W Xᵀ, and two rows are padded to three, since o
 than its three-row one. Verifying γ + 1 tokens then costs fewer plain steps than with the few-row kernel. The
 packed copy doubles the memory of the linear weights, LM head included.
 
-Other CPUs and BLAS builds may differ, so `choose_kernel` times the kernels on the model itself and keeps the
-fastest (kernel_store.py keeps the choice on disk for later processes). SPECVIZ_CPU_LINEAR=stock|few-row|packed
-skips the timing and forces one.
+What it buys (docs/results.md, "What the float32 CPU path's machinery buys", 2026-12-02, two cores): the default
+offline run decodes speculatively at 31.1 tokens/s packed against 28.4 stock and 25.0 few-row; the Qwen2.5-Coder
+pair, packed-only, at 7.5 against 4.4 stock. Packed won there and on an AVX2 machine, so `apply_kernel` packs every
+model (the kernels are no longer timed at each load: that cost 1.7 s). SPECVIZ_CPU_LINEAR=stock|few-row|packed|
+packed-only forces one.
 
 Over PACKED_MAX_BYTES of linear weights (SPECVIZ_PACKED_MAX_GB, default 2) a second copy costs too much: it would
-take the Qwen2.5-Coder pair past a free Space's 16 GB. Such a model gets `packed-only` without timing: each W is
+take the Qwen2.5-Coder pair past a free Space's 16 GB. Such a model gets `packed-only`: each W is
 packed and the float copy is dropped (kept only where another module shares it, as a tied embedding does), and
 every forward, one row padded to three, runs on the packed copy, so verification stays nearly as cheap as a plain
 step in about the float model's memory. Reading `weight` of a packed-only linear reads W back from the checkpoint
@@ -31,8 +33,6 @@ The timings behind each choice: docs/research.md, "What makes it fast on a CPU",
 from __future__ import annotations
 
 import os
-import statistics
-import time
 
 import torch
 
@@ -40,7 +40,6 @@ from specviz.models.checkpoint_memory import copy_out_of_checkpoint, page_out
 
 MAX_ROWS = 16  # above this (prompt encoding) the stock GEMM is already efficient
 PACKED_MAX_BYTES = 2 * 2**30  # no packed copy of more linear weights than this (see the module docstring)
-RACE_FROM = 2  # choose_kernel drops a clearly slower kernel after this many timed passes, not before
 STOCK, FEW_ROW, PACKED, PACKED_ONLY = "stock", "few-row", "packed", "packed-only"
 
 
@@ -201,7 +200,6 @@ def _needs_grad(x: torch.Tensor, weight: torch.Tensor) -> bool:
 
 
 _CLASSES = {STOCK: torch.nn.Linear, FEW_ROW: FewRowLinear, PACKED: PackedLinear}
-TIMED = tuple(_CLASSES)  # the kernels choose_kernel times, one of which it picks (or PACKED_ONLY, untimed)
 
 
 def use_kernel(hf_model: torch.nn.Module, kernel: str, packed_copies: dict[int, torch.Tensor] | None = None) -> str:
@@ -210,8 +208,8 @@ def use_kernel(hf_model: torch.nn.Module, kernel: str, packed_copies: dict[int, 
     torch has no oneDNN.
 
     `packed` packs each float32 CPU weight once: a PackedLinear hands its packed copy on to its replacement, and
-    `packed_copies` ({id(weight): packed copy}), when given, keeps the copies across switches to other kernels,
-    as `choose_kernel` does while it times them. A module shared by two parents gets one replacement in both.
+    `packed_copies` ({id(weight): packed copy}), when given, keeps the copies across switches to other kernels. A
+    module shared by two parents gets one replacement in both.
     """
     if kernel == PACKED and not packing_available():
         kernel = FEW_ROW
@@ -246,38 +244,13 @@ def _packable(weight: torch.Tensor) -> bool:
     return weight.device.type == "cpu" and weight.dtype == torch.float32 and weight.dim() == 2
 
 
-def choose_kernel(hf_model: torch.nn.Module, repeats: int = 5) -> str:
-    """Pick and apply the fastest kernel for this model on this CPU; return its name.
-
-    Times a forward over 1 token plus one over 5 (a plain step and a γ = 4 verification) with each kernel,
-    alternating the kernels so that a busy or noisy machine slows both alike, and compares the medians. A race:
-    from the RACE_FROM-th timed pass on, a kernel whose fastest time is slower than the leader's slowest is dropped,
-    and the timing stops when one is left (on a quiet machine, after RACE_FROM passes of `repeats`).
-    """
+def apply_kernel(hf_model: torch.nn.Module) -> str:
+    """Apply the kernel this model runs with on a CPU and return its name: SPECVIZ_CPU_LINEAR's where set, else
+    packed-only over the packed budget, else packed (few-row where torch has no oneDNN)."""
     forced = os.environ.get("SPECVIZ_CPU_LINEAR", "auto")
     if forced == PACKED_ONLY or (forced == "auto" and linear_weight_bytes(hf_model) > packed_budget()):
         return pack_only(hf_model)
-    if forced in _CLASSES:
-        return use_kernel(hf_model, forced)
-    samples: dict[str, list[float]] = {STOCK: [], FEW_ROW: []}
-    if packing_available():
-        samples[PACKED] = []
-    packed_copies: dict[int, torch.Tensor] = {}  # made once for the timing; dropped below unless chosen
-    racing = list(samples)
-    for attempt in range(repeats + 1):  # the first pass warms up
-        for kernel in racing:
-            use_kernel(hf_model, kernel, packed_copies)
-            seconds = sum(_forward_seconds(hf_model, rows) for rows in (1, 5))
-            if attempt:
-                samples[kernel].append(seconds)
-        if attempt >= RACE_FROM:
-            leader = min(racing, key=lambda kernel: statistics.median(samples[kernel]))
-            racing = [kernel for kernel in racing if kernel == leader or min(samples[kernel]) <= max(samples[leader])]
-            if len(racing) == 1:
-                break
-    chosen = min(racing, key=lambda kernel: statistics.median(samples[kernel]))
-    use_kernel(hf_model, chosen, packed_copies)  # a module other than PackedLinear keeps no packed copy
-    return chosen
+    return use_kernel(hf_model, forced if forced in _CLASSES else PACKED)
 
 
 def linear_weight_bytes(hf_model: torch.nn.Module) -> int:
@@ -289,12 +262,3 @@ def linear_weight_bytes(hf_model: torch.nn.Module) -> int:
 
 def packed_budget() -> int:
     return int(float(os.environ.get("SPECVIZ_PACKED_MAX_GB", PACKED_MAX_BYTES / 2**30)) * 2**30)
-
-
-def _forward_seconds(hf_model: torch.nn.Module, rows: int) -> float:
-    vocab = hf_model.get_input_embeddings().num_embeddings
-    input_ids = (torch.arange(rows, dtype=torch.long).view(1, rows) + 100) % vocab  # [1, rows], any valid ids
-    with torch.inference_mode():
-        started = time.perf_counter()
-        hf_model(input_ids=input_ids, use_cache=False, logits_to_keep=1)
-        return time.perf_counter() - started

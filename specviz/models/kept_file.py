@@ -1,7 +1,7 @@
 """A JSON file of keyed entries kept in the cache between processes: where it is, reading it, and writing one entry.
 
-The calibration's timings (decoding/calibration_store.py) and the kernel choices (models/kernel_store.py) are kept
-so. A missing, unreadable or foreign file reads as empty; a write replaces the whole file by a rename, so two
+The calibration's timings (decoding/calibration_store.py) and whether repacking works (models/repacking.py) are
+kept so. A missing, unreadable or foreign file reads as empty; a write replaces the whole file by a rename, so two
 processes writing at once leave one whole file (one entry may be lost: it is timed again later); a read-only cache
 writes nothing.
 """

@@ -130,8 +130,9 @@ def load_model(model_id: str, device: torch.device | None = None, dtype: torch.d
     return cache.get(("model", model_id, device, dtype), lambda: load_fresh(model_id, device, dtype))
 
 
-def load_fresh(model_id: str, device: torch.device, dtype: torch.dtype, choose_kernel: bool = True) -> LoadedModel:
-    """Load a model outside any cache; on a CPU, time and apply the fastest linear kernel unless told not to."""
+def load_fresh(model_id: str, device: torch.device, dtype: torch.dtype, pack_weights: bool = True) -> LoadedModel:
+    """Load a model outside any cache; on a CPU, with its weights packed for the few-row products of decoding
+    (cpu_linear.apply_kernel) unless told not to."""
     split = SPLIT_MODELS.get(model_id)
     source = offline_checkpoint() if model_id == OFFLINE_MODEL else checkpoint(split) if split else model_id
     job.stage(f"Loading {model_id} on {describe_device(device)}")
@@ -144,29 +145,12 @@ def load_fresh(model_id: str, device: torch.device, dtype: torch.dtype, choose_k
         hf_model.to(device)
     hf_model.eval()
     kernel = "stock"
-    if device.type == "cpu" and choose_kernel:
-        from specviz.models import cpu_linear, kernel_store
+    if device.type == "cpu" and pack_weights:
+        from specviz.models import cpu_linear
 
-        linear_bytes = cpu_linear.linear_weight_bytes(hf_model)
-        packs_only = linear_bytes > cpu_linear.packed_budget()  # no timing then
-        timed = kernel_store.key(model_id, dtype, linear_bytes, cpu_name(), cpu_kernels(device))
-        chosen = None if packs_only else (_TIMED_KERNELS.get(timed) or kernel_store.kept(timed))
-        if chosen in cpu_linear.TIMED:  # loaded before, in this process or an earlier one: the kernel timed then
-            kernel = cpu_linear.use_kernel(hf_model, chosen)
-        else:
-            job.stage(f"Packing {model_id}'s weights for this CPU" if packs_only
-                      else f"Timing this CPU's matrix kernels on {model_id}")
-            kernel = cpu_linear.choose_kernel(hf_model)  # times the kernels on this model (a second or two)
-            if not packs_only:
-                kernel_store.keep(timed, kernel)
-        _TIMED_KERNELS[timed] = kernel
+        job.stage(f"Packing {model_id}'s weights for this CPU")
+        kernel = cpu_linear.apply_kernel(hf_model)  # packed (packed-only for a large model): cpu_linear's docstring
     return LoadedModel(hf_model, tokenizer, model_id, device, dtype, kernel)
-
-
-# The kernel choose_kernel picked for a model in this process, by kernel_store.key (the model, its dtype, torch's
-# threads, SPECVIZ_CPU_LINEAR, ...): a model loaded again (evicted from its cache and asked for again, or loaded by a
-# second cache) takes the same kernel without timing the kernels again, even where kernel_store keeps nothing.
-_TIMED_KERNELS: dict[str, str] = {}
 
 
 def _from_pretrained(auto_class: str, model_id: str, source: str, **kwargs):
