@@ -161,7 +161,7 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
     """Every pair's label fits the menu at 1366×768 (none cut off); choosing the Qwen2.5-Coder pair sets γ 12 and the
     draft stop 0.6 on the page, with the reason under the menu; going back sets γ 4 and no stop. Where llama.cpp is
     offered, choosing it sets that backend's preset (adaptive γ up to 4) and transformers sets γ 12 back."""
-    from specviz.app.pair_menu import CODER_PAIR, OFFLINE_PAIR, pair_choices, unreachable
+    from specviz.app.pair_menu import CODER_PAIR, OFFLINE_PAIR, pair_choices, refusal
 
     shown = {key: label for label, key in pair_choices()}  # "· not installed" on a pair whose parts are missing here
     small = page.context.browser.new_page(viewport={"width": 1366, "height": 768})
@@ -175,8 +175,8 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
                 pen.font = style.font; return box.clientWidth - parseFloat(style.paddingLeft)
                 - parseFloat(style.paddingRight) - pen.measureText(label).width; }""", shown[key])
             assert width_left >= -1, (key, width_left)  # every label fits, a hub pair's "needs internet" too
-            if unreachable(key) is not None:
-                continue  # offline, a hub pair is refused on choosing (test_browser_class.py)
+            if refusal(key) is not None:
+                continue  # offline, a hub pair (or a GGUF only the hub has) is refused on choosing (test_browser_class)
             choose_pair(small, key)
             small.wait_for_function(f"document.querySelector('#sv-pair input').value == {shown[key]!r}", polling=POLL_MS)
             scroll, client = small.evaluate("() => { const box = document.querySelector('#sv-pair input');"

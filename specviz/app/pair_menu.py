@@ -135,6 +135,13 @@ def unreachable(pair: str, at_hand=None) -> str | None:
             f"hub and does not have {' or '.join(missing)} in its cache. Choose an offline pair.")
 
 
+def refusal(pair: str) -> str | None:
+    """The sentence that refuses choosing `pair` on this server: a hub pair it cannot reach (unreachable), or an
+    offline pair whose GGUF is neither here nor to be fetched from the hub (split_gguf.unobtainable); else None."""
+    missing = split_gguf.unobtainable(PAIRS.get(pair, (None, None)))
+    return unreachable(pair) or (f"{missing}." if missing else None)
+
+
 def drafter_help(pair: str) -> str:
     """The drafter choices' help for this pair: what "draft model" is here, what lookup does."""
     draft = PAIRS.get(pair, (None, None))[1]

@@ -20,8 +20,8 @@ from specviz.app.pair_menu import (
     pair_choices,
     pair_help,
     pair_settings,
-    unreachable,
 )
+from specviz.app.pair_menu import refusal as pair_refusal  # ui has its own `refusal`s: the name says whose
 from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.progress import NOT_RUN, queue_shown
 from specviz.app.request import DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRAFT, RunRequest, field_limits
@@ -32,7 +32,6 @@ from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace,
 from specviz.app.views import LiveView, follow_latest_position, select_position
 from specviz.app.warmup import warm_up_note
 from specviz.config import BACKENDS, NUMBER_FIELDS, OFFLINE_MODEL
-from specviz.models import split_gguf
 from specviz.models.llama_cpp import available as llama_cpp_available
 from specviz.views import render
 
@@ -225,9 +224,8 @@ def _pair_changed(choice: str, backend: str, accepted: str | None, status: str |
     offline pair neither installed nor to be fetched) is refused at once: the menu goes back to the pair before
     (`accepted`), and the status line says why until the next choice succeeds or the next Run; a choice that
     succeeds clears an earlier refusal, of a pair or of a Run."""
-    unobtainable = split_gguf.unobtainable(PAIRS[choice])  # a GGUF neither here nor to be fetched from the hub
-    refusal = unreachable(choice) or (unobtainable and f"{unobtainable}.")
-    if refusal:
+    refusal = pair_refusal(choice)  # a hub pair without internet, or a GGUF neither here nor to be fetched
+    if refusal is not None:
         gr.Warning(refusal)
         back = accepted if accepted in PAIRS else default_pair()
         return (gr.skip(), gr.skip(), gr.update(value=back), gr.skip(), gr.skip(), gr.skip(),
