@@ -157,6 +157,29 @@ def test_the_exported_page_opens_offline_with_the_same_rows_and_numbers(page, tm
     open_live(page)  # as the next test expects
 
 
+ROOM_LEFT = """label => { const box = document.querySelector('#sv-pair input');
+    const style = getComputedStyle(box), pen = document.createElement('canvas').getContext('2d');
+    pen.font = style.font; return box.clientWidth - parseFloat(style.paddingLeft)
+    - parseFloat(style.paddingRight) - pen.measureText(label).width; }"""  # px a label leaves in the pair menu
+
+
+def test_every_pair_label_fits_the_menu_on_a_phone_whatever_its_ending(page):
+    """At 390×844 each pair's label, with each ending it can have ("· offline", "· from the hub", "· not installed",
+    "· needs internet"), fits the closed menu: the ending is what says where the pair is."""
+    from specviz.app.pair_menu import FROM_HUB, MENU_LABELS, NOT_INSTALLED, OFFLINE_SUFFIX
+
+    labels = [*MENU_LABELS.values(), *(label.removesuffix(OFFLINE_SUFFIX) + ending for label in MENU_LABELS.values()
+                                       if label.endswith(OFFLINE_SUFFIX) for ending in (FROM_HUB, NOT_INSTALLED))]
+    phone = page.context.browser.new_page(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    try:
+        phone.goto(page.url)
+        phone.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
+        room = {label: phone.evaluate(ROOM_LEFT, label) for label in labels}
+        assert min(room.values()) >= 0, room
+    finally:
+        phone.close()
+
+
 def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
     """Every pair's label fits the menu at 1366×768 (none cut off); choosing the Qwen2.5-Coder pair sets γ 12 and the
     draft stop 0.6 on the page, with the reason under the menu; going back sets γ 4 and no stop. Where llama.cpp is
@@ -170,10 +193,7 @@ def test_each_pair_label_fits_the_menu_and_the_qwen_pair_sets_its_preset(page):
         small.get_by_role("button", name="Run", exact=True).wait_for(timeout=60_000)
         open_settings(small)  # γ, the draft stop and the backend are in the folded settings
         for key in shown:
-            width_left = small.evaluate("""label => { const box = document.querySelector('#sv-pair input');
-                const style = getComputedStyle(box), pen = document.createElement('canvas').getContext('2d');
-                pen.font = style.font; return box.clientWidth - parseFloat(style.paddingLeft)
-                - parseFloat(style.paddingRight) - pen.measureText(label).width; }""", shown[key])
+            width_left = small.evaluate(ROOM_LEFT, shown[key])
             assert width_left >= -1, (key, width_left)  # every label fits, a hub pair's "needs internet" too
             if refusal(key) is not None:
                 continue  # offline, a hub pair (or a GGUF only the hub has) is refused on choosing (test_browser_class)
