@@ -86,7 +86,7 @@ def kernels(repeats: int, calibration: Path) -> dict:
 
 
 def lean_step(repeats: int) -> dict:
-    """Part 3: the 4-bit draft's one-token step, through int4_decoder and through transformers' forward."""
+    """Part 2: the 4-bit draft's one-token step, through int4_decoder and through transformers' forward."""
     import torch
 
     from specviz.config import OFFLINE_MODEL
@@ -111,7 +111,7 @@ def lean_step(repeats: int) -> dict:
 
 
 def page_out(repeats: int, calibration: Path) -> dict:
-    """Part 4: the Qwen pair's peak memory with the checkpoint's pages given back and without."""
+    """Part 3: the Qwen pair's peak memory with the checkpoint's pages given back and without."""
     peaks: dict[str, list[float]] = {"with": [], "without": []}
     for repeat in range(repeats):
         for name in ("with", "without") if repeat % 2 == 0 else ("without", "with"):
@@ -146,9 +146,9 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="cpu-machinery")
     parser.add_argument("--parts", nargs="*", default=["kernels", "lean", "memory"])
     args = parser.parse_args(argv)
-    from specviz.bench.command import _cpu_name
+    from specviz.bench.command import cpu_description
 
-    results = {"machine": f"{_cpu_name()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
+    results = {"machine": f"{cpu_description()}, {os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
                "repeats": args.repeats}
     with tempfile.TemporaryDirectory() as folder:
         calibration = Path(folder)

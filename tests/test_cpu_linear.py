@@ -137,16 +137,14 @@ def test_a_linear_shared_by_two_parents_gets_one_replacement():
 
 
 @pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")
-def test_switching_kernels_packs_each_weight_once():
-    model, packed_copies = Tiny(), {}
-    cpu_linear.use_kernel(model, cpu_linear.PACKED, packed_copies)
+def test_packing_again_keeps_each_weights_packed_copy():
+    model = Tiny()
+    cpu_linear.use_kernel(model, cpu_linear.PACKED)
     first = model.inner.packed_weight
-    cpu_linear.use_kernel(model, cpu_linear.STOCK, packed_copies)
+    cpu_linear.use_kernel(model, cpu_linear.PACKED)  # the PackedLinear hands its copy on
+    assert model.inner.packed_weight is first
+    cpu_linear.use_kernel(model, cpu_linear.STOCK)
     assert not hasattr(model.inner, "packed_weight")  # a stock module holds no copy
-    cpu_linear.use_kernel(model, cpu_linear.PACKED, packed_copies)
-    assert model.inner.packed_weight is first
-    cpu_linear.use_kernel(model, cpu_linear.PACKED)  # no store given: the PackedLinear hands its copy on
-    assert model.inner.packed_weight is first
 
 
 @pytest.mark.skipif(not cpu_linear.packing_available(), reason="this torch build has no oneDNN")

@@ -117,7 +117,7 @@ def test_the_app_runs_the_coder_pair_with_its_preset_and_shows_it():
 
 
 def test_the_page_sets_the_coder_pairs_preset_for_the_backend_chosen():
-    """On llama.cpp the Qwen pair's preset is adaptive γ up to 4 with the stop of 0.6 (presets.PRESET_SETTINGS):
+    """On llama.cpp the Qwen pair's preset is adaptive γ up to 4 with the stop of 0.6 (its row in presets.PAIRS):
     choosing the pair with llama.cpp picked sets the page to it and says why under the menu. Choosing another
     backend with the pair chosen sets that backend's preset where the other's was left as it was, and otherwise keeps
     the user's γ and adaptive γ, but for adaptive γ's largest draft, which takes the preset's; the draft stop and the

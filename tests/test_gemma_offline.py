@@ -80,9 +80,7 @@ def test_the_cross_tokenizer_presets_are_listed_alike_everywhere():
     assert set(MENU_LABELS) == set(PAIRS)
     parser = build_parser()
     help_text = " ".join(parser._subparsers._group_actions[0].choices["generate"].format_help().split())
-    readme, docs = (ROOT / "README.md").read_text(), (ROOT / "docs" / "models.md").read_text()
-    for name in presets.PRESETS:
-        assert name in help_text and f"`{name}`" in readme and f"| `{name}`" in docs, name
+    assert all(name in help_text for name in presets.PRESETS)  # README and docs/models.md: tests/test_pair_table.py
     config = config_from_args(parser.parse_args(["generate", "--prompt", "hi", "--preset", "qwen2.5-coder-gemma-draft"]))
     assert (config.target, config.draft) == CROSS_PRESETS["qwen2.5-coder-gemma-draft"]
 

@@ -1,6 +1,8 @@
 """A pair of models is one row of presets.PAIRS: the CLI's presets and help, the app's menu, labels and settings,
 and the hosted policy's models are all made from it."""
 
+from pathlib import Path
+
 from specviz.app import pair_menu
 from specviz.app.policy import offered_models
 from specviz.config import LLAMA_CPP, TRANSFORMERS, DecodeConfig, DrafterSpec, ModelSpec
@@ -47,3 +49,10 @@ def test_the_hosted_policy_offers_the_rows_models():
     hub_models = {model for pair in presets.PAIRS for model in (pair.target, DrafterSpec.parse(pair.draft).model)
                   if model and not ModelSpec.parse(model).offline}
     assert hub_models <= offered_models()
+
+
+def test_the_readme_and_the_models_doc_list_every_preset():
+    root = Path(__file__).resolve().parent.parent
+    readme, docs = (root / "README.md").read_text(encoding="utf-8"), (root / "docs" / "models.md").read_text(encoding="utf-8")
+    for pair in presets.PAIRS:
+        assert f"`{pair.name}`" in readme and f"| `{pair.name}`" in docs, pair.name

@@ -27,7 +27,7 @@ OFFLINE_PAIR, QUANTIZED_PAIR, CODER_PAIR, CODER_GEMMA_PAIR = (
 CUSTOM_PAIR = "Custom"
 PAIRS = {  # the pair dropdown: value -> (target, draft); Custom takes both from the text boxes
     **{title: pair.models for title, pair in MENU.items()}, CUSTOM_PAIR: (None, None)}
-# Why a pair's preset (presets.PRESET_SETTINGS) is what it is on each backend, said under the menu.
+# Why a pair's preset (its row in presets.PAIRS) is what it is on each backend, said under the menu.
 PRESET_ON = {TRANSFORMERS: "", LLAMA_CPP: " on llama.cpp"}
 PRESET_WHY = {
     TRANSFORMERS: "long drafts where the two agree (code, maths), short ones in prose; the fastest setting measured on "
@@ -73,7 +73,7 @@ def pair_settings(pair: str, policy: Policy | None = None, backend: str = TRANSF
     (True, 8192)
     """
     settings = {name: getattr(DecodeConfig, name) for name in ("gamma", "draft_confidence", "adaptive", "draft_vocab")}
-    settings.update(MENU[pair].settings.get(backend, {}) if pair in MENU else {})
+    settings.update(presets.preset_settings(MENU[pair].name, backend) if pair in MENU else {})
     if policy is not None:
         settings["gamma"] = min(settings["gamma"], policy.max_gamma)
     return settings
@@ -92,7 +92,7 @@ def pair_help(pair: str, policy: Policy | None = None, target: str = "", draft: 
     models = f"{ModelSpec.parse(target).name} drafted for by {ModelSpec.parse(draft).name}"
     if draft in (DISTILLED_DRAFTER, QUANTIZED_DRAFTER):
         models = f"{ModelSpec.parse(target).name} drafted for by {kinds.describe(draft)}"
-    settings, preset = pair_settings(pair, policy, backend), MENU[pair].settings.get(backend, {})
+    settings, preset = pair_settings(pair, policy, backend), presets.preset_settings(MENU[pair].name, backend)
     if "gamma" in preset:
         capped = f" (γ capped at {settings['gamma']} on this server)" if settings["gamma"] < preset["gamma"] else ""
         adaptive = "adaptive γ up to " if preset.get("adaptive") else "γ "
@@ -131,7 +131,7 @@ def unreachable(pair: str, at_hand=None) -> str | None:
     missing = [model for model in hub_models(pair) if not at_hand(model)]
     if not missing:
         return None
-    return (f"{MENU_LABELS[pair].removesuffix(HUB_SUFFIX)} needs internet: this server cannot reach the Hugging Face "
+    return (f"{MENU[pair].label} needs internet: this server cannot reach the Hugging Face "
             f"hub and does not have {' or '.join(missing)} in its cache. Choose an offline pair.")
 
 

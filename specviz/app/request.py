@@ -98,8 +98,8 @@ class RunRequest:
 
         pair = next((name for name, models in PAIRS.items() if runs_it(models)), CUSTOM_PAIR)
         custom = pair == CUSTOM_PAIR
-        shared = {field.name for field in dataclasses.fields(DecodeConfig)} - {"target", "draft", "system_prompt"}
-        fields = {name: config[name] for name in cls.field_names() if name in shared and name in config}
+        fields = {name: config[name] for name in cls.field_names()  # the settings both have, as the trace recorded them
+                  if name in config and name not in ("target", "draft", "system_prompt")}
         return cls(pair=pair, target=target if custom else "", draft=(NGRAM_DRAFTER if lookup_only else str(base))
                    if custom else "", drafter=drafter, prompt=prompt, compare=compare,
                    system_prompt=config.get("system_prompt") or "", **fields)
@@ -116,7 +116,7 @@ class RunRequest:
         return draft_id  # as it is, or a name to_config refuses in DecodeConfig.validate's words
 
     def draft_stop(self) -> float:
-        """The draft stop asked for; left out (an API caller), the pair's preset (presets.PRESET_SETTINGS)."""
+        """The draft stop asked for; left out (an API caller), the pair's preset (its row in presets.PAIRS)."""
         if self.draft_confidence is None:
             return pair_settings(self.pair, backend=self.backend)["draft_confidence"]
         return check_field("draft_confidence", self.draft_confidence)

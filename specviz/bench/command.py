@@ -145,7 +145,7 @@ def _read_rows(rows_file: Path) -> list[dict]:
 
 
 def _environment(runner: Runner, started: float) -> dict:
-    environment = {"device": models.describe_device(runner.target.device), "cpu": _cpu_name(),
+    environment = {"device": models.describe_device(runner.target.device), "cpu": cpu_description(),
                    "dtype": str(runner.target.dtype), "linear_kernel": runner.target.linear_kernel,
                    "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "cpu_count": os.cpu_count(),
                    "seconds": round(time.perf_counter() - started, 1)}
@@ -154,7 +154,7 @@ def _environment(runner: Runner, started: float) -> dict:
     return environment
 
 
-def _cpu_name() -> str:
+def cpu_description() -> str:
     """The CPU's model name (loading.cpu_name) and widest vector extension, from /proc/cpuinfo."""
     from specviz.models.loading import cpu_name
 

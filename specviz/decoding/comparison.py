@@ -6,8 +6,8 @@ a second KV cache over the same weights, catches up to the tokens the rounds hav
 the round it followed. analysis/speedup.py then pairs each round with the plain tokens decoded right after it: the
 measured speedup is the ratio of their sums, and its interval comes from resampling those pairs.
 
-    for round_, trace in compared_decode(pipeline, prompt, config):   # as speculative_decode; the last trace
-        ...                                                           # carries the Baseline and the machine's load
+    for round_, trace in compared_decode(pipeline, prompt, config):   # as speculative_decode; each trace carries
+        ...                                                           # the Baseline and the machine's load so far
 
 A pipeline with no second cache (one built by hand over a scripted model) decodes plainly after the last round.
 """
@@ -36,7 +36,7 @@ def compared_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
     plain_model = pipeline.plain_target()
     in_turn = plain_model is not pipeline.target  # else both would write one cache: plain decoding waits to the end
     plain = PlainRun(pipeline, prompt, config, plain_model)
-    start = machine_load.CpuLoad.read()
+    start, cores = machine_load.CpuLoad.read(), machine_load.cores()
     for round_, trace in speculative_decode(pipeline, prompt, config, policy):
         if in_turn:
             while not plain.finished and len(plain.generated) < len(trace.token_ids):
@@ -49,7 +49,7 @@ def compared_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
         if trace.baseline is not None:  # the load so far, with the Baseline so far: a run stopped now keeps its verdict
             now = machine_load.CpuLoad.read()
             trace.others_busy_cores = now.others_busy_cores(start) if start and now else None
-            trace.cores = machine_load.cores()
+            trace.cores = cores
         yield round_, trace
 
 

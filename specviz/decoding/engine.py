@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import torch
 
@@ -49,14 +50,21 @@ class Proposal:
     parents: list[int]  # k
     logits: list | None = None
 
+    @cached_property
+    def ids(self) -> list[int]:
+        """The drafted ids on the host, read once (on a GPU each read is a sync)."""
+        return self.tokens.tolist()
+
     def first(self, count: int) -> Proposal:
         """The first `count` nodes (a γ policy's cut: a prefix of a tree is a tree)."""
-        return Proposal(self.tokens[:count], self.probs[:count], self.parents[:count], self.logits)
+        return Proposal(self.tokens[:count], self.probs[:count], self.parents[:count],
+                        self.logits[:count] if self.logits else self.logits)
 
 
 @dataclass
 class RunState:
-    """What a run carries from round to round: the sequence so far (prompt and emitted tokens) and the trace."""
+    """What a run carries from round to round: the sequence so far (prompt and emitted tokens), the trace, the text
+    decoded so far and the clock, with the room left and the stop reason they give."""
 
     pipeline: Pipeline
     config: DecodeConfig
@@ -127,7 +135,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             asked = policy.before_draft(room) if room > 0 else 0
             draft = drafter.propose(sequence, asked, standardize, generator, shape) if asked > 0 else None
             proposal = _trim_at_eos(draft, pipeline)
-            proposal = proposal.first(policy.after_draft(len(sequence), proposal.tokens.tolist()))
+            proposal = proposal.first(policy.after_draft(len(sequence), proposal.ids))
             clock.drafted()
 
             # 2. Score: one target forward over the pending tokens and the k drafts -> p_1..p_{k+1} [k+1, V]; a tree's
@@ -137,7 +145,8 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
             target_logits = target.feed_tree(fed, _after(pending, proposal.parents), logits_to_keep=k + 1)  # [k+1, V]
             target_probs = standardize(target_logits)
 
-            # 3. Verify with r_1..r_k, then 4. draw the correction or bonus with one more uniform.
+            # 3. Verify: accept while r_i < min(1, p_i(x_i)/q_i(x_i)), r_1..r_k [k]; one more uniform draws the
+            #    correction from norm(max(0, p - q)) or the bonus from p_{k+1}.
             uniforms = torch.rand(k, generator=generator, device=device)  # [k]
             next_uniform = float(torch.rand((), generator=generator, device=device))
             result = verify_draft(proposal.tokens, proposal.parents, proposal.probs, target_probs, uniforms,
@@ -145,7 +154,7 @@ def speculative_decode(pipeline: Pipeline, prompt: str, config: DecodeConfig,
 
             # 4. Commit the accepted path and the next token; the target's cache keeps only that path.
             target.keep_path([*range(len(pending)), *(len(pending) + node for node in result.path)])
-            drafted_ids = proposal.tokens.tolist()
+            drafted_ids = proposal.ids
             emitted = _emitted([drafted_ids[node] for node in result.path], result, pipeline.eos_ids)
             sequence.extend(emitted)
             clock.verified()

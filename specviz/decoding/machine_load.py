@@ -1,7 +1,7 @@
 """How busy the machine was while a run was timed: the CPU time other processes took, read from Linux's counters.
 
 A class laptop is rarely quiet. A timing means something only beside what else ran meanwhile, so a compared run
-reads the kernel's CPU counters at its start and end (/proc/stat: every core's busy time; /proc/self/stat: this
+reads the kernel's CPU counters at its start and after each round (/proc/stat: every core's busy time; /proc/self/stat: this
 process's, all its threads), and the difference is what the others took:
 
     others' busy cores = (Δ machine busy − Δ this process) ÷ Δ wall

@@ -56,7 +56,7 @@ def int4_draft_step(target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
 def int4_model_step(model_id: str, target: models.LoadedModel, cache: WeightsCache = WEIGHTS):
     """A draft model run through the 4-bit kernels, and the vocabulary it shares with the target: the lean step
     for a Llama or Qwen2, else its 4-bit copy. Built once per draft and target, then shared (it holds no state);
-    the float draft is loaded without a kernel choice and dropped once quantized, so only the 4-bit weights,
+    the float draft is loaded without packing and dropped once quantized, so only the 4-bit weights,
     the embedding and the norms stay in memory."""
     from specviz.models import int4_decoder
     from specviz.models.checkpoint_memory import copy_out_of_checkpoint

@@ -202,18 +202,17 @@ def _needs_grad(x: torch.Tensor, weight: torch.Tensor) -> bool:
 _CLASSES = {STOCK: torch.nn.Linear, FEW_ROW: FewRowLinear, PACKED: PackedLinear}
 
 
-def use_kernel(hf_model: torch.nn.Module, kernel: str, packed_copies: dict[int, torch.Tensor] | None = None) -> str:
+def use_kernel(hf_model: torch.nn.Module, kernel: str) -> str:
     """Replace every nn.Linear below the model by the named kernel's module, holding the same weight and bias
     tensors (so tied weights stay tied), and return the kernel applied: `packed` falls back to `few-row` where
     torch has no oneDNN.
 
-    `packed` packs each float32 CPU weight once: a PackedLinear hands its packed copy on to its replacement, and
-    `packed_copies` ({id(weight): packed copy}), when given, keeps the copies across switches to other kernels. A
-    module shared by two parents gets one replacement in both.
+    `packed` packs each float32 CPU weight once: a PackedLinear hands its packed copy on to its replacement, and a
+    weight two modules share is packed once. A module shared by two parents gets one replacement in both.
     """
     if kernel == PACKED and not packing_available():
         kernel = FEW_ROW
-    packed_copies = {} if packed_copies is None else packed_copies
+    packed_copies: dict[int, torch.Tensor] = {}  # id(weight) -> its packed copy
     replacements: dict[int, torch.nn.Module] = {}  # id(old module) -> its replacement
     for parent in list(hf_model.modules()):
         for name, child in list(parent.named_children()):

@@ -22,14 +22,14 @@ from specviz.config import (
 )
 from specviz.models.loading import choose_device
 from specviz.models.requantize import REQUANTIZATIONS, variant
-from specviz.models.split_gguf import GEMMA_270M, QWEN_CODER_DRAFT, QWEN_CODER_TARGET
+from specviz.models.split_gguf import GEMMA_270M, QWEN_CODER_DRAFT, QWEN_CODER_TARGET, SPLIT_MODELS
 
 
 @dataclass(frozen=True)
 class Pair:
     """A pair of models, one row: its `--preset` name, the app's menu entry, the two models, and what it runs with
     on each backend unless the user moves it. The presets, the app's pair menu, the CLI's `--preset` help and the
-    README's list are all made from PAIRS (a test checks the README's)."""
+    hosted policy's models are made from PAIRS; README.md and docs/models.md list each row (a test checks both)."""
 
     name: str  # `--preset NAME`
     target: str  # a model id (config.ModelSpec)
@@ -54,7 +54,8 @@ CODER, CODER_DRAFT = QWEN_CODER_TARGET.model_id, QWEN_CODER_DRAFT.model_id
 CODER_SETTINGS = {TRANSFORMERS: dict(gamma=12, draft_confidence=0.6),
                   LLAMA_CPP: dict(gamma=4, draft_confidence=0.6, adaptive=True)}
 PAIRS: tuple[Pair, ...] = (  # the menu's order
-    # The offline default: its drafter is chosen per device (offline_drafter); the menu offers its two drafts.
+    # The offline default: its draft is chosen per device (offline_drafter: this row's on a CPU); the menu offers its
+    # two drafts.
     Pair("offline", OFFLINE_MODEL, OFFLINE_DRAFTER),
     Pair("smollm2-distilled", OFFLINE_MODEL, DISTILLED_DRAFTER, "Offline: SmolLM2-135M-Instruct (embedded)",
          "SmolLM2-135M ← distilled draft"),
@@ -88,8 +89,6 @@ def offline_pair(pair: Pair) -> bool:
 
 def preset_help() -> str:
     """The command line's `--preset` help, from PAIRS: each name, and what an offline pair needs installed."""
-    from specviz.models.split_gguf import SPLIT_MODELS
-
     def needs(pair: Pair) -> str:
         files = dict.fromkeys(SPLIT_MODELS[model].requirements for model in pair.models if model in SPLIT_MODELS)
         terms = "; Gemma Terms of Use" if model_terms(*pair.models) else ""
@@ -171,6 +170,6 @@ def resolve_preset(name: str, backend: str = TRANSFORMERS) -> tuple[str, str]:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; choose one of: {', '.join(PRESETS)}")
     target, draft = PRESETS[name].models
-    if draft == OFFLINE_DRAFTER:  # the offline default: the drafter measured fastest on this device
+    if name == "offline":  # the offline default: the drafter measured fastest on this device, not the row's
         return target, offline_drafter(backend=backend)
     return backend_model(target, backend), device_draft(draft, backend=backend)

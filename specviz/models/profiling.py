@@ -49,6 +49,29 @@ def measure_verify_costs(
                               model.crop, repeats, warmup)
 
 
+def heap_parents(nodes: int) -> list[int]:
+    """A bushy token tree of `nodes` entries for timing its verification: two children of the committed sequence,
+    then two children per entry, breadth first ([-1, -1, 0, 0, 1, 1, 2, ..]); depth about log2(nodes)."""
+    return [-1 if index < 2 else (index - 2) // 2 for index in range(nodes)]
+
+
+def measure_tree_verify_costs(
+    model: models.LanguageModel, context_ids: list[int], sizes: list[int], repeats: int = 5, warmup: int = 2
+) -> dict[int, float]:
+    """Median milliseconds of verifying a token tree of k entries (heap_parents(k): the tree attention mask and
+    position ids by depth) after `context_ids` is cached, for each k in `sizes`; interleaved and cropped back off
+    as measure_verify_costs does. A chain's k tokens cost measure_verify_costs(k); the difference is the mask's."""
+    probe = torch.tensor([context_ids[i % len(context_ids)] for i in range(max(sizes, default=0))],
+                         device=model.device)  # [max k]
+
+    def undo(base: int) -> None:
+        model.keep_path([])  # drop the tree: back to `base` cached tokens
+        model.crop(base)
+
+    return _median_forward_ms(model, context_ids, sizes, lambda k: model.feed_tree(probe[:k], heap_parents(k)), undo,
+                              repeats, warmup)
+
+
 def relative_costs(timings_ms: dict[int, float]) -> dict[int, float]:
     """v(k) = time(k) / time(1)."""
     return {k: ms / timings_ms[1] for k, ms in timings_ms.items()}
