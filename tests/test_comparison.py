@@ -205,3 +205,18 @@ def test_a_run_of_too_few_rounds_says_why_it_has_no_interval():
     metrics = summarize(trace)
     assert metrics.speedup_measured is not None and metrics.speedup_low is None
     assert "(no interval: 3 rounds, too few to tell)" in measurement_words(metrics)
+
+
+def test_a_run_stopped_midway_keeps_the_machines_load_so_far(monkeypatch):
+    """Stop ends the generator between rounds: the trace the page shows then already carries the load read so far,
+    so a stopped run on a busy machine still says it was busy."""
+    loads = [machine_load.CpuLoad(1_000 + 300 * i, 100 + 100 * i, 10.0 + i) for i in range(60)]  # 2 cores busy
+    reads = iter(loads)
+    monkeypatch.setattr(machine_load.CpuLoad, "read", classmethod(lambda cls: next(reads)))
+    pipeline = fake_pipeline(5)
+    pipeline.new_target = lambda: FakeLanguageModel(5, salt=1, name="target")  # plain decoding in turn
+    for _, trace in comparison.compared_decode(pipeline, "abcab", DecodeConfig(gamma=2, max_new_tokens=30, chat=False)):
+        break  # Stop after the first round
+    assert not trace.stop_reason and trace.baseline is not None and trace.cores >= 1
+    assert trace.others_busy_cores == pytest.approx(loads[1].others_busy_cores(loads[0]))
+    assert trace.others_busy_cores > 1
