@@ -200,3 +200,7 @@ def test_an_offline_pair_whose_gguf_only_the_hub_has_is_refused_offline_and_a_ru
     assert menu["value"] == OFFLINE_PAIR == accepted and status == f"**Not available**: {sentence}."
     *_, cleared, _ = ui._pair_changed(OFFLINE_PAIR, TRANSFORMERS, OFFLINE_PAIR, "**Not run**: gamma must be …")
     assert cleared == ""
+    from specviz.app.tabs.runs_and_files import RECORDED
+
+    *_, recorded, _ = ui._pair_changed(OFFLINE_PAIR, TRANSFORMERS, OFFLINE_PAIR, RECORDED + "these controls' run, …")
+    assert recorded.startswith("**Recorded, not live**: the default pair's run") and "these controls" not in recorded

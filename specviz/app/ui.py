@@ -26,7 +26,7 @@ from specviz.app.policy import Policy, current_policy, gpu_decorator
 from specviz.app.progress import NOT_RUN, queue_shown
 from specviz.app.request import DRAFT_MODEL, DRAFTERS, EXAMPLES, LOOKUP_THEN_DRAFT, RunRequest, field_limits
 from specviz.app.tabs.groups import LIVE_TAB, build_lab_tabs
-from specviz.app.tabs.runs_and_files import first_screen, gallery_buttons, wire_gallery
+from specviz.app.tabs.runs_and_files import OTHER_CONTROLS, RECORDED, first_screen, gallery_buttons, wire_gallery
 from specviz.app.teacher import build_teacher_lane
 from specviz.app.trace_files import TRACE_FILE_TTL_S, export_page, import_trace, replay_check
 from specviz.app.views import LiveView, follow_latest_position, select_position
@@ -231,7 +231,9 @@ def _pair_changed(choice: str, backend: str, accepted: str | None, status: str |
         return (gr.skip(), gr.skip(), gr.update(value=back), gr.skip(), gr.skip(), gr.skip(),
                 f"{NOT_AVAILABLE}{refusal}", back)
     offline_smollm = PAIRS[choice][0] == OFFLINE_MODEL
-    cleared = "" if (status or "").startswith((NOT_AVAILABLE, NOT_RUN)) else gr.skip()  # an earlier refusal is void
+    status = status or ""
+    cleared = ("" if status.startswith((NOT_AVAILABLE, NOT_RUN)) else  # an earlier refusal is void
+               OTHER_CONTROLS if status.startswith(RECORDED) else gr.skip())  # the recorded run: not these controls'
     return (gr.update(visible=choice == CUSTOM_PAIR),
             gr.update(value=LOOKUP_THEN_DRAFT if offline_smollm else DRAFT_MODEL, info=drafter_help(choice)),
             *_pair_settings_on(choice, backend), cleared, choice)

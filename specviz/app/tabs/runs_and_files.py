@@ -44,6 +44,10 @@ def first_screen() -> tuple:
     return dataclasses.replace(view, trace=copy.deepcopy(view.trace)).values()
 
 
+RECORDED = "**Recorded, not live**: "  # how the status line opens on the first screen's recorded run
+OTHER_CONTROLS = RECORDED + "the default pair's run, as it ran there. **Run** decodes the pair chosen live on this machine."
+
+
 @functools.lru_cache(maxsize=1)
 def _first_view() -> LiveView:
     entry = next((entry for entry in gallery.entries() if entry.name == FIRST_SCREEN), None)
@@ -52,8 +56,7 @@ def _first_view() -> LiveView:
         return views(None)
     view = views(trace)
     view.headline = f"*Recorded on {entry.provenance['machine']}, {entry.provenance['date'][:10]}*: {view.headline}"
-    view.status = ("**Recorded, not live**: these controls' run, as it ran there. **Run** decodes it live on this "
-                   "machine.")
+    view.status = RECORDED + "these controls' run, as it ran there. **Run** decodes it live on this machine."
     view.download = None
     return view
 
