@@ -134,6 +134,24 @@ def test_a_job_slot_cancels_the_sessions_previous_run():
     assert copy.deepcopy(slot).job is None  # gr.State gives every new session a fresh slot
 
 
+def test_stop_pressed_before_a_queued_run_starts_stops_it_and_not_a_later_one():
+    """The page counts Run and Step presses at once (not queued); a Stop after a press and before that press's job
+    starts stops the job as it starts; a press after the Stop runs; API callers, who press nothing, are never stopped
+    ahead."""
+    slot = progress.JobSlot()
+    assert not slot.start().cancelled  # an API caller's run: no press counted, nothing stopped ahead
+    slot.stop()
+    assert not slot.start().cancelled  # still no press: a Stop long ago does not stop a later API run
+    slot.pressed()  # Run pressed; the run waits in the queue
+    slot.stop()  # Stop pressed 50 ms later, before the run started
+    assert slot.start().cancelled  # the run starts stopped: it ends before its first round
+    slot.pressed()  # Run pressed again, after the Stop
+    job = slot.start()
+    assert not job.cancelled
+    slot.stop()
+    assert job.cancelled
+
+
 def test_cancel_reaches_a_job_from_another_thread_at_once():
     current = Job()
     threading.Timer(0.05, current.cancel).start()

@@ -206,11 +206,17 @@ def _step(session: StepSession | None, slot: JobSlot | None = None, **controls):
     yield (*view.values(), session)
 
 
+def pressed(slot: JobSlot | None = None) -> None:
+    """Run or Step pressed (answered at once, not queued): a Stop before its job starts stops it too (JobSlot)."""
+    if slot is not None:
+        slot.pressed()
+
+
 def stop(slot: JobSlot | None = None) -> None:
     """Cancel the session's run or step: its own callback then shows what was decoded, marked stopped, with a
     toast (a Gradio cancel would leave the page as the last update left it, and mark every output with an error)."""
     if slot is not None:
-        slot.cancel()
+        slot.stop()
 
 
 def reset(slot: JobSlot | None = None):

@@ -118,11 +118,25 @@ class JobSlot:
         self.job: Job | None = None
         self.cleared: Job | None = None  # the job Reset ended: its views must not come back after the cleared page
         self.ahead = False  # the teacher's lane sets it for its next job alone: the model thread serves that one first
+        # A Run or Step waits in the queue before its job starts; a Stop pressed meanwhile must stop it too. The page
+        # counts its presses as they happen (`pressed`, not queued) and Stop notes the count it answered.
+        self.presses = self.stopped_at_press = 0
+
+    def pressed(self) -> None:
+        """A Run or Step was pressed on the page: its job will start when the queue reaches it."""
+        self.presses += 1
 
     def start(self) -> Job:
         self.cancel()
         self.job, self.ahead = Job(ahead=self.ahead), False
+        if 0 < self.presses <= self.stopped_at_press:  # Stop came after this press, before its job started
+            self.job.cancel()
         return self.job
+
+    def stop(self) -> None:
+        """Stop: the job running, and any pressed since that has not started yet."""
+        self.stopped_at_press = self.presses
+        self.cancel()
 
     def cancel(self) -> None:
         if self.job is not None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import gradio as gr
 
 from specviz.app.callbacks import quiet_refusals, refused
-from specviz.app.live import run, step
+from specviz.app.live import pressed, run, step
 from specviz.app.policy import is_teacher_key, teacher_key
 from specviz.app.progress import JobSlot, queue_shown
 from specviz.app.views import follow_latest_position
@@ -85,6 +85,7 @@ def build_teacher_lane(live, step_state: gr.State, job_state: gr.State, gpu) -> 
                                  inputs_kwargs=controls, preprocess=False, outputs=outputs, api_name="teacher_run",
                                  **lane)
     run_event.then(follow_latest_position, live.outputs["trace"], live.position_slider, queue=False)
-    run_button.click(lambda: None, None, step_state, queue=False)  # a Step after a Run starts afresh
+    run_button.click(pressed, job_state, step_state, queue=False)  # a Step after a Run starts afresh
+    step_button.click(pressed, job_state, None, queue=False)
     step_button.click(gpu(quiet_refusals(teacher_step)), [unlocked, step_state, job_state], inputs_kwargs=controls,
                       preprocess=False, outputs=[*outputs, step_state], api_name="teacher_step", **lane)

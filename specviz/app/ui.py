@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import gradio as gr
 
 from specviz.app.callbacks import quiet_refusals
-from specviz.app.live import JobSlot, reset, run, step, stop
+from specviz.app.live import JobSlot, pressed, reset, run, step, stop
 from specviz.app.pair_menu import (
     CUSTOM_PAIR,
     PAIRS,
@@ -308,7 +308,8 @@ def _wire_live_tab(live: LiveTab, step_state: gr.State, job_state: gr.State) -> 
     run_event = live.buttons["run"].click(gpu(quiet_refusals(run)), [job_state, trace_state], inputs_kwargs=controls,
                                           preprocess=False, outputs=outputs, api_name="run", **queue)
     run_event.then(follow_latest_position, trace_state, live.position_slider, queue=False)
-    live.buttons["run"].click(lambda: None, None, step_state, queue=False)  # a Step after a Run starts afresh
+    live.buttons["run"].click(pressed, job_state, step_state, queue=False)  # a Step after a Run starts afresh
+    live.buttons["step"].click(pressed, job_state, None, queue=False)
     live.buttons["step"].click(gpu(quiet_refusals(step)), [step_state, job_state], inputs_kwargs=controls,
                                preprocess=False, outputs=[*outputs, step_state], api_name="step", **queue)
     live.buttons["stop"].click(stop, [job_state], None, queue=False)
